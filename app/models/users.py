@@ -1,0 +1,45 @@
+"""Users, their roles and their API tokens."""
+
+from datetime import datetime
+from enum import StrEnum
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at
+
+
+class Role(StrEnum):
+    annotator = "annotator"
+    reviewer = "reviewer"
+    admin = "admin"
+
+    @property
+    def rank(self) -> int:
+        return ["annotator", "reviewer", "admin"].index(self.value)
+
+
+class User(Base):
+    __tablename__ = "users"
+    __table_args__ = (sa.CheckConstraint("role IN ('annotator', 'reviewer', 'admin')", name="role"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(sa.Text)
+    role: Mapped[str] = mapped_column(sa.String(16))
+    is_active: Mapped[bool] = mapped_column(server_default=sa.true())
+    must_change_password: Mapped[bool] = mapped_column(server_default=sa.false())
+    created_at: Mapped[datetime] = created_at()
+
+
+class ApiToken(Base):
+    """Bearer tokens for /api/v1. Only the sha256 of a token is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(sa.String(100), server_default="")
+    token_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    created_at: Mapped[datetime] = created_at()
+    revoked_at: Mapped[datetime | None]

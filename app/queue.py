@@ -1,0 +1,150 @@
+"""The annotation queue: claim the next item with a lease, skip, release, and expire leases.
+
+Correctness rests on the database, not on timing: a claim locks the item row
+(FOR UPDATE SKIP LOCKED) before it takes one of the item's `slots_left`, so an item is never
+held by more annotators than its stage's overlap; UNIQUE(item, stage, annotator) makes a
+second hold by the same annotator impossible. Lease times come from the database clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, NotFound
+from app.models import Assignment, Stage
+
+_EXPIRE = sa.text(
+    """
+    WITH gone AS (
+        SELECT a.id, a.item_id
+        FROM assignments a JOIN items i ON i.id = a.item_id
+        WHERE a.stage_id = :stage AND a.status = 'active' AND a.lease_until < now()
+        LIMIT 500
+        FOR UPDATE OF a, i SKIP LOCKED
+    ), upd AS (
+        UPDATE assignments a SET status = 'expired' FROM gone WHERE a.id = gone.id RETURNING a.item_id
+    )
+    UPDATE items i SET slots_left = i.slots_left + c.n
+    FROM (SELECT item_id, count(*) AS n FROM upd GROUP BY item_id) c
+    WHERE i.id = c.item_id AND i.stage_id = :stage
+    """
+)
+
+# Items this annotator has never held in this stage, lowest id first.
+_PICK_FRESH = sa.text(
+    """
+    SELECT i.id FROM items i
+    WHERE i.stage_id = :stage AND i.status = 'active' AND i.slots_left > 0
+      AND NOT EXISTS (
+          SELECT 1 FROM assignments a
+          WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user)
+    ORDER BY i.id
+    LIMIT 1
+    FOR UPDATE OF i SKIP LOCKED
+    """
+)
+
+# Items this annotator skipped, released or let expire earlier: they come back last.
+_PICK_RETURNING = sa.text(
+    """
+    SELECT i.id, a.id FROM items i
+    JOIN assignments a ON a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+    WHERE i.stage_id = :stage AND i.status = 'active' AND i.slots_left > 0
+      AND a.status IN ('skipped', 'released', 'expired')
+    ORDER BY a.lease_until, a.id
+    LIMIT 1
+    FOR UPDATE OF i, a SKIP LOCKED
+    """
+)
+
+_INSERT = sa.text(
+    "INSERT INTO assignments (item_id, stage_id, annotator_id, status, lease_until)"
+    " VALUES (:item, :stage, :user, 'active', now() + make_interval(secs => :lease))"
+    " ON CONFLICT (item_id, stage_id, annotator_id) DO NOTHING"
+    " RETURNING id, lease_until"
+)
+
+_RENEW = sa.text(
+    "UPDATE assignments SET status = 'active', lease_until = now() + make_interval(secs => :lease)"
+    " WHERE id = :id RETURNING id, lease_until"
+)
+
+_TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
+MAX_PICKS = 8
+
+
+@dataclass(frozen=True)
+class Claim:
+    assignment_id: int
+    item_id: int
+    lease_until: datetime
+
+
+def expire_leases(session: Session, stage_id: int) -> None:
+    """Return the slots of leases that ran out (at most 500 per call; the next claim takes more)."""
+    session.execute(_EXPIRE, {"stage": stage_id})
+
+
+def claim_next(session: Session, stage: Stage, annotator_id: int) -> Claim | None:
+    """Lease the next eligible item of `stage` to the annotator, or return None if none is left."""
+    expire_leases(session, stage.id)
+    params = {"stage": stage.id, "user": annotator_id}
+    row = None
+    # A concurrent claim by the same annotator can commit between this statement's snapshot and
+    # its row lock; the unique constraint then turns the insert into a no-op and we pick again.
+    for _ in range(MAX_PICKS):
+        item_id = session.execute(_PICK_FRESH, params).scalar()
+        if item_id is None:
+            break
+        row = session.execute(_INSERT, {**params, "item": item_id, "lease": stage.lease_seconds}).first()
+        if row is not None:
+            break
+    if row is None:
+        found = session.execute(_PICK_RETURNING, params).first()
+        if found is None:
+            return None
+        item_id, assignment_id = found
+        row = session.execute(_RENEW, {"id": assignment_id, "lease": stage.lease_seconds}).one()
+    session.execute(_TAKE_SLOT, {"item": item_id})
+    return Claim(assignment_id=row[0], item_id=item_id, lease_until=row[1])
+
+
+def current_assignment(session: Session, stage_id: int, annotator_id: int) -> Assignment | None:
+    """The annotator's live lease in this stage, if any (so a reopened tab resumes it)."""
+    return session.scalar(
+        sa.select(Assignment)
+        .where(
+            Assignment.stage_id == stage_id,
+            Assignment.annotator_id == annotator_id,
+            Assignment.status == "active",
+            Assignment.lease_until > sa.func.now(),
+        )
+        .order_by(Assignment.id)
+        .limit(1)
+    )
+
+
+def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> Assignment:
+    assignment = session.scalar(
+        sa.select(Assignment).where(Assignment.id == assignment_id).with_for_update()
+    )
+    if assignment is None or assignment.annotator_id != annotator_id:
+        raise NotFound("No such assignment for you.")
+    return assignment
+
+
+def give_back(session: Session, assignment_id: int, annotator_id: int, status: str) -> None:
+    """Skip (come back later) or release an active assignment; its slot returns to the pool."""
+    assert status in ("skipped", "released")
+    assignment = lock_assignment(session, assignment_id, annotator_id)
+    if assignment.status != "active":
+        raise Conflict(f"This assignment is already {assignment.status}.")
+    assignment.status = status
+    session.execute(
+        sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),
+        {"item": assignment.item_id, "stage": assignment.stage_id},
+    )

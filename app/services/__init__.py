@@ -1,0 +1,1 @@
+"""Use cases. Each takes a session, flushes at most, and never commits: the caller owns the transaction."""

@@ -1,0 +1,151 @@
+"""Annotating: claim for a user, open an assignment's screen data, autosave, submit, skip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app import queue
+from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.models import Annotation, Assignment, Draft, Item, Stage
+from app.services.pipeline import complete_stage
+from app.services.projects import get_stage
+from app.workflows import get_workflow
+
+MAX_KEY_LENGTH = 100
+
+
+@dataclass
+class SubmitResult:
+    annotation_id: int
+    revision: int
+    replayed: bool
+    item_status: str
+
+
+def claim(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
+    stage = get_stage(session, stage_id)
+    return queue.claim_next(session, stage, user_id)
+
+
+def submit(
+    session: Session,
+    assignment_id: int,
+    user_id: int,
+    payload: dict[str, Any],
+    idempotency_key: str,
+    *,
+    seconds_spent: float | None = None,
+) -> SubmitResult:
+    """Store one annotation. The same (user, idempotency key) always yields the same annotation,
+    however often and however concurrently it is posted."""
+    if not idempotency_key or len(idempotency_key) > MAX_KEY_LENGTH:
+        raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
+    # The row lock on the assignment serializes concurrent posts of the same submit.
+    assignment = queue.lock_assignment(session, assignment_id, user_id)
+    earlier = session.scalar(
+        sa.select(Annotation).where(Annotation.annotator_id == user_id, Annotation.idempotency_key == idempotency_key)
+    )
+    if earlier is not None:
+        if earlier.assignment_id != assignment.id:
+            raise Conflict("This idempotency key was already used for another assignment.")
+        item_status = session.scalar(sa.select(Item.status).where(Item.id == assignment.item_id))
+        return SubmitResult(earlier.id, earlier.revision, True, item_status)
+
+    item = session.scalar(sa.select(Item).where(Item.id == assignment.item_id).with_for_update())
+    stage = session.get(Stage, assignment.stage_id)
+    if item.stage_id != stage.id or item.status not in ("active", "review"):
+        raise Conflict("This item has already left this stage; the annotation is no longer needed.")
+    clean = get_workflow(stage.workflow).validate_annotation(item.data, payload, stage.config)
+
+    first_submit = assignment.status != "submitted"
+    if assignment.status in ("expired", "released", "skipped"):
+        # The lease ran out or was given back; accept the work only if a slot is still free.
+        if item.status != "active" or item.slots_left <= 0:
+            raise Conflict("Your lease on this item ran out and others have taken it; the work was not stored.")
+        item.slots_left -= 1
+    elif assignment.status == "submitted" and item.status != "active":
+        raise Conflict("This item is already waiting for review; it can no longer be changed here.")
+
+    revision = (
+        session.scalar(
+            sa.select(sa.func.max(Annotation.revision)).where(Annotation.assignment_id == assignment.id)
+        )
+        or 0
+    ) + 1
+    annotation = Annotation(
+        assignment_id=assignment.id,
+        item_id=item.id,
+        stage_id=stage.id,
+        annotator_id=user_id,
+        revision=revision,
+        idempotency_key=idempotency_key,
+        payload=clean,
+        seconds_spent=seconds_spent,
+    )
+    session.add(annotation)
+    assignment.status = "submitted"
+    assignment.submitted_at = sa.func.now()
+    session.execute(sa.delete(Draft).where(Draft.assignment_id == assignment.id))
+    session.flush()
+
+    if first_submit:
+        submitted = session.scalar(
+            sa.select(sa.func.count())
+            .select_from(Assignment)
+            .where(Assignment.item_id == item.id, Assignment.stage_id == stage.id, Assignment.status == "submitted")
+        )
+        if submitted >= stage.overlap:
+            complete_stage(session, item, stage)
+    return SubmitResult(annotation.id, revision, False, item.status)
+
+
+def give_back(session: Session, assignment_id: int, user_id: int, *, skip: bool) -> None:
+    queue.give_back(session, assignment_id, user_id, "skipped" if skip else "released")
+
+
+def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict[str, Any]) -> None:
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None or assignment.annotator_id != user_id:
+        raise NotFound("No such assignment for you.")
+    if assignment.status != "active":
+        raise Conflict(f"This assignment is {assignment.status}; the draft was not saved.")
+    session.execute(
+        pg_insert(Draft)
+        .values(assignment_id=assignment_id, payload=payload)
+        .on_conflict_do_update(index_elements=["assignment_id"], set_={"payload": payload, "updated_at": sa.func.now()})
+    )
+
+
+@dataclass
+class Screen:
+    """Everything an annotation screen shows, as plain data."""
+
+    assignment: Assignment
+    item: Item
+    stage: Stage
+    draft: dict[str, Any] | None
+
+
+def open_assignment(session: Session, assignment_id: int, user_id: int) -> Screen:
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None:
+        raise NotFound("No such assignment.")
+    if assignment.annotator_id != user_id:
+        raise Forbidden("This item is assigned to someone else.")
+    item = session.get(Item, assignment.item_id)
+    stage = session.get(Stage, assignment.stage_id)
+    draft = session.scalar(sa.select(Draft.payload).where(Draft.assignment_id == assignment.id))
+    return Screen(assignment, item, stage, draft)
+
+
+def user_stage_counts(session: Session, stage_id: int, user_id: int) -> int:
+    return session.scalar(
+        sa.select(sa.func.count())
+        .select_from(Assignment)
+        .where(Assignment.stage_id == stage_id, Assignment.annotator_id == user_id, Assignment.status == "submitted")
+    )

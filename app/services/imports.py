@@ -1,0 +1,325 @@
+"""Importing items: parse JSONL / JSON / CSV, validate every record, store images, insert in one go.
+
+All or nothing: every record is validated and every image checked before the first row is
+written, and rows are written with COPY inside the caller's transaction. Images are stored
+content-addressed before the transaction commits; if it then rolls back they stay as
+unreferenced objects, which is harmless because a later import of the same bytes reuses them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import ValidationError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app.errors import Invalid
+from app.images import CheckedImage, ImageRejected, check_image
+from app.models import Asset, Item
+from app.services.audit import record
+from app.services.projects import get_project, stages_of
+from app.settings import Settings
+from app.storage import S3Storage, Storage
+from app.workflows import get_workflow
+from app.workflows.base import format_validation_error
+
+MAX_REPORTED_ERRORS = 20
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class ImportResult:
+    created: int
+    images: int
+    new_images: int
+
+
+# -- parsing -------------------------------------------------------------------
+
+
+def _csv_cell(value: str) -> Any:
+    text = value.strip()
+    if text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def parse_records(data: bytes, filename: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield (where, record) pairs; `where` names the line or record for error messages."""
+    suffix = PurePosixPath(filename).suffix.lower()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise Invalid(f"{filename} is not UTF-8 text (byte {exc.start}).") from None
+    if suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not reader.fieldnames:
+            raise Invalid(f"{filename}: the CSV file has no header row.")
+        for row in reader:
+            if None in row:
+                raise Invalid(f"line {reader.line_num}: more cells than header columns.")
+            yield f"line {reader.line_num}", {k: _csv_cell(v) for k, v in row.items() if v not in ("", None)}
+        return
+    stripped = text.lstrip()
+    if suffix == ".json" or (suffix not in (".jsonl", ".ndjson") and stripped.startswith("[")):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise Invalid(f"{filename}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
+        if isinstance(doc, dict) and isinstance(doc.get("records"), list):
+            doc = doc["records"]
+        if not isinstance(doc, list):
+            raise Invalid(f"{filename}: a JSON import is an array of records.")
+        for i, rec in enumerate(doc, 1):
+            if not isinstance(rec, dict):
+                raise Invalid(f"record {i}: a record is a JSON object.")
+            yield f"record {i}", rec
+        return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise Invalid(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
+        if not isinstance(rec, dict):
+            raise Invalid(f"line {lineno}: a record is a JSON object.")
+        yield f"line {lineno}", rec
+
+
+# -- image sources ---------------------------------------------------------------
+
+
+class ImageSource:
+    """Where image references in an import resolve: a directory, a zip file, or S3 keys."""
+
+    def __init__(self, settings: Settings, storage: Storage, base: Path | None = None, zip_path: Path | None = None):
+        self.settings = settings
+        self.storage = storage
+        self.base = base.resolve() if base else None
+        self.zip: zipfile.ZipFile | None = None
+        if zip_path is not None:
+            self.zip = open_safe_zip(zip_path, settings.max_zip_uncompressed_bytes)
+
+    def read(self, ref: str) -> bytes:
+        limit = self.settings.max_image_bytes
+        if ref.startswith(("http://", "https://")):
+            raise ImageRejected("images are not fetched from URLs; give a file, a zip member or an s3:// key")
+        if ref.startswith("s3://"):
+            bucket, _, key = ref[5:].partition("/")
+            if not isinstance(self.storage, S3Storage):
+                raise ImageRejected("s3:// images need VLCURATE_STORAGE_BACKEND=s3")
+            try:
+                return self.storage.get_external(bucket, key)
+            except Exception as exc:  # boto3 raises many error types; all mean "cannot read it"
+                raise ImageRejected(f"cannot read {ref}: {exc}") from None
+        if self.zip is not None:
+            name = ref.lstrip("./")
+            try:
+                info = self.zip.getinfo(name)
+            except KeyError:
+                raise ImageRejected(f"'{ref}' is not in the images zip") from None
+            if info.file_size > limit:
+                raise ImageRejected(f"image is {info.file_size:,} bytes; the limit is {limit:,}")
+            with self.zip.open(info) as fh:
+                return fh.read(limit + 1)
+        if self.base is None:
+            raise ImageRejected("no images were given with this import (a directory or a zip)")
+        path = (self.base / ref).resolve()
+        if not path.is_relative_to(self.base):
+            raise ImageRejected(f"'{ref}' points outside the images directory")
+        if not path.is_file():
+            raise ImageRejected(f"file '{ref}' not found in {self.base}")
+        if path.stat().st_size > limit:
+            raise ImageRejected(f"image is {path.stat().st_size:,} bytes; the limit is {limit:,}")
+        return path.read_bytes()
+
+    def close(self) -> None:
+        if self.zip is not None:
+            self.zip.close()
+
+
+def open_safe_zip(path: Path, max_total: int) -> zipfile.ZipFile:
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise Invalid("The images file is not a valid zip archive.") from None
+    total = 0
+    for info in zf.infolist():
+        name = info.filename
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+            zf.close()
+            raise Invalid(f"The zip member '{name}' has an unsafe path; nothing was imported.")
+        total += info.file_size
+    if total > max_total:
+        zf.close()
+        raise Invalid(f"The zip expands to {total:,} bytes; the limit is {max_total:,}.")
+    return zf
+
+
+# -- the import ----------------------------------------------------------------------
+
+
+def import_items(
+    session: Session,
+    project_id: int,
+    data: bytes,
+    filename: str,
+    *,
+    settings: Settings,
+    storage: Storage,
+    images: ImageSource | None = None,
+    actor_id: int | None = None,
+    progress: Progress | None = None,
+) -> ImportResult:
+    project = get_project(session, project_id)
+    stages = stages_of(session, project.id)
+    first = stages[0]
+    workflow = get_workflow(first.workflow)
+    say = progress or (lambda phase, done, total: None)
+
+    # 1. Validate every record; report up to MAX_REPORTED_ERRORS problems, each with its line.
+    records = list(parse_records(data, filename))
+    if not records:
+        raise Invalid(f"{filename} holds no records.")
+    errors: list[str] = []
+    parsed = []
+    seen: dict[str, str] = {}
+    for n, (where, rec) in enumerate(records, 1):
+        try:
+            item = workflow.parse_item(rec, first.config)
+        except ValidationError as exc:
+            errors.extend(format_validation_error(exc, prefix=f"{where}: "))
+        except Invalid as exc:
+            errors.append(f"{where}: {exc.message}")
+        else:
+            if item.id in seen:
+                errors.append(f"{where}: field 'id': '{item.id}' repeats the id of {seen[item.id]}")
+            seen[item.id] = where
+            parsed.append((where, item))
+        if len(errors) >= MAX_REPORTED_ERRORS:
+            break
+        if n % 5000 == 0:
+            say("validating", n, len(records))
+    say("validating", len(records), len(records))
+    if not errors:
+        existing = session.scalars(
+            sa.select(Item.external_id).where(Item.project_id == project.id, Item.external_id.in_(list(seen)))
+        ).all()
+        for ext in existing[:MAX_REPORTED_ERRORS]:
+            errors.append(f"{seen[ext]}: field 'id': an item with id '{ext}' is already in this project")
+    if errors:
+        raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
+
+    # 2. Check and store every image the records name.
+    checked: dict[str, CheckedImage] = {}
+    item_assets: list[dict[str, str]] = []
+    total_refs = 0
+    for i, (where, item) in enumerate(parsed, 1):
+        refs = workflow.image_refs(item)
+        pointers = {}
+        for pointer, ref in refs.items():
+            total_refs += 1
+            if ref not in checked:
+                if images is None:
+                    errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
+                    continue
+                try:
+                    image = check_image(
+                        images.read(ref),
+                        max_bytes=settings.max_image_bytes,
+                        max_pixels=settings.max_image_pixels,
+                    )
+                except ImageRejected as exc:
+                    errors.append(f"{where}: field '{pointer.lstrip('/')}': {ref}: {exc}")
+                    continue
+                # Stored now so that image bytes are not all held in memory at once.
+                if not storage.exists(image.storage_key):
+                    storage.put(image.storage_key, image.data, image.mime)
+                checked[ref] = replace(image, data=b"")
+            pointers[pointer] = checked[ref].sha256
+        item_assets.append(pointers)
+        if len(errors) >= MAX_REPORTED_ERRORS:
+            break
+        if refs:
+            say("images", i, len(parsed))
+    if errors:
+        raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
+
+    new_images = _record_assets(session, list({c.sha256: c for c in checked.values()}.values()))
+
+    # 3. Write the items with COPY.
+    raw = session.connection().connection.driver_connection
+    with raw.cursor() as cur:
+        with cur.copy(
+            "COPY items (project_id, external_id, data, assets, group_id, stage_id, status, slots_left)"
+            " FROM STDIN"
+        ) as copy:
+            for i, ((_, item), pointers) in enumerate(zip(parsed, item_assets), 1):
+                data_json = item.model_dump(mode="json")
+                copy.write_row(
+                    (
+                        project.id,
+                        item.id,
+                        json.dumps(data_json, ensure_ascii=False),
+                        json.dumps(pointers),
+                        item.group_id,
+                        first.id,
+                        "active",
+                        first.overlap,
+                    )
+                )
+                if i % 10000 == 0:
+                    say("writing", i, len(parsed))
+    say("writing", len(parsed), len(parsed))
+    record(
+        session,
+        "project.import",
+        actor_id=actor_id,
+        target=f"project:{project.id}",
+        file=filename,
+        items=len(parsed),
+        images=len(checked),
+    )
+    return ImportResult(created=len(parsed), images=len(checked), new_images=new_images)
+
+
+def _record_assets(session: Session, images: list[CheckedImage]) -> int:
+    if not images:
+        return 0
+    known = set(
+        session.scalars(sa.select(Asset.sha256).where(Asset.sha256.in_([c.sha256 for c in images]))).all()
+    )
+    fresh = [c for c in images if c.sha256 not in known]
+    if fresh:
+        session.execute(
+            pg_insert(Asset)
+            .values(
+                [
+                    {
+                        "sha256": c.sha256,
+                        "storage_key": c.storage_key,
+                        "mime": c.mime,
+                        "width": c.width,
+                        "height": c.height,
+                        "size_bytes": c.size_bytes,
+                    }
+                    for c in fresh
+                ]
+            )
+            .on_conflict_do_nothing(index_elements=["sha256"])
+        )
+    return len(fresh)

@@ -1,0 +1,85 @@
+"""Moving items through a project's stages: consolidate, write the final record, route onward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.models import Annotation, Assignment, Item, ItemResult, Stage
+from app.workflows import get_workflow
+
+
+def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[str, Any]]:
+    """The latest revision of each annotator's annotation of the item in the stage."""
+    latest = (
+        sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
+        .where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)
+        .group_by(Annotation.assignment_id)
+        .subquery()
+    )
+    rows = session.execute(
+        sa.select(Annotation.payload)
+        .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
+        .join(Assignment, Assignment.id == Annotation.assignment_id)
+        .where(Assignment.status == "submitted")
+        .order_by(Annotation.assignment_id)
+    )
+    return [r[0] for r in rows]
+
+
+def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]]:
+    """The latest final record of each stage the item passed, keyed by stage name."""
+    rows = session.execute(
+        sa.select(Stage.name, ItemResult.payload)
+        .join(Stage, Stage.id == ItemResult.stage_id)
+        .where(ItemResult.item_id == item_id)
+        .order_by(ItemResult.id)
+    )
+    return {name: payload for name, payload in rows}
+
+
+def complete_stage(session: Session, item: Item, stage: Stage) -> None:
+    """All annotations of the item are in: consolidate them, or send the item to review."""
+    workflow = get_workflow(stage.workflow)
+    outcome = workflow.consolidate(stage_payloads(session, item.id, stage.id))
+    if outcome.needs_review or outcome.final is None:
+        item.status = "review"
+        return
+    finalize(session, item, stage, outcome.final, discard=outcome.discard, source="auto")
+
+
+def finalize(
+    session: Session,
+    item: Item,
+    stage: Stage,
+    final: dict[str, Any],
+    *,
+    discard: bool,
+    source: str,
+    actor_id: int | None = None,
+) -> None:
+    """Write the item's final record for the stage, then discard it, advance it, or mark it done."""
+    session.add(
+        ItemResult(item_id=item.id, stage_id=stage.id, payload=final, discard=discard, source=source, created_by=actor_id)
+    )
+    session.flush()
+    if discard:
+        item.status = "discarded"
+        item.slots_left = 0
+        return
+    results = results_by_stage(session, item.id)
+    later = session.scalars(
+        sa.select(Stage)
+        .where(Stage.project_id == stage.project_id, Stage.position > stage.position)
+        .order_by(Stage.position)
+    )
+    for nxt in later:
+        if get_workflow(nxt.workflow).applies(item.data, results, nxt.config):
+            item.stage_id = nxt.id
+            item.status = "active"
+            item.slots_left = nxt.overlap
+            return
+    item.status = "done"
+    item.slots_left = 0

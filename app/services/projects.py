@@ -1,0 +1,204 @@
+"""Projects and stages: creation, listing, and the per-stage progress counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, Invalid, NotFound
+from app.models import Annotation, Item, ItemResult, Project, Stage
+from app.services.audit import record
+from app.workflows import get_workflow
+
+
+class StageSpec(BaseModel):
+    workflow: str
+    name: str | None = None
+    overlap: int = Field(default=1, ge=1, le=50)
+    lease_seconds: int = Field(default=900, ge=10, le=7 * 24 * 3600)
+    guidelines: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+def create_project(
+    session: Session, name: str, stages: list[StageSpec], *, description: str = "", actor_id: int | None = None
+) -> Project:
+    name = name.strip()
+    if not name:
+        raise Invalid("A project needs a name.")
+    if not stages:
+        raise Invalid("A project needs at least one stage.")
+    for spec in stages:
+        get_workflow(spec.workflow)  # raises Invalid naming the known workflows
+    if session.scalar(sa.select(Project.id).where(Project.name == name)):
+        raise Conflict(f"A project named '{name}' already exists.")
+    project = Project(name=name, description=description, created_by=actor_id)
+    session.add(project)
+    session.flush()
+    for position, spec in enumerate(stages):
+        session.add(
+            Stage(
+                project_id=project.id,
+                position=position,
+                name=spec.name or spec.workflow,
+                workflow=spec.workflow,
+                overlap=spec.overlap,
+                lease_seconds=spec.lease_seconds,
+                guidelines=spec.guidelines,
+                config=spec.config,
+            )
+        )
+    session.flush()
+    record(session, "project.create", actor_id=actor_id, target=f"project:{project.id}", name=name)
+    return project
+
+
+def get_project(session: Session, project_id: int) -> Project:
+    project = session.get(Project, project_id)
+    if project is None:
+        raise NotFound(f"No project with id {project_id}.")
+    return project
+
+
+def find_project(session: Session, ref: str) -> Project:
+    """A project by id or by name (the CLI accepts either)."""
+    if ref.isdigit():
+        return get_project(session, int(ref))
+    project = session.scalar(sa.select(Project).where(Project.name == ref))
+    if project is None:
+        raise NotFound(f"No project named '{ref}'.")
+    return project
+
+
+def stages_of(session: Session, project_id: int) -> list[Stage]:
+    return list(session.scalars(sa.select(Stage).where(Stage.project_id == project_id).order_by(Stage.position)))
+
+
+def get_stage(session: Session, stage_id: int) -> Stage:
+    stage = session.get(Stage, stage_id)
+    if stage is None:
+        raise NotFound(f"No stage with id {stage_id}.")
+    return stage
+
+
+@dataclass
+class StageProgress:
+    id: int
+    name: str
+    workflow: str
+    position: int
+    overlap: int
+    active: int = 0  # in this stage, open for annotation
+    review: int = 0  # in this stage, waiting for review
+    finished: int = 0  # passed this stage (final record written)
+    discarded: int = 0  # discarded in this stage
+    annotations: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.active + self.review + self.finished
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.finished / self.total) if self.total else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "workflow": self.workflow,
+            "position": self.position,
+            "overlap": self.overlap,
+            "counts": {
+                "active": self.active,
+                "review": self.review,
+                "finished": self.finished,
+                "discarded": self.discarded,
+                "total": self.total,
+                "annotations": self.annotations,
+            },
+            "percent": self.percent,
+        }
+
+
+@dataclass
+class ProjectProgress:
+    id: int
+    name: str
+    description: str
+    items: int = 0
+    done: int = 0
+    discarded: int = 0
+    stages: list[StageProgress] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "items": self.items,
+            "done": self.done,
+            "discarded": self.discarded,
+            "stages": [s.as_dict() for s in self.stages],
+        }
+
+
+def progress(session: Session, project_ids: list[int] | None = None) -> list[ProjectProgress]:
+    """Progress of the given projects (all when None) in four grouped queries."""
+    pq = sa.select(Project).order_by(Project.id)
+    if project_ids is not None:
+        pq = pq.where(Project.id.in_(project_ids))
+    projects = {p.id: ProjectProgress(p.id, p.name, p.description) for p in session.scalars(pq)}
+    if not projects:
+        return []
+    ids = list(projects)
+    stage_rows = session.scalars(
+        sa.select(Stage).where(Stage.project_id.in_(ids)).order_by(Stage.project_id, Stage.position)
+    )
+    stages: dict[int, StageProgress] = {}
+    for s in stage_rows:
+        sp = StageProgress(s.id, s.name, s.workflow, s.position, s.overlap)
+        stages[s.id] = sp
+        projects[s.project_id].stages.append(sp)
+
+    for project_id, stage_id, status, n in session.execute(
+        sa.select(Item.project_id, Item.stage_id, Item.status, sa.func.count())
+        .where(Item.project_id.in_(ids))
+        .group_by(Item.project_id, Item.stage_id, Item.status)
+    ):
+        p = projects[project_id]
+        p.items += n
+        if status == "done":
+            p.done += n
+        elif status == "discarded":
+            p.discarded += n
+            if stage_id in stages:
+                stages[stage_id].discarded += n
+        elif stage_id in stages:
+            setattr(stages[stage_id], status, getattr(stages[stage_id], status) + n)
+
+    stage_ids = list(stages)
+    for stage_id, n in session.execute(
+        sa.select(ItemResult.stage_id, sa.func.count(sa.distinct(ItemResult.item_id)))
+        .where(ItemResult.stage_id.in_(stage_ids))
+        .group_by(ItemResult.stage_id)
+    ):
+        stages[stage_id].finished = n
+    for stage_id, n in session.execute(
+        sa.select(Annotation.stage_id, sa.func.count())
+        .where(Annotation.stage_id.in_(stage_ids), Annotation.revision == 1)
+        .group_by(Annotation.stage_id)
+    ):
+        stages[stage_id].annotations = n
+    return list(projects.values())
+
+
+def project_progress(session: Session, project_id: int) -> ProjectProgress:
+    found = progress(session, [project_id])
+    if not found:
+        raise NotFound(f"No project with id {project_id}.")
+    return found[0]

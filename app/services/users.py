@@ -1,0 +1,170 @@
+"""Users, login with rate limiting, passwords and API tokens."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app import security
+from app.errors import Conflict, Invalid, NotFound, RateLimited
+from app.models import ApiToken, AuditEvent, Role, User
+from app.services.audit import record
+
+USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{2,64}$")
+
+
+def parse_role(role: str) -> Role:
+    try:
+        return Role(role)
+    except ValueError:
+        raise Invalid(f"Unknown role '{role}': use annotator, reviewer or admin.") from None
+
+
+def check_password_strength(password: str) -> None:
+    if len(password) < security.MIN_PASSWORD_LENGTH:
+        raise Invalid(f"The password must have at least {security.MIN_PASSWORD_LENGTH} characters.")
+
+
+def create_user(
+    session: Session,
+    username: str,
+    role: str,
+    password: str,
+    *,
+    actor_id: int | None = None,
+    must_change_password: bool = False,
+) -> User:
+    if not USERNAME_RE.match(username):
+        raise Invalid("A username has 2 to 64 letters, digits, '.', '_' or '-'.")
+    role_ = parse_role(role)
+    check_password_strength(password)
+    if session.scalar(sa.select(User.id).where(User.username == username)):
+        raise Conflict(f"User '{username}' already exists.")
+    user = User(
+        username=username,
+        role=role_.value,
+        password_hash=security.hash_password(password),
+        must_change_password=must_change_password,
+    )
+    session.add(user)
+    session.flush()
+    record(session, "user.create", actor_id=actor_id, target=f"user:{user.id}", role=role_.value)
+    return user
+
+
+def get_user(session: Session, user_id: int) -> User:
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound("No such user.")
+    return user
+
+
+def user_by_name(session: Session, username: str) -> User:
+    user = session.scalar(sa.select(User).where(User.username == username))
+    if user is None:
+        raise NotFound(f"No user named '{username}'.")
+    return user
+
+
+def list_users(session: Session) -> list[User]:
+    return list(session.scalars(sa.select(User).order_by(User.username)))
+
+
+def set_password(session: Session, user: User, password: str, *, actor_id: int | None = None) -> None:
+    check_password_strength(password)
+    user.password_hash = security.hash_password(password)
+    user.must_change_password = False
+    record(session, "user.password", actor_id=actor_id, target=f"user:{user.id}")
+
+
+def update_user(
+    session: Session, user: User, *, role: str | None = None, is_active: bool | None = None, actor_id: int
+) -> None:
+    if role is not None:
+        user.role = parse_role(role).value
+    if is_active is not None:
+        user.is_active = is_active
+    session.flush()
+    admins = session.scalar(
+        sa.select(sa.func.count()).select_from(User).where(User.role == "admin", User.is_active)
+    )
+    if not admins:
+        raise Conflict("At least one active admin must remain.")
+    record(session, "user.update", actor_id=actor_id, target=f"user:{user.id}", role=user.role, active=user.is_active)
+
+
+def _recent_failures(session: Session, column, value: str, window: int) -> int:
+    since = datetime.now(timezone.utc) - timedelta(seconds=window)
+    return session.scalar(
+        sa.select(sa.func.count())
+        .select_from(AuditEvent)
+        .where(AuditEvent.action == "login.failed", AuditEvent.at >= since, column == value)
+    )
+
+
+def authenticate(
+    session: Session, username: str, password: str, *, ip: str | None, max_failures: int, window: int
+) -> User | None:
+    """Return the user if the password is right. Failures are counted per username and per address
+    in the database, so the limit holds across every replica of the app."""
+    if _recent_failures(session, AuditEvent.target, username, window) >= max_failures or (
+        ip and _recent_failures(session, AuditEvent.ip, ip, window) >= max_failures * 4
+    ):
+        raise RateLimited(f"Too many failed logins. Try again in {window // 60} minutes.")
+    user = session.scalar(sa.select(User).where(User.username == username))
+    ok = security.verify_password(user.password_hash if user else security.DUMMY_HASH, password)
+    if user is None or not ok or not user.is_active:
+        record(session, "login.failed", target=username, ip=ip)
+        return None
+    record(session, "login", actor_id=user.id, target=f"user:{user.id}", ip=ip)
+    return user
+
+
+def create_token(session: Session, user: User, name: str = "", *, actor_id: int | None = None) -> tuple[ApiToken, str]:
+    plain, digest = security.new_api_token()
+    token = ApiToken(user_id=user.id, name=name, token_hash=digest)
+    session.add(token)
+    session.flush()
+    record(session, "token.create", actor_id=actor_id, target=f"token:{token.id}", user_id=user.id)
+    return token, plain
+
+
+def revoke_token(session: Session, token_id: int, *, actor: User) -> None:
+    token = session.get(ApiToken, token_id)
+    if token is None or (token.user_id != actor.id and actor.role != "admin"):
+        raise NotFound("No such token.")
+    if token.revoked_at is None:
+        token.revoked_at = datetime.now(timezone.utc)
+        record(session, "token.revoke", actor_id=actor.id, target=f"token:{token.id}")
+
+
+def list_tokens(session: Session, user_id: int | None = None) -> list[ApiToken]:
+    q = sa.select(ApiToken).order_by(ApiToken.id.desc())
+    if user_id is not None:
+        q = q.where(ApiToken.user_id == user_id)
+    return list(session.scalars(q))
+
+
+def user_for_token(session: Session, token: str) -> User | None:
+    digest = security.hash_api_token(token)
+    return session.scalar(
+        sa.select(User)
+        .join(ApiToken, ApiToken.user_id == User.id)
+        .where(ApiToken.token_hash == digest, ApiToken.revoked_at.is_(None), User.is_active)
+    )
+
+
+def ensure_first_admin(session: Session) -> tuple[str, str] | None:
+    """On an empty database create `admin` with a one-time password; return (name, password) to print."""
+    if session.scalar(sa.select(sa.func.count()).select_from(User)):
+        return None
+    # Serialize concurrent first starts of several replicas.
+    session.execute(sa.text("SELECT pg_advisory_xact_lock(4242001)"))
+    if session.scalar(sa.select(sa.func.count()).select_from(User)):
+        return None
+    password = security.new_password()
+    create_user(session, "admin", "admin", password, must_change_password=True)
+    return "admin", password

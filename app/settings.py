@@ -1,0 +1,77 @@
+"""Application settings: one pydantic-settings class behind a cached get_settings()."""
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    return platformdirs.user_data_path("vlcurate")
+
+
+class Settings(BaseSettings):
+    """Every setting is read from an environment variable named `VLCURATE_<NAME>`.
+
+    The database URL is also read from plain `DATABASE_URL`.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="VLCURATE_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "VLCURATE_DATABASE_URL"),
+        description="PostgreSQL URL. Absent: an embedded PostgreSQL is started in the data directory.",
+    )
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        description="Embedded database, local image storage, exports and the generated secret key.",
+    )
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="Signs session cookies. Absent: generated once and kept in DATA_DIR/secret_key.",
+    )
+    session_https_only: bool = Field(
+        default=False, description="Send the session cookie over HTTPS only (set behind TLS)."
+    )
+    session_max_age_seconds: int = Field(default=14 * 24 * 3600, description="Session lifetime.")
+
+    storage_backend: Literal["local", "s3"] = Field(
+        default="local", description="Where images and export files live: `local` (DATA_DIR/storage) or `s3`."
+    )
+    s3_bucket: str | None = Field(default=None, description="S3 bucket (storage_backend=s3).")
+    s3_prefix: str = Field(default="", description="Key prefix inside the S3 bucket.")
+    s3_endpoint_url: str | None = Field(
+        default=None, description="S3-compatible endpoint (MinIO, moto); absent: AWS."
+    )
+    s3_region: str | None = Field(default=None, description="S3 region name.")
+
+    max_upload_bytes: int = Field(default=512 * 1024 * 1024, description="Largest accepted import upload.")
+    max_image_bytes: int = Field(default=30 * 1024 * 1024, description="Largest accepted image file.")
+    max_image_pixels: int = Field(
+        default=60_000_000, description="Largest accepted image area (width x height), a decompression-bomb guard."
+    )
+    max_zip_uncompressed_bytes: int = Field(
+        default=8 * 1024 * 1024 * 1024, description="Largest total uncompressed size of an images zip."
+    )
+    thumbnail_size: int = Field(default=640, description="Longest side of generated WebP thumbnails, in pixels.")
+
+    login_max_failures: int = Field(
+        default=5, description="Failed logins per username or address within the window before refusing."
+    )
+    login_window_seconds: int = Field(default=900, description="Window for counting failed logins.")
+    default_lease_seconds: int = Field(
+        default=900, description="How long a claimed item stays reserved for its annotator."
+    )
+
+    @property
+    def storage_dir(self) -> Path:
+        return self.data_dir / "storage"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,108 @@
+"""Object storage for images and export files: a local directory or S3, behind one small interface."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+from app.settings import Settings
+
+
+class Storage(Protocol):
+    def put(self, key: str, data: bytes, content_type: str) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def exists(self, key: str) -> bool: ...
+    def delete(self, key: str) -> None: ...
+
+
+class StorageKeyError(ValueError):
+    pass
+
+
+def _check_key(key: str) -> str:
+    parts = key.split("/")
+    if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise StorageKeyError(f"invalid storage key {key!r}")
+    return key
+
+
+class LocalStorage:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        return self.root / _check_key(key)
+
+    def put(self, key: str, data: bytes, content_type: str) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Write then rename, so a crash never leaves a half-written object under its final name.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError:
+            raise KeyError(key) from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+
+class S3Storage:
+    def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None, region: str | None = None):
+        import boto3
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.client = boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
+
+    def _key(self, key: str) -> str:
+        return self.prefix + _check_key(key)
+
+    def put(self, key: str, data: bytes, content_type: str) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
+
+    def get(self, key: str) -> bytes:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+        except self.client.exceptions.NoSuchKey:
+            raise KeyError(key) from None
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def get_external(self, bucket: str, key: str) -> bytes:
+        """Read an object named by an `s3://bucket/key` image reference in an import."""
+        return self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def make_storage(settings: Settings) -> Storage:
+    if settings.storage_backend == "s3":
+        if not settings.s3_bucket:
+            raise ValueError("VLCURATE_STORAGE_BACKEND=s3 needs VLCURATE_S3_BUCKET")
+        return S3Storage(settings.s3_bucket, settings.s3_prefix, settings.s3_endpoint_url, settings.s3_region)
+    return LocalStorage(settings.storage_dir)

@@ -1,0 +1,136 @@
+"""Annotation pages: take the next item, show its workflow's screen, autosave, submit, skip."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from markupsafe import escape
+from starlette.concurrency import run_in_threadpool
+
+from app import queue
+from app.db import transaction
+from app.errors import Conflict, Invalid
+from app.services import annotation, projects
+from app.web.deps import Principal, csrf_protect, page_user
+from app.web.templating import is_htmx, render
+from app.workflows import get_workflow
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+
+FORM_META = {"csrf_token", "idempotency_key", "opened_at"}
+
+
+@router.get("/stages/{stage_id}/annotate")
+def next_item(request: Request, stage_id: int, user: Principal = Depends(page_user)):
+    """Resume the user's live lease in the stage, or claim the next item."""
+    with transaction(request.app.state.sessions) as session:
+        stage = projects.get_stage(session, stage_id)
+        current = queue.current_assignment(session, stage_id, user.id)
+        if current is not None:
+            return RedirectResponse(f"/assignments/{current.id}", status_code=303)
+        claimed = queue.claim_next(session, stage, user.id)
+        if claimed is not None:
+            return RedirectResponse(f"/assignments/{claimed.assignment_id}", status_code=303)
+        progress = projects.project_progress(session, stage.project_id)
+        done = annotation.user_stage_counts(session, stage_id, user.id)
+    return render(request, "annotate/done.html", {"project": progress, "stage_id": stage_id, "done": done})
+
+
+def _screen_context(request: Request, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
+    with transaction(request.app.state.sessions) as session:
+        screen = annotation.open_assignment(session, assignment_id, user.id)
+        progress = projects.project_progress(session, screen.stage.project_id)
+        mine = annotation.user_stage_counts(session, screen.stage.id, user.id)
+    workflow = get_workflow(screen.stage.workflow)
+    stage_progress = next(s for s in progress.stages if s.id == screen.stage.id)
+    return {
+        "assignment": screen.assignment,
+        "item": screen.item.data,
+        "item_id": screen.item.id,
+        "assets": screen.item.assets,
+        "stage": screen.stage,
+        "project": progress,
+        "stage_progress": stage_progress,
+        "mine": mine,
+        "workflow": workflow,
+        "values": values if values is not None else (screen.draft or {}),
+        "extra": workflow.screen_context(screen.item.data, screen.stage.config),
+        "idempotency_key": uuid.uuid4().hex,
+        "opened_at": time.time(),
+    }
+
+
+@router.get("/assignments/{assignment_id}")
+def screen(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
+    return render(request, "annotate/screen.html", _screen_context(request, assignment_id, user))
+
+
+async def _form_payload(request: Request) -> tuple[dict, dict]:
+    form = await request.form()
+    fields = {k: form.getlist(k) for k in form.keys() if k not in FORM_META}
+    flat = {k: (v[0] if len(v) == 1 else v) for k, v in fields.items()}
+    return flat, {k: form.get(k) for k in FORM_META}
+
+
+@router.post("/assignments/{assignment_id}/submit")
+async def submit(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
+    values, meta = await _form_payload(request)
+
+    def work():
+        with transaction(request.app.state.sessions) as session:
+            screen = annotation.open_assignment(session, assignment_id, user.id)
+            workflow = get_workflow(screen.stage.workflow)
+            try:
+                spent = max(0.0, time.time() - float(meta.get("opened_at") or 0)) if meta.get("opened_at") else None
+            except ValueError:
+                spent = None
+            annotation.submit(
+                session,
+                assignment_id,
+                user.id,
+                workflow.form_to_payload(values),
+                meta.get("idempotency_key") or "",
+                seconds_spent=spent,
+            )
+            return screen.stage.id
+
+    try:
+        stage_id = await run_in_threadpool(work)
+    except (Invalid, Conflict) as exc:
+        ctx = await run_in_threadpool(_screen_context, request, assignment_id, user, values)
+        ctx.update({"error": exc.message, "errors": exc.errors, "idempotency_key": meta.get("idempotency_key")})
+        return render(request, "annotate/screen.html", ctx, status_code=exc.status_code)
+    return _go(request, f"/stages/{stage_id}/annotate")
+
+
+@router.post("/assignments/{assignment_id}/skip")
+def skip(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
+    with transaction(request.app.state.sessions) as session:
+        screen = annotation.open_assignment(session, assignment_id, user.id)
+        annotation.give_back(session, assignment_id, user.id, skip=True)
+        stage_id = screen.stage.id
+    return _go(request, f"/stages/{stage_id}/annotate")
+
+
+@router.post("/assignments/{assignment_id}/draft")
+async def draft(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
+    values, _ = await _form_payload(request)
+
+    def work():
+        with transaction(request.app.state.sessions) as session:
+            annotation.save_draft(session, assignment_id, user.id, values)
+
+    try:
+        await run_in_threadpool(work)
+    except Conflict as exc:
+        return HTMLResponse(f'<small class="draft-state error">{escape(exc.message)}</small>', status_code=409)
+    return HTMLResponse(f'<small class="draft-state">Draft saved {time.strftime("%H:%M:%S")}</small>')
+
+
+def _go(request: Request, url: str):
+    if is_htmx(request):
+        return HTMLResponse("", headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)

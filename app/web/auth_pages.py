@@ -1,0 +1,104 @@
+"""Login, logout and password change pages."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import RedirectResponse
+
+from app.db import transaction
+from app.errors import DomainError
+from app.services import users as users_service
+from app.web.deps import (
+    Principal,
+    client_ip,
+    csrf_protect,
+    login_session,
+    page_user,
+    page_user_or_none,
+)
+from app.web.templating import render
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+
+
+def safe_next(target: str | None) -> str:
+    """Only same-site paths, so the login page cannot be used as an open redirect."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/"
+
+
+@router.get("/login")
+def login_page(request: Request, next: str = "/", user: Principal | None = Depends(page_user_or_none)):
+    if user is not None:
+        return RedirectResponse(safe_next(next), status_code=303)
+    return render(request, "auth/login.html", {"next": safe_next(next), "username": ""})
+
+
+@router.post("/login")
+def login(request: Request, username: str = Form(""), password: str = Form(""), next: str = Form("/")):
+    settings = request.app.state.settings
+    error, status = None, 200
+    try:
+        with transaction(request.app.state.sessions) as session:
+            user = users_service.authenticate(
+                session,
+                username.strip(),
+                password,
+                ip=client_ip(request),
+                max_failures=settings.login_max_failures,
+                window=settings.login_window_seconds,
+            )
+            if user is not None:
+                login_session(request, user)
+                target = "/account/password" if user.must_change_password else safe_next(next)
+                return RedirectResponse(target, status_code=303)
+        error, status = "Wrong username or password.", 401
+    except DomainError as exc:
+        error, status = exc.message, exc.status_code
+    return render(
+        request,
+        "auth/login.html",
+        {"next": safe_next(next), "username": username, "error": error},
+        status_code=status,
+    )
+
+
+@router.post("/logout")
+def logout(request: Request):
+    request.session.clear()
+    return RedirectResponse("/login", status_code=303)
+
+
+@router.get("/account/password")
+def password_page(request: Request, user: Principal = Depends(page_user)):
+    return render(request, "auth/password.html", {})
+
+
+@router.post("/account/password")
+def change_password(
+    request: Request,
+    current: str = Form(""),
+    new: str = Form(""),
+    confirm: str = Form(""),
+    user: Principal = Depends(page_user),
+):
+    from app.security import verify_password
+
+    error = None
+    with transaction(request.app.state.sessions) as session:
+        account = users_service.get_user(session, user.id)
+        if not verify_password(account.password_hash, current):
+            error = "The current password is wrong."
+        elif new != confirm:
+            error = "The two new passwords differ."
+        else:
+            try:
+                users_service.set_password(session, account, new, actor_id=user.id)
+            except DomainError as exc:
+                error = exc.message
+            else:
+                session.flush()
+                login_session(request, account)
+                return RedirectResponse("/", status_code=303)
+    return render(request, "auth/password.html", {"error": error}, status_code=422)

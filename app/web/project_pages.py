@@ -1,0 +1,92 @@
+"""Project pages: the list with progress bars, a project's stages and counts, creation and import."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.db import transaction
+from app.errors import DomainError
+from app.models import Role
+from app.services import projects
+from app.web.deps import Principal, csrf_protect, page_role, page_user
+from app.web.templating import is_htmx, render
+from app.web.uploads import run_upload_import
+from app.workflows import all_workflows
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+
+
+def _list_context(request: Request, form: dict | None = None, error: str | None = None) -> dict:
+    with transaction(request.app.state.sessions) as session:
+        rows = projects.progress(session)
+    return {
+        "projects": rows,
+        "workflows": all_workflows(),
+        "form": form or {"name": "", "workflow": "generic.choice", "overlap": 1, "choices": ""},
+        "error": error,
+    }
+
+
+@router.get("/")
+def project_list(request: Request, user: Principal = Depends(page_user)):
+    if user.must_change_password:
+        return RedirectResponse("/account/password", status_code=303)
+    return render(request, "projects/list.html", _list_context(request))
+
+
+@router.post("/projects")
+def create_project(
+    request: Request,
+    name: str = Form(""),
+    workflow: str = Form(""),
+    overlap: int = Form(1),
+    choices: str = Form(""),
+    user: Principal = Depends(page_role(Role.admin)),
+):
+    form = {"name": name, "workflow": workflow, "overlap": overlap, "choices": choices}
+    config = {}
+    if choices.strip():
+        config["choices"] = [c.strip() for c in choices.split(",") if c.strip()]
+    try:
+        with transaction(request.app.state.sessions) as session:
+            spec = projects.StageSpec(workflow=workflow, overlap=max(1, overlap), config=config)
+            project = projects.create_project(session, name, [spec], actor_id=user.id)
+            project_id = project.id
+    except DomainError as exc:
+        return render(request, "projects/list.html", _list_context(request, form, exc.message), status_code=422)
+    return RedirectResponse(f"/projects/{project_id}", status_code=303)
+
+
+def _detail_context(request: Request, project_id: int) -> dict:
+    with transaction(request.app.state.sessions) as session:
+        progress = projects.project_progress(session, project_id)
+        stages = projects.stages_of(session, project_id)
+    return {"project": progress, "stage_rows": stages}
+
+
+@router.get("/projects/{project_id}")
+def project_detail(request: Request, project_id: int, user: Principal = Depends(page_user)):
+    ctx = _detail_context(request, project_id)
+    block = "progress" if is_htmx(request) and request.headers.get("hx-target") == "progress" else None
+    return render(request, "projects/detail.html", ctx, block=block)
+
+
+@router.post("/projects/{project_id}/import")
+async def import_page(
+    request: Request,
+    project_id: int,
+    file: UploadFile = File(...),
+    images: UploadFile | None = File(None),
+    user: Principal = Depends(page_role(Role.admin)),
+):
+    message, errors, status = None, [], 200
+    try:
+        result = await run_upload_import(request, project_id, file, images, user.id)
+        message = f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new)."
+    except DomainError as exc:
+        message, errors, status = exc.message, exc.errors, exc.status_code
+    ctx = await run_in_threadpool(_detail_context, request, project_id)
+    ctx.update({"import_message": message, "import_errors": errors, "import_ok": status == 200})
+    return render(request, "projects/detail.html", ctx, status_code=status)

@@ -1,0 +1,68 @@
+"""Uploads: reading files with a size limit, and running an uploaded import (pages and API share it)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from fastapi import Request, UploadFile
+from starlette.concurrency import run_in_threadpool
+
+from app.db import transaction
+from app.errors import Invalid
+from app.services import imports
+
+CHUNK = 1024 * 1024
+
+
+async def read_upload(upload: UploadFile, limit: int) -> bytes:
+    chunks, size = [], 0
+    while chunk := await upload.read(CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
+    size = 0
+    with path.open("wb") as out:
+        while chunk := await upload.read(CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
+            out.write(chunk)
+    return path
+
+
+async def run_upload_import(
+    request: Request, project_id: int, file: UploadFile, images: UploadFile | None, actor_id: int
+) -> imports.ImportResult:
+    """Import an uploaded records file, with an optional zip of the images it names."""
+    settings = request.app.state.settings
+    storage = request.app.state.storage
+    data = await read_upload(file, settings.max_upload_bytes)
+    with tempfile.TemporaryDirectory() as tmp:
+        zip_path = None
+        if images is not None and images.filename:
+            zip_path = await save_upload(images, Path(tmp) / "images.zip", settings.max_upload_bytes)
+
+        def work() -> imports.ImportResult:
+            source = imports.ImageSource(settings, storage, zip_path=zip_path)
+            try:
+                with transaction(request.app.state.sessions) as session:
+                    return imports.import_items(
+                        session,
+                        project_id,
+                        data,
+                        file.filename or "upload.jsonl",
+                        settings=settings,
+                        storage=storage,
+                        images=source,
+                        actor_id=actor_id,
+                    )
+            finally:
+                source.close()
+
+        return await run_in_threadpool(work)

@@ -1,0 +1,135 @@
+"""The workflow plugin shape: what every dataset workflow declares and implements.
+
+A workflow owns its item schema (validates imports), its annotation schema and semantic
+checks, its screen template, how two annotations compare (agreement), how k annotations
+become one final record (consolidation), whether the next stage applies, and its export
+mapping. The core calls these hooks and knows no workflow by name.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from app.errors import Invalid
+
+
+class ItemBase(BaseModel):
+    """Fields every item schema has: the external id and an optional group id."""
+
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
+
+    id: str
+    group_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """The outcome of k annotations: a final payload, or a call for review."""
+
+    final: dict[str, Any] | None
+    discard: bool = False
+    needs_review: bool = False
+
+
+def format_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
+    messages = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        messages.append(f"{prefix}field '{loc}': {err['msg']}")
+    return messages
+
+
+class Workflow:
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str] = ""
+    item_schema: ClassVar[type[ItemBase]] = ItemBase
+    annotation_schema: ClassVar[type[BaseModel]]
+    template: ClassVar[str]
+    suggestion_kinds: ClassVar[tuple[str, ...]] = ()
+    # JSON pointers into item data whose values are image references.
+    image_fields: ClassVar[tuple[str, ...]] = ()
+
+    # -- items -------------------------------------------------------------
+    def parse_item(self, record: Mapping[str, Any], config: Mapping[str, Any]) -> ItemBase:
+        """Validate one imported record; raise ValidationError or Invalid."""
+        return self.item_schema.model_validate(record, context={"config": config})
+
+    def image_refs(self, item: ItemBase) -> dict[str, str]:
+        """Map JSON pointer -> image reference (path, zip member or s3:// key) for this item."""
+        data = item.model_dump(mode="json")
+        refs = {}
+        for pointer in self.image_fields:
+            value = data.get(pointer.lstrip("/"))
+            if value:
+                refs[pointer] = value
+        return refs
+
+    # -- annotations ---------------------------------------------------------
+    def validate_annotation(
+        self, item: Mapping[str, Any], payload: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Check shape and meaning of a payload against its item; return the normalized payload."""
+        try:
+            parsed = self.annotation_schema.model_validate(payload)
+        except ValidationError as exc:
+            raise Invalid("The annotation is not valid.", format_validation_error(exc)) from None
+        problems = self.check(item, parsed, config)
+        if problems:
+            raise Invalid("The annotation is not valid.", problems)
+        return parsed.model_dump(mode="json")
+
+    def check(self, item: Mapping[str, Any], payload: BaseModel, config: Mapping[str, Any]) -> list[str]:
+        """Semantic checks beyond the schema; return messages in the annotator's terms."""
+        return []
+
+    def form_to_payload(self, form: Mapping[str, Any]) -> dict[str, Any]:
+        """Turn a plain HTML form post (no JavaScript) into a payload."""
+        return {k: v for k, v in form.items() if k in self.annotation_schema.model_fields}
+
+    def is_discard(self, payload: Mapping[str, Any]) -> bool:
+        return bool(payload.get("discard"))
+
+    # -- agreement and consolidation ------------------------------------------
+    def compare(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+        """Agreement of two annotations in [0, 1]."""
+        return 1.0 if dict(a) == dict(b) else 0.0
+
+    def consolidate(self, payloads: list[dict[str, Any]]) -> Consolidation:
+        """Default: a strict majority of identical payloads wins; otherwise review."""
+        if not payloads:
+            return Consolidation(final=None, needs_review=True)
+        if len(payloads) == 1:
+            return Consolidation(final=payloads[0], discard=self.is_discard(payloads[0]))
+        keyed = Counter(_freeze(p) for p in payloads)
+        best, count = keyed.most_common(1)[0]
+        if count * 2 > len(payloads):
+            winner = next(p for p in payloads if _freeze(p) == best)
+            return Consolidation(final=winner, discard=self.is_discard(winner))
+        return Consolidation(final=None, needs_review=True)
+
+    # -- pipeline and export -------------------------------------------------
+    def applies(self, item: Mapping[str, Any], results: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+        """Whether an item entering this stage needs it; `results` maps earlier stage names to finals."""
+        return True
+
+    def export_record(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        return {**item, **{k: v for r in results.values() for k, v in r.items()}}
+
+    # -- screen --------------------------------------------------------------
+    def screen_context(self, item: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """Extra template context for the annotation screen."""
+        return {}
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value

@@ -1,0 +1,60 @@
+// vlcurate page behaviour: CSRF header on htmx requests, and keyboard control of annotation screens.
+// Elements opt in with data-key="<key>": radios and checkboxes are chosen, buttons are pressed.
+(function () {
+  "use strict";
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    event.detail.headers["X-CSRF-Token"] = document.body.dataset.csrf || "";
+  });
+
+  function typing(target) {
+    if (!target || !target.tagName) return false;
+    var tag = target.tagName.toLowerCase();
+    if (tag === "textarea" || target.isContentEditable) return true;
+    if (tag === "input") {
+      var type = (target.type || "text").toLowerCase();
+      return ["radio", "checkbox", "button", "submit"].indexOf(type) < 0;
+    }
+    return tag === "select";
+  }
+
+  function press(el) {
+    if (el.type === "radio" || el.type === "checkbox") {
+      el.checked = el.type === "radio" ? true : !el.checked;
+      el.focus();
+      el.dispatchEvent(new Event("change", { bubbles: true }));
+    } else {
+      el.click();
+    }
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var form = document.querySelector("[data-annotation-form]");
+    if (!form || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Enter") {
+      if (event.target && event.target.tagName && event.target.tagName.toLowerCase() === "textarea") return;
+      event.preventDefault();
+      if (form.dataset.sent) return;
+      if (form.reportValidity()) {
+        form.dataset.sent = "1";
+        form.requestSubmit(document.getElementById("submit-button"));
+      }
+      return;
+    }
+    if (typing(event.target)) return;
+    var key = event.key.length === 1 ? event.key.toLowerCase() : event.key;
+    var target = form.querySelector('[data-key="' + CSS.escape(key) + '"]');
+    if (target) {
+      event.preventDefault();
+      press(target);
+    }
+  });
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.matches && form.matches("[data-annotation-form]")) {
+      form.dataset.sent = "1";
+      form.querySelectorAll("button[type=submit]").forEach(function (b) { b.setAttribute("aria-busy", "true"); });
+    }
+  });
+})();

@@ -1,0 +1,243 @@
+"""Test fixtures on a real PostgreSQL: the server at DATABASE_URL if set, else an embedded one.
+
+Each test session creates its own database, migrated once. `session` tests run inside a
+transaction that is rolled back; tests that need real commits (the app, concurrency) use
+`committed`, which empties every table afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import URL
+from sqlalchemy.orm import Session
+
+from app.db import ensure_database, normalize_url, session_factory, start_embedded, transaction
+from app.migrate import upgrade
+from app.models import Base
+from app.settings import Settings
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory) -> URL:
+    """A URL on the PostgreSQL server the tests use (its maintenance database)."""
+    if os.environ.get("DATABASE_URL"):
+        return normalize_url(os.environ["DATABASE_URL"])
+    return start_embedded(tmp_path_factory.mktemp("embedded") / "pg").set(database="postgres")
+
+
+def create_scratch_database(server_url: URL, prefix: str = "vlcurate_test") -> URL:
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    ensure_database(server_url, name)
+    return server_url.set(database=name)
+
+
+def drop_database(server_url: URL, url: URL) -> None:
+    from app.db import _engine_for
+
+    _engine_for.cache_clear()
+    engine = sa.create_engine(server_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def db_url(server_url) -> Iterator[URL]:
+    url = create_scratch_database(server_url)
+    upgrade(url)
+    yield url
+    drop_database(server_url, url)
+
+
+@pytest.fixture(scope="session")
+def engine(db_url) -> Iterator[sa.Engine]:
+    engine = sa.create_engine(db_url, pool_size=40, max_overflow=10)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def session(engine) -> Iterator[Session]:
+    """A session whose work is rolled back at the end of the test."""
+    with engine.connect() as conn:
+        tx = conn.begin()
+        s = Session(bind=conn, join_transaction_mode="create_savepoint", expire_on_commit=False)
+        try:
+            yield s
+        finally:
+            s.close()
+            tx.rollback()
+
+
+def truncate_all(engine: sa.Engine) -> None:
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture
+def committed(engine) -> Iterator[sa.orm.sessionmaker]:
+    """A session factory whose transactions really commit; every table is emptied afterwards."""
+    truncate_all(engine)
+    yield session_factory(engine)
+    truncate_all(engine)
+
+
+@pytest.fixture
+def settings(db_url, tmp_path) -> Settings:
+    return Settings(
+        database_url=db_url.render_as_string(hide_password=False),
+        data_dir=tmp_path / "data",
+        secret_key="test-" + secrets.token_hex(8),
+        login_max_failures=3,
+    )
+
+
+@pytest.fixture
+def storage(settings):
+    from app.storage import make_storage
+
+    return make_storage(settings)
+
+
+@pytest.fixture
+def app(settings, committed):
+    from app.main import create_app
+
+    return create_app(settings)
+
+
+@pytest.fixture
+def client(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as c:
+        yield c
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def make_user(sessions, username: str, role: str = "annotator", password: str = PASSWORD) -> int:
+    from app.services.users import create_user
+
+    with transaction(sessions) as s:
+        return create_user(s, username, role, password).id
+
+
+def make_token(sessions, user_id: int) -> str:
+    from app.services.users import create_token, get_user
+
+    with transaction(sessions) as s:
+        return create_token(s, get_user(s, user_id))[1]
+
+
+def png_bytes(colour=(200, 30, 30), size=(32, 24)) -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", size, colour).save(out, "PNG")
+    return out.getvalue()
+
+
+def make_choice_project(sessions, settings, storage, n: int, *, overlap: int = 1, lease: int = 900, name: str | None = None, tmp: Path | None = None) -> tuple[int, int]:
+    """A generic.choice project with n items sharing one image; returns (project_id, stage_id)."""
+    import json
+    import tempfile
+
+    from app.services import imports, projects
+
+    spec = projects.StageSpec(
+        workflow="generic.choice", overlap=overlap, lease_seconds=lease, config={"choices": ["a", "b", "c"]}
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "img.png").write_bytes(png_bytes())
+        records = "\n".join(json.dumps({"id": f"it-{i}", "image": "img.png", "question": f"Q{i}"}) for i in range(n))
+        with transaction(sessions) as s:
+            project = projects.create_project(s, name or f"p-{uuid.uuid4().hex[:6]}", [spec])
+            source = imports.ImageSource(settings, storage, base=Path(folder))
+            imports.import_items(s, project.id, records.encode(), "items.jsonl", settings=settings, storage=storage, images=source)
+            stage_id = projects.stages_of(s, project.id)[0].id
+            return project.id, stage_id
+
+
+def login(client, username: str, password: str = PASSWORD):
+    page = client.get("/login")
+    token = csrf_from(page.text)
+    return client.post("/login", data={"username": username, "password": password, "csrf_token": token, "next": "/"}, follow_redirects=False)
+
+
+def csrf_from(html: str) -> str:
+    import re
+
+    m = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert m, "page has no CSRF token"
+    return m.group(1)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url: str, proc, timeout: float = 30.0) -> None:
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+@pytest.fixture
+def live_server(settings, committed) -> Iterator[str]:
+    """A real uvicorn process serving the app on the test database; yields its base URL."""
+    import subprocess
+    import sys
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url,
+        "VLCURATE_DATA_DIR": str(settings.data_dir),
+        "VLCURATE_SECRET_KEY": settings.secret_key.get_secret_value(),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1",
+         "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(base + "/healthz", proc)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,194 @@
+"""Imports: all or nothing, errors naming line and field, image validation, zip safety."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from PIL import Image
+
+from app.errors import Invalid
+from app.models import Asset, Item
+from app.services import imports, projects
+from tests.conftest import png_bytes
+
+
+@pytest.fixture
+def project_id(session):
+    spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["x", "y"]})
+    return projects.create_project(session, "imports", [spec]).id
+
+
+def run(session, settings, storage, project_id, data: bytes, filename="items.jsonl", **source):
+    images = imports.ImageSource(settings, storage, **source) if source else None
+    return imports.import_items(session, project_id, data, filename, settings=settings, storage=storage, images=images)
+
+
+def count_items(session, project_id):
+    return session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.project_id == project_id))
+
+
+def test_jsonl_import_stores_items_and_deduplicates_images(session, settings, storage, project_id, tmp_path):
+    (tmp_path / "a.png").write_bytes(png_bytes((1, 2, 3)))
+    (tmp_path / "b.png").write_bytes(png_bytes((1, 2, 3)))  # same bytes: one asset
+    lines = [{"id": f"r{i}", "image": "a.png" if i % 2 else "b.png", "question": "?", "group_id": f"g{i % 3}"} for i in range(10)]
+    result = run(session, settings, storage, project_id, "\n".join(map(json.dumps, lines)).encode(), base=tmp_path)
+    assert (result.created, result.images, result.new_images) == (10, 2, 1)
+    item = session.scalar(sa.select(Item).where(Item.external_id == "r3"))
+    asset = session.scalar(sa.select(Asset))
+    assert item.group_id == "g0" and item.assets == {"/image": asset.sha256}
+    assert storage.get(asset.storage_key) == png_bytes((1, 2, 3))
+    assert (asset.width, asset.height, asset.mime) == (32, 24, "image/png")
+
+
+def test_one_bad_line_among_1000_imports_nothing_and_names_the_line(session, settings, storage, project_id, tmp_path):
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(1000)]
+    lines[736] = json.dumps({"id": "r736", "image": "a.png", "choices": "not-a-list"})
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert err.value.errors == ["line 737: field 'choices': Input should be a valid list"]
+    assert count_items(session, project_id) == 0
+
+
+def test_malformed_json_names_the_line(session, settings, storage, project_id):
+    with pytest.raises(Invalid, match="line 2: not valid JSON"):
+        run(session, settings, storage, project_id, b'{"id": "a", "image": "x"}\n{"id": oops}\n')
+
+
+def test_missing_field_and_duplicate_id_are_reported(session, settings, storage, project_id, tmp_path):
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    data = b'{"id": "a", "image": "a.png"}\n{"image": "a.png"}\n{"id": "a", "image": "a.png"}\n'
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, data, base=tmp_path)
+    assert err.value.errors == [
+        "line 2: field 'id': Field required",
+        "line 3: field 'id': 'a' repeats the id of line 1",
+    ]
+
+
+def test_reimporting_an_existing_id_is_refused(session, settings, storage, project_id, tmp_path):
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    run(session, settings, storage, project_id, b'{"id": "a", "image": "a.png"}', base=tmp_path)
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, b'{"id": "b", "image": "a.png"}\n{"id": "a", "image": "a.png"}', base=tmp_path)
+    assert "line 2: field 'id': an item with id 'a' is already in this project" in err.value.errors
+    assert count_items(session, project_id) == 1
+
+
+def test_csv_and_json_array_imports(session, settings, storage, project_id, tmp_path):
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    csv_data = b'id,image,question,choices\nc1,a.png,Which?,"[""x"", ""y"", ""z""]"\nc2,a.png,Other?,\n'
+    run(session, settings, storage, project_id, csv_data, "items.csv", base=tmp_path)
+    run(session, settings, storage, project_id, json.dumps([{"id": "j1", "image": "a.png"}]).encode(), "items.json", base=tmp_path)
+    c1 = session.scalar(sa.select(Item).where(Item.external_id == "c1"))
+    assert c1.data["choices"] == ["x", "y", "z"] and c1.data["question"] == "Which?"
+    assert count_items(session, project_id) == 3
+
+
+def test_csv_error_names_the_csv_line(session, settings, storage, project_id, tmp_path):
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, b"id,question\nok,fine\n", "items.csv", base=tmp_path)
+    assert err.value.errors == ["line 2: field 'image': Field required"]
+
+
+def _noise_png() -> bytes:
+    import random
+
+    out = io.BytesIO()
+    Image.frombytes("RGB", (100, 100), random.Random(0).randbytes(30000)).save(out, "PNG")
+    return out.getvalue()
+
+
+def _bomb(side: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("1", (side, side)).save(out, "PNG")  # a few KB on disk, tens of megapixels decoded
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"this is not an image at all", "not an image"),
+        (png_bytes(size=(400, 400))[:300], "damaged or truncated"),
+        (_noise_png(), "bytes; the limit is"),
+        (_bomb(8000), "decompression bomb guard"),  # over our pixel limit
+        (_bomb(12000), "rejected as a decompression bomb"),  # over Pillow's own limit as well
+    ],
+    ids=["not-an-image", "truncated-png", "oversized-file", "pixel-limit", "decompression-bomb"],
+)
+def test_bad_images_are_rejected_with_a_clear_message(session, settings, storage, project_id, tmp_path, content, expected):
+    small = settings.model_copy(update={"max_image_bytes": 2000 if expected.startswith("bytes") else 10_000_000})
+    (tmp_path / "bad.png").write_bytes(content)
+    with pytest.raises(Invalid) as err:
+        run(session, small, storage, project_id, b'{"id": "a", "image": "bad.png"}', base=tmp_path)
+    assert len(err.value.errors) == 1 and expected in err.value.errors[0]
+    assert err.value.errors[0].startswith("line 1: field 'image': bad.png: ")
+    assert count_items(session, project_id) == 0
+    assert session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 0
+
+
+def test_image_paths_cannot_leave_the_images_directory(session, settings, storage, project_id, tmp_path):
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (tmp_path / "secret.png").write_bytes(png_bytes())
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, b'{"id": "a", "image": "../secret.png"}', base=inner)
+    assert "outside the images directory" in err.value.errors[0]
+
+
+def _zip(tmp_path: Path, members: dict[str, bytes]) -> Path:
+    path = tmp_path / "images.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def test_zip_images_import(session, settings, storage, project_id, tmp_path):
+    path = _zip(tmp_path, {"imgs/a.png": png_bytes(), "imgs/b.png": png_bytes((0, 0, 255))})
+    data = b'{"id": "a", "image": "imgs/a.png"}\n{"id": "b", "image": "imgs/b.png"}'
+    source = imports.ImageSource(settings, storage, zip_path=path)
+    result = imports.import_items(session, project_id, data, "x.jsonl", settings=settings, storage=storage, images=source)
+    assert result.images == 2
+
+
+def test_zip_with_parent_paths_is_rejected(settings, storage, tmp_path):
+    path = _zip(tmp_path, {"ok.png": png_bytes(), "../evil.png": png_bytes()})
+    with pytest.raises(Invalid, match=r"zip member '\.\./evil\.png' has an unsafe path"):
+        imports.ImageSource(settings, storage, zip_path=path)
+
+
+def test_zip_bomb_total_size_is_rejected(settings, storage, tmp_path):
+    path = _zip(tmp_path, {"big.bin": b"\0" * 5_000_000})
+    small = settings.model_copy(update={"max_zip_uncompressed_bytes": 1_000_000})
+    with pytest.raises(Invalid, match="expands to 5,000,000 bytes"):
+        imports.ImageSource(small, storage, zip_path=path)
+
+
+def test_not_a_zip_is_rejected(settings, storage, tmp_path):
+    path = tmp_path / "x.zip"
+    path.write_bytes(b"nope")
+    with pytest.raises(Invalid, match="not a valid zip"):
+        imports.ImageSource(settings, storage, zip_path=path)
+
+
+def test_items_enter_the_first_stage_with_its_overlap(session, settings, storage, tmp_path):
+    spec = projects.StageSpec(workflow="generic.choice", overlap=3, config={"choices": ["x", "y"]})
+    pid = projects.create_project(session, "ov", [spec]).id
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    run(session, settings, storage, pid, b'{"id": "a", "image": "a.png"}', base=tmp_path)
+    item = session.scalar(sa.select(Item).where(Item.project_id == pid))
+    assert (item.status, item.slots_left) == ("active", 3)
+    assert item.stage_id == projects.stages_of(session, pid)[0].id
+
+
+def test_records_without_choices_anywhere_are_rejected(session, settings, storage, tmp_path):
+    pid = projects.create_project(session, "nochoice", [projects.StageSpec(workflow="generic.choice")]).id
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, pid, b'{"id": "a", "image": "a.png"}', base=tmp_path)
+    assert "no choices" in err.value.errors[0]

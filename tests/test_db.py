@@ -1,0 +1,46 @@
+"""Database settings: URL normalisation and the embedded PostgreSQL server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from app.db import normalize_url
+
+
+def test_urls_are_normalised_to_psycopg():
+    assert normalize_url("postgres://u:p@h/db").drivername == "postgresql+psycopg"
+    assert normalize_url("postgresql://u@h:5/db").render_as_string(hide_password=False) == "postgresql+psycopg://u@h:5/db"
+    with pytest.raises(ValueError, match="PostgreSQL only"):
+        normalize_url("sqlite:///x.db")
+
+
+def test_embedded_postgres_starts_migrates_and_stops(tmp_path):
+    """In a separate process, as a user would run it: no DATABASE_URL, data in VLCURATE_DATA_DIR."""
+    script = textwrap.dedent(
+        """
+        import os, sqlalchemy as sa
+        os.environ.pop("DATABASE_URL", None)
+        from app.settings import Settings
+        from app.db import database_url
+        from app.migrate import upgrade, check_current
+        url = database_url(Settings())
+        upgrade(url)
+        assert check_current(url)
+        engine = sa.create_engine(url)
+        with engine.connect() as c:
+            print("socket" if "host=/" in str(url) or url.query.get("host", "").startswith("/") else "tcp")
+            print(c.scalar(sa.text("select count(*) from users")))
+        engine.dispose()
+        """
+    )
+    env = {"VLCURATE_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["socket", "0"]
+    assert (tmp_path / "postgres" / "PG_VERSION").exists()
+    # Stopped cleanly when the process exited: no server holds the data directory.
+    assert not (tmp_path / "postgres" / "postmaster.pid").exists()

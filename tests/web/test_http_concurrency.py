@@ -1,0 +1,55 @@
+"""The queue's guarantees through HTTP, against a live uvicorn process."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+
+import httpx
+import sqlalchemy as sa
+
+from app.db import transaction
+from app.models import Annotation, Assignment
+from tests.conftest import make_choice_project, make_token, make_user
+
+
+def test_32_http_clients_as_8_annotators_drain_a_stage(live_server, committed, settings, storage):
+    _, stage_id = make_choice_project(committed, settings, storage, 150, overlap=3)
+    tokens = [make_token(committed, make_user(committed, f"web{i}")) for i in range(8)]
+    failures, statuses = [], Counter()
+    lock = threading.Lock()
+
+    def worker(token: str) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        try:
+            with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
+                while True:
+                    r = http.post(f"/api/v1/stages/{stage_id}/claim")
+                    with lock:
+                        statuses[r.status_code] += 1
+                    if r.status_code == 204:
+                        return
+                    r.raise_for_status()
+                    aid = r.json()["assignment_id"]
+                    body = {"payload": {"choice": "b"}, "idempotency_key": uuid.uuid4().hex}
+                    # Every submit is sent twice, as a client retrying after a lost response would.
+                    first = http.post(f"/api/v1/assignments/{aid}/submit", json=body)
+                    second = http.post(f"/api/v1/assignments/{aid}/submit", json=body)
+                    first.raise_for_status()
+                    assert second.json()["annotation_id"] == first.json()["annotation_id"]
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(tokens[i % 8],)) for i in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not failures, failures[:3]
+    assert set(statuses) == {200, 204} and statuses[200] == 450
+    with transaction(committed) as s:
+        per_item = Counter(dict(s.execute(sa.select(Annotation.item_id, sa.func.count()).group_by(Annotation.item_id)).all()))
+        pairs = s.execute(sa.select(Assignment.item_id, Assignment.annotator_id)).all()
+    assert len(per_item) == 150 and set(per_item.values()) == {3}
+    assert len(pairs) == len(set(pairs)) == 450

@@ -1,0 +1,204 @@
+"""Pages and API end to end through the app: projects, import, annotate without JavaScript, images."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+import pytest
+
+from tests.conftest import csrf_from, login, make_choice_project, make_token, make_user, png_bytes
+
+
+@pytest.fixture
+def admin(app):
+    make_user(app.state.sessions, "boss", "admin")
+    return "boss"
+
+
+@pytest.fixture
+def annotator(app):
+    return make_user(app.state.sessions, "ann", "annotator")
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for k, v in members.items():
+            zf.writestr(k, v)
+    return out.getvalue()
+
+
+def test_admin_creates_a_project_and_imports_through_the_pages(client, admin):
+    login(client, admin)
+    token = csrf_from(client.get("/").text)
+    r = client.post("/projects", data={"csrf_token": token, "name": "Birds", "workflow": "generic.choice", "overlap": 1, "choices": "yes, no"}, follow_redirects=False)
+    assert r.status_code == 303
+    url = r.headers["location"]
+    records = b'{"id": "1", "image": "x/a.png", "question": "A bird?"}\n{"id": "2", "image": "x/a.png"}'
+    r = client.post(
+        f"{url}/import",
+        data={"csrf_token": token},
+        files={"file": ("birds.jsonl", records), "images": ("imgs.zip", _zip({"x/a.png": png_bytes()}))},
+    )
+    assert r.status_code == 200 and "Imported 2 items (1 images, 1 new)" in r.text
+    assert "0</span> / 2 finished" in client.get(url).text
+
+
+def test_failed_import_page_lists_errors_and_imports_nothing(client, admin):
+    login(client, admin)
+    token = csrf_from(client.get("/").text)
+    r = client.post("/projects", data={"csrf_token": token, "name": "B", "workflow": "generic.choice", "choices": "a,b"}, follow_redirects=False)
+    url = r.headers["location"]
+    r = client.post(f"{url}/import", data={"csrf_token": token}, files={"file": ("b.jsonl", b'{"id": "1", "image": "a.png"}\n{"id": 1}')})
+    assert r.status_code == 422
+    assert "nothing was imported" in r.text and "line 2: field &#39;image&#39;: Field required" in r.text
+    assert "0</span> / 0 finished" in r.text
+
+
+def test_create_project_form_keeps_input_on_error(client, admin):
+    login(client, admin)
+    token = csrf_from(client.get("/").text)
+    r = client.post("/projects", data={"csrf_token": token, "name": "Keep me", "workflow": "no.such", "choices": "p, q"})
+    assert r.status_code == 422 and "Unknown workflow" in r.text
+    assert 'value="Keep me"' in r.text and 'value="p, q"' in r.text
+
+
+def test_annotating_with_plain_forms(client, app, settings, annotator):
+    project_id, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="plain")
+    login(client, "ann")
+    r = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False)
+    screen_url = r.headers["location"]
+    page = client.get(screen_url)
+    assert page.status_code == 200 and 'name="choice" value="b"' in page.text
+    # Reopening the stage resumes the same item (a closed tab loses nothing).
+    assert client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"] == screen_url
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
+    form = {"csrf_token": csrf_from(page.text), "idempotency_key": key, "choice": "b"}
+    bad = client.post(f"{screen_url}/submit", data={**form, "choice": "zzz"})
+    assert bad.status_code == 422 and "not one of the choices" in bad.text
+    r = client.post(f"{screen_url}/submit", data=form, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/stages/{stage_id}/annotate"
+    again = client.post(f"{screen_url}/submit", data=form, follow_redirects=False)  # a double click
+    assert again.status_code == 303
+    detail = client.get(f"/projects/{project_id}").text
+    assert "1</span> / 2 finished" in detail
+
+
+def test_draft_autosave_is_restored(client, app, settings, annotator):
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 1)
+    login(client, "ann")
+    url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    page = client.get(url)
+    r = client.post(f"{url}/draft", data={"choice": "c"}, headers={"HX-Request": "true", "X-CSRF-Token": csrf_from(page.text)})
+    assert r.status_code == 200 and "Draft saved" in r.text
+    assert 'value="c" data-key="3" checked' in client.get(url).text
+
+
+def test_item_text_is_escaped(client, app, settings, admin):
+    from app.db import transaction
+    from app.models import Item
+
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 1)
+    with transaction(app.state.sessions) as s:
+        item = s.query(Item).one()
+        item.data = {**item.data, "question": "<script>alert(1)</script>"}
+    login(client, admin)
+    url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    html = client.get(url).text
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_images_and_thumbnails_are_served_with_etags(client, app, settings, annotator):
+    from app.db import transaction
+    from app.models import Asset
+
+    make_choice_project(app.state.sessions, settings, app.state.storage, 1)
+    with transaction(app.state.sessions) as s:
+        sha = s.query(Asset).one().sha256
+    assert client.get(f"/assets/{sha}/thumb", follow_redirects=False).status_code == 303
+    login(client, "ann")
+    full = client.get(f"/assets/{sha}")
+    assert full.content == png_bytes() and full.headers["etag"] == f'"{sha}"'
+    thumb = client.get(f"/assets/{sha}/thumb")
+    assert thumb.headers["content-type"] == "image/webp" and "immutable" in thumb.headers["cache-control"]
+    assert thumb.content[:4] == b"RIFF"
+    assert client.get(f"/assets/{sha}/thumb", headers={"If-None-Match": thumb.headers["etag"]}).status_code == 304
+    assert client.get("/assets/" + "0" * 64).status_code == 404
+
+
+def test_api_claim_submit_skip_and_204_when_empty(client, app, settings, annotator):
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2)
+    h = {"Authorization": f"Bearer {make_token(app.state.sessions, annotator)}"}
+    first = client.post(f"/api/v1/stages/{stage_id}/claim", headers=h).json()
+    assert set(first) >= {"assignment_id", "item_id", "data", "suggestions"} and first["data"]["image"] == "img.png"
+    assert client.post(f"/api/v1/assignments/{first['assignment_id']}/skip", headers=h).status_code == 204
+    second = client.post(f"/api/v1/stages/{stage_id}/claim", headers=h).json()
+    body = {"payload": {"choice": "a"}, "idempotency_key": "k-1"}
+    r = client.post(f"/api/v1/assignments/{second['assignment_id']}/submit", headers=h, json=body)
+    assert r.status_code == 200 and r.json()["replayed"] is False and r.json()["item_status"] == "done"
+    assert client.post(f"/api/v1/assignments/{second['assignment_id']}/submit", headers=h, json=body).json()["replayed"] is True
+    bad = client.post(f"/api/v1/assignments/{second['assignment_id']}/submit", headers=h, json={"payload": {}, "idempotency_key": "k-2"})
+    assert bad.status_code in (409, 422)
+    back = client.post(f"/api/v1/stages/{stage_id}/claim", headers=h).json()
+    assert back["item_id"] == first["item_id"]  # the skipped item comes back last
+    client.post(f"/api/v1/assignments/{back['assignment_id']}/submit", headers=h, json={"payload": {"choice": "c"}, "idempotency_key": "k-3"})
+    assert client.post(f"/api/v1/stages/{stage_id}/claim", headers=h).status_code == 204
+    projects = client.get("/api/v1/projects", headers=h).json()
+    assert projects[0]["stages"][0]["counts"]["finished"] == 2
+
+
+def test_api_import_reports_errors_as_json(client, app, admin):
+    h = {"Authorization": f"Bearer {make_token(app.state.sessions, 1)}"}
+    created = client.post("/api/v1/projects", headers=h, json={"name": "api", "stages": [{"workflow": "generic.choice", "config": {"choices": ["a", "b"]}}]})
+    assert created.status_code == 201
+    pid = created.json()["id"]
+    r = client.post(f"/api/v1/projects/{pid}/items", headers=h, files={"file": ("x.jsonl", b'{"id": "1", "image": "a.png"}\n[1]')})
+    assert r.status_code == 422 and r.json()["detail"] == "line 2: a record is a JSON object."
+    r = client.post(
+        f"/api/v1/projects/{pid}/items",
+        headers=h,
+        files={"file": ("x.jsonl", b'{"id": "1", "image": "a.png"}'), "images": ("i.zip", _zip({"a.png": png_bytes()}))},
+    )
+    assert r.status_code == 201 and r.json() == {"created": 1, "images": 1, "new_images": 1}
+    detail = client.get(f"/api/v1/projects/{pid}", headers=h).json()
+    assert detail["stages"][0]["counts"]["active"] == 1 and "id" in detail["stages"][0]
+
+
+def test_healthz_and_openapi(client):
+    assert client.get("/healthz").json()["status"] == "ok"
+    paths = client.get("/openapi.json").json()["paths"]
+    for p in ("/api/v1/projects", "/api/v1/projects/{project_id}", "/api/v1/projects/{project_id}/items",
+              "/api/v1/stages/{stage_id}/claim", "/api/v1/assignments/{assignment_id}/submit",
+              "/api/v1/assignments/{assignment_id}/skip"):
+        assert p in paths
+
+
+def test_security_headers(client):
+    r = client.get("/login")
+    assert r.headers["x-frame-options"] == "DENY" and "script-src 'self'" in r.headers["content-security-policy"]
+
+
+def test_admin_users_page_creates_users_and_shows_tokens_once(client, admin):
+    login(client, admin)
+    token = csrf_from(client.get("/admin/users").text)
+    r = client.post("/admin/users", data={"csrf_token": token, "username": "newbie", "role": "annotator", "password": "short"})
+    assert r.status_code == 422 and 'value="newbie"' in r.text and "at least 8" in r.text
+    r = client.post("/admin/users", data={"csrf_token": token, "username": "newbie", "role": "annotator", "password": "long enough"}, follow_redirects=False)
+    assert r.status_code == 303
+    page = client.get("/admin/users").text
+    uid = re.search(r'action="/admin/users/(\d+)/tokens"[^<]*\s*<input type="hidden" name="csrf_token" value="[^"]+">\s*<input name="name" placeholder="token name" aria-label="Token name for newbie"', page)
+    assert uid
+    r = client.post(f"/admin/users/{uid.group(1)}/tokens", data={"csrf_token": token, "name": "cli"})
+    shown = re.search(r'<code id="new-token">(vlc_[^<]+)</code>', r.text).group(1)
+    assert shown not in client.get("/admin/users").text
+    assert client.get("/api/v1/projects", headers={"Authorization": f"Bearer {shown}"}).status_code == 200
+
+
+def test_last_admin_cannot_be_demoted(client, admin):
+    login(client, admin)
+    token = csrf_from(client.get("/admin/users").text)
+    r = client.post("/admin/users/1", data={"csrf_token": token, "role": "annotator", "is_active": "on"})
+    assert r.status_code == 409 and "At least one active admin" in r.text
