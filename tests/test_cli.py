@@ -1,0 +1,81 @@
+"""The `vlcurate` command line, run in-process against the test database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from app.cli import app as cli
+from app.db import transaction
+from app.models import ApiToken, Item, User
+from app.settings import get_settings
+from tests.conftest import png_bytes
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(settings, committed, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("VLCURATE_DATA_DIR", str(settings.data_dir))
+    get_settings.cache_clear()
+    yield committed
+    get_settings.cache_clear()
+
+
+def invoke(*args, input=None):
+    result = runner.invoke(cli, list(args), input=input)
+    return result
+
+
+def test_user_token_project_import(env, tmp_path):
+    r = invoke("user", "create", "carol", "--role", "admin", "--password-stdin", input="a good password\n")
+    assert r.exit_code == 0, r.output
+    r = invoke("user", "create", "dave")
+    assert r.exit_code == 0 and "One-time password:" in r.output
+    with transaction(env) as s:
+        dave = s.scalar(sa.select(User).where(User.username == "dave"))
+        assert dave.must_change_password and dave.role == "annotator"
+
+    r = invoke("token", "create", "carol")
+    assert r.exit_code == 0 and r.output.strip().startswith("vlc_")
+    with transaction(env) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(ApiToken)) == 1
+
+    r = invoke("project", "create", "Cats", "--workflow", "generic.choice", "--overlap", "2", "--config", '{"choices": ["cat", "dog"]}')
+    assert r.exit_code == 0, r.output
+    project_id = int(r.output.strip())
+
+    (tmp_path / "cat.png").write_bytes(png_bytes())
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps({"id": f"c{i}", "image": "cat.png"}) for i in range(5)))
+    r = invoke("import", str(project_id), str(tmp_path / "items.jsonl"))
+    assert r.exit_code == 0, r.output
+    assert "Imported 5 items" in r.output
+    with transaction(env) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 5
+
+
+def test_cli_errors_are_messages_not_tracebacks(env, tmp_path):
+    r = invoke("project", "create", "X", "--workflow", "nope")
+    assert r.exit_code == 1 and "Unknown workflow 'nope'" in r.output and "Traceback" not in r.output
+    invoke("project", "create", "Y", "--workflow", "generic.choice", "--config", '{"choices": ["a", "b"]}')
+    (tmp_path / "bad.jsonl").write_text('{"id": "1", "image": "a.png"}\n{"id": "2"}\n')
+    r = invoke("import", "Y", str(tmp_path / "bad.jsonl"))
+    assert r.exit_code == 1 and "line 2: field 'image': Field required" in r.output
+    r = invoke("user", "create", "bad name!", "--role", "annotator")
+    assert r.exit_code == 1 and "username" in r.output
+    r = invoke("token", "create", "ghost")
+    assert r.exit_code == 1 and "No user named 'ghost'" in r.output
+
+
+def test_demo_is_idempotent(env):
+    r = invoke("demo")
+    assert r.exit_code == 0, r.output
+    assert "Created project Demo: shapes" in r.output and "alice" in r.output
+    r = invoke("demo")
+    assert r.exit_code == 0 and "Created project" not in r.output
+    with transaction(env) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 50
