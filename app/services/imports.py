@@ -19,6 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from pydantic import ValidationError
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -217,7 +218,7 @@ def import_items(
     say("validating", len(records), len(records))
     if not errors:
         existing = session.scalars(
-            sa.select(Item.external_id).where(Item.project_id == project.id, Item.external_id.in_(list(seen)))
+            sa.select(Item.external_id).where(Item.project_id == project.id, Item.external_id == sa.any_(_text_array(list(seen))))
         ).all()
         for ext in existing[:MAX_REPORTED_ERRORS]:
             errors.append(f"{seen[ext]}: field 'id': an item with id '{ext}' is already in this project")
@@ -297,11 +298,16 @@ def import_items(
     return ImportResult(created=len(parsed), images=len(checked), new_images=new_images)
 
 
+def _text_array(values: list[str]):
+    # One array parameter, not one parameter per value (PostgreSQL allows at most 65,535).
+    return sa.literal(values, type_=ARRAY(sa.Text))
+
+
 def _record_assets(session: Session, images: list[CheckedImage]) -> int:
     if not images:
         return 0
     known = set(
-        session.scalars(sa.select(Asset.sha256).where(Asset.sha256.in_([c.sha256 for c in images]))).all()
+        session.scalars(sa.select(Asset.sha256).where(Asset.sha256 == sa.any_(_text_array([c.sha256 for c in images])))).all()
     )
     fresh = [c for c in images if c.sha256 not in known]
     if fresh:

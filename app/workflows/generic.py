@@ -2,14 +2,14 @@
 
 from typing import Any, Mapping
 
-from pydantic import BaseModel, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from app.workflows.base import ItemBase, Workflow
 from app.workflows.registry import register
 
 
 class ChoiceItem(ItemBase):
-    image: str
+    image: str = Field(min_length=1)
     question: str = ""
     choices: list[str] | None = None
 
