@@ -7,10 +7,12 @@ import secrets
 from pathlib import Path
 
 import sqlalchemy as sa
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from markupsafe import escape
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from app import ROOT, __version__
@@ -101,14 +103,8 @@ def _error_page(request: Request, status: int, message: str, errors: list[str] |
             body["errors"] = errors
         return JSONResponse(body, status_code=status)
     if is_htmx(request):
-        return HTMLResponse(f'<p class="error" role="alert">{_escape(message)}</p>', status_code=status)
+        return HTMLResponse(f'<p class="error" role="alert">{escape(message)}</p>', status_code=status)
     return render(request, "error.html", {"status": status, "message": message, "errors": errors or []}, status_code=status)
-
-
-def _escape(text: str) -> str:
-    from markupsafe import escape
-
-    return str(escape(text))
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -123,18 +119,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def domain_error(request: Request, exc: DomainError):
         return _error_page(request, exc.status_code, exc.message, exc.errors)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException):
+    # FastAPI's HTTPException is a subclass: one handler serves both.
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
         response = _error_page(request, exc.status_code, str(exc.detail))
         for k, v in (exc.headers or {}).items():
             response.headers[k] = v
         return response
-
-    from starlette.exceptions import HTTPException as StarletteHTTPException
-
-    @app.exception_handler(StarletteHTTPException)
-    async def starlette_http_error(request: Request, exc: StarletteHTTPException):
-        return _error_page(request, exc.status_code, str(exc.detail))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -210,12 +213,24 @@ def wait_for(url: str, proc, timeout: float = 30.0) -> None:
     raise TimeoutError(url)
 
 
+@contextmanager
+def running(cmd: list[str], health_url: str, env: dict | None = None) -> Iterator[subprocess.Popen]:
+    """Run a server process until the block ends, once `health_url` answers."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(health_url, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 @pytest.fixture
 def live_server(settings, committed) -> Iterator[str]:
     """A real uvicorn process serving the app on the test database; yields its base URL."""
-    import subprocess
-    import sys
-
     port = free_port()
     env = {
         **os.environ,
@@ -223,21 +238,8 @@ def live_server(settings, committed) -> Iterator[str]:
         "VLCURATE_DATA_DIR": str(settings.data_dir),
         "VLCURATE_SECRET_KEY": settings.secret_key.get_secret_value(),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     base = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(base + "/healthz", proc)
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1",
+           "--port", str(port), "--log-level", "warning"]
+    with running(cmd, base + "/healthz", env):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 
 import boto3
@@ -14,25 +12,15 @@ from app.errors import Invalid
 from app.models import Asset
 from app.services import imports, projects
 from app.storage import LocalStorage, S3Storage, StorageKeyError
-from tests.conftest import free_port, png_bytes, wait_for
+from tests.conftest import free_port, png_bytes, running
 
 
 @pytest.fixture(scope="module")
 def moto_endpoint():
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(url + "/moto-api/", proc)
+    with running([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], url + "/moto-api/"):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @pytest.fixture

@@ -269,7 +269,7 @@ def import_items(
             "COPY items (project_id, external_id, data, assets, group_id, stage_id, status, slots_left)"
             " FROM STDIN"
         ) as copy:
-            for i, ((_, item), pointers) in enumerate(zip(parsed, item_assets), 1):
+            for i, ((_, item), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
                 data_json = item.model_dump(mode="json")
                 copy.write_row(
                     (

@@ -71,7 +71,7 @@ def test_log_in_and_annotate_three_items_by_keyboard(page, committed, settings, 
         page.keyboard.press(str(n % 3 + 1))
         assert page.locator("input[name=choice]:checked").get_attribute("data-key") == str(n % 3 + 1)
         page.keyboard.press("Enter")
-        page.wait_for_url(lambda u: u != url and "/assignments/" in u)
+        page.wait_for_url(lambda u, old=url: u != old and "/assignments/" in u)
         assert _progress(page) == before + 1
     assert len(set(seen)) == 3
 
