@@ -63,9 +63,6 @@ class Settings(BaseSettings):
         default=5, description="Failed logins per username or address within the window before refusing."
     )
     login_window_seconds: int = Field(default=900, description="Window for counting failed logins.")
-    default_lease_seconds: int = Field(
-        default=900, description="How long a claimed item stays reserved for its annotator."
-    )
 
     @property
     def storage_dir(self) -> Path:

@@ -43,7 +43,12 @@ def test_user_token_project_import(env, tmp_path):
     r = invoke("token", "create", "carol")
     assert r.exit_code == 0 and r.output.strip().startswith("vlc_")
     with transaction(env) as s:
-        assert s.scalar(sa.select(sa.func.count()).select_from(ApiToken)) == 1
+        token_id = s.scalar(sa.select(ApiToken.id))
+    assert invoke("token", "revoke", str(token_id)).exit_code == 0
+    with transaction(env) as s:
+        assert s.get(ApiToken, token_id).revoked_at is not None
+    r = invoke("token", "revoke", "999")
+    assert r.exit_code == 1 and "No token with id 999" in r.output
 
     r = invoke("project", "create", "Cats", "--workflow", "generic.choice", "--overlap", "2", "--config", '{"choices": ["cat", "dog"]}')
     assert r.exit_code == 0, r.output

@@ -132,13 +132,14 @@ def create_token(session: Session, user: User, name: str = "", *, actor_id: int 
     return token, plain
 
 
-def revoke_token(session: Session, token_id: int, *, actor: User) -> None:
+def revoke_token(session: Session, token_id: int, *, actor: User | None) -> None:
+    """Users revoke their own tokens, admins any; `actor=None` is the command line (the operator)."""
     token = session.get(ApiToken, token_id)
-    if token is None or (token.user_id != actor.id and actor.role != "admin"):
-        raise NotFound("No such token.")
+    if token is None or (actor is not None and token.user_id != actor.id and actor.role != "admin"):
+        raise NotFound(f"No token with id {token_id}.")
     if token.revoked_at is None:
         token.revoked_at = datetime.now(timezone.utc)
-        record(session, "token.revoke", actor_id=actor.id, target=f"token:{token.id}")
+        record(session, "token.revoke", actor_id=actor.id if actor else None, target=f"token:{token.id}")
 
 
 def list_tokens(session: Session, user_id: int | None = None) -> list[ApiToken]:

@@ -57,6 +57,14 @@ def test_failed_import_page_lists_errors_and_imports_nothing(client, admin):
     assert "0</span> / 0 finished" in r.text
 
 
+def test_progress_fragment_for_htmx_polling(client, app, settings, admin):
+    project_id, _ = make_choice_project(app.state.sessions, settings, app.state.storage, 3)
+    login(client, admin)
+    r = client.get(f"/projects/{project_id}", headers={"HX-Request": "true", "HX-Target": "progress"})
+    assert r.text.lstrip().startswith('<section id="progress"') and "<html" not in r.text
+    assert "0</span> / 3 finished" in r.text and "HX-Request" in r.headers["vary"]
+
+
 def test_create_project_form_keeps_input_on_error(client, admin):
     login(client, admin)
     token = csrf_from(client.get("/").text)
