@@ -10,21 +10,14 @@ else the embedded PostgreSQL, in a scratch database dropped afterwards.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import tempfile
 import threading
 import time
-import uuid
-from pathlib import Path
 
 import sqlalchemy as sa
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scratch import scratch_database
 
 from app import queue  # noqa: E402
-from app.db import ensure_database, normalize_url, session_factory, start_embedded, transaction  # noqa: E402
-from app.migrate import upgrade  # noqa: E402
+from app.db import session_factory, transaction  # noqa: E402
 from app.models import Item, Stage, User  # noqa: E402
 
 
@@ -33,64 +26,50 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--clients", type=int, default=32)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        server = (
-            normalize_url(os.environ["DATABASE_URL"])
-            if os.environ.get("DATABASE_URL")
-            else start_embedded(Path(tmp) / "pg").set(database="postgres")
-        )
-        url = server.set(database=f"vlcurate_bench_{uuid.uuid4().hex[:8]}")
-        ensure_database(server, url.database)
+    with scratch_database() as (url, _):
         engine = sa.create_engine(url, pool_size=args.clients + 2)
-        try:
-            upgrade(url)
-            sessions = session_factory(engine)
-            with transaction(sessions) as s:
-                s.execute(sa.text("INSERT INTO projects (name) VALUES ('bench')"))
-                stage = Stage(project_id=1, position=0, name="s", workflow="generic.choice", overlap=1, lease_seconds=600)
-                s.add(stage)
-                users = [User(username=f"u{i}", password_hash="x", role="annotator") for i in range(8)]
-                s.add_all(users)
-                s.flush()
-                s.execute(
-                    sa.insert(Item),
-                    [
-                        {"project_id": 1, "external_id": str(i), "data": {}, "stage_id": stage.id, "slots_left": 1}
-                        for i in range(args.items)
-                    ],
-                )
-                stage_id, user_ids = stage.id, [u.id for u in users]
-            latencies: list[float] = []
-            lock = threading.Lock()
+        sessions = session_factory(engine)
+        with transaction(sessions) as s:
+            s.execute(sa.text("INSERT INTO projects (name) VALUES ('bench')"))
+            stage = Stage(project_id=1, position=0, name="s", workflow="generic.choice", overlap=1, lease_seconds=600)
+            s.add(stage)
+            users = [User(username=f"u{i}", password_hash="x", role="annotator") for i in range(8)]
+            s.add_all(users)
+            s.flush()
+            s.execute(
+                sa.insert(Item),
+                [
+                    {"project_id": 1, "external_id": str(i), "data": {}, "stage_id": stage.id, "slots_left": 1}
+                    for i in range(args.items)
+                ],
+            )
+            stage_id, user_ids = stage.id, [u.id for u in users]
+        latencies: list[float] = []
+        lock = threading.Lock()
 
-            def client(user_id: int) -> None:
-                mine = []
-                with sessions() as s:
-                    stage = s.get(Stage, stage_id)
-                    s.expunge(stage)
-                while True:
-                    t0 = time.perf_counter()
-                    with transaction(sessions) as s:
-                        claimed = queue.claim_next(s, stage, user_id)
-                    mine.append(time.perf_counter() - t0)
-                    if claimed is None:
-                        break
-                with lock:
-                    latencies.extend(mine)
+        def client(user_id: int) -> None:
+            mine = []
+            with sessions() as s:
+                stage = s.get(Stage, stage_id)
+                s.expunge(stage)
+            while True:
+                t0 = time.perf_counter()
+                with transaction(sessions) as s:
+                    claimed = queue.claim_next(s, stage, user_id)
+                mine.append(time.perf_counter() - t0)
+                if claimed is None:
+                    break
+            with lock:
+                latencies.extend(mine)
 
-            threads = [threading.Thread(target=client, args=(user_ids[i % 8],)) for i in range(args.clients)]
-            start = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            elapsed = time.perf_counter() - start
-        finally:
-            engine.dispose()
-            admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
-            admin.dispose()
+        threads = [threading.Thread(target=client, args=(user_ids[i % 8],)) for i in range(args.clients)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - start
+        engine.dispose()
     latencies.sort()
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
     print(

@@ -10,19 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
-import tempfile
 import time
-import uuid
-from pathlib import Path
 
 import sqlalchemy as sa
+from scratch import scratch_database
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from app.db import ensure_database, normalize_url, session_factory, start_embedded, transaction  # noqa: E402
-from app.migrate import upgrade  # noqa: E402
+from app.db import session_factory, transaction  # noqa: E402
 from app.services import imports, projects  # noqa: E402
 from app.services.demo import draw_shape  # noqa: E402
 from app.settings import Settings  # noqa: E402
@@ -34,47 +27,28 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as tmp:
-        server = (
-            normalize_url(os.environ["DATABASE_URL"])
-            if os.environ.get("DATABASE_URL")
-            else start_embedded(Path(tmp) / "pg").set(database="postgres")
-        )
-        url = server.set(database=f"vlcurate_bench_{uuid.uuid4().hex[:8]}")
-        ensure_database(server, url.database)
-        try:
-            upgrade(url)
-            settings = Settings(database_url=url.render_as_string(hide_password=False), data_dir=Path(tmp))
-            engine = sa.create_engine(url)
-            sessions = session_factory(engine)
-            with transaction(sessions) as s:
-                spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["yes", "no"]})
-                pid = projects.create_project(s, "bench", [spec]).id
-            # Every record names the same image: the figure is parsing, validation and writing rows.
-            (Path(tmp) / "img.png").write_bytes(draw_shape("circle", (200, 30, 30), seed=0))
-            data = "\n".join(
-                json.dumps({"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"})
-                for i in range(args.records)
-            ).encode()
-            store = LocalStorage(Path(tmp) / "store")
-            start = time.perf_counter()
-            with transaction(sessions) as s:
-                result = imports.import_items(
-                    s,
-                    pid,
-                    data,
-                    "bench.jsonl",
-                    settings=settings,
-                    storage=store,
-                    images=imports.ImageSource(settings, store, base=Path(tmp)),
-                )
-            elapsed = time.perf_counter() - start
-            engine.dispose()
-        finally:
-            admin = sa.create_engine(server, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
-            admin.dispose()
+    with scratch_database() as (url, tmp):
+        settings = Settings(database_url=url.render_as_string(hide_password=False), data_dir=tmp)
+        engine = sa.create_engine(url)
+        sessions = session_factory(engine)
+        with transaction(sessions) as s:
+            spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["yes", "no"]})
+            pid = projects.create_project(s, "bench", [spec]).id
+        # Every record names the same image: the figure is parsing, validation and writing rows.
+        (tmp / "img.png").write_bytes(draw_shape("circle", (200, 30, 30), seed=0))
+        data = "\n".join(
+            json.dumps({"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"})
+            for i in range(args.records)
+        ).encode()
+        store = LocalStorage(tmp / "store")
+        start = time.perf_counter()
+        with transaction(sessions) as s:
+            result = imports.import_items(
+                s, pid, data, "bench.jsonl", settings=settings, storage=store,
+                images=imports.ImageSource(settings, store, base=tmp),
+            )
+        elapsed = time.perf_counter() - start
+        engine.dispose()
     print(f"import: {result.created:,} records in {elapsed:.2f} s ({result.created / elapsed:,.0f} records/s)")
 
 
