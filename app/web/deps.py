@@ -6,14 +6,11 @@ import hashlib
 from dataclasses import dataclass
 
 from fastapi import Depends, HTTPException, Request
-from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import transaction
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services import users as users_service
-from app.settings import Settings
-from app.storage import Storage
 
 
 class LoginRequired(Exception):
@@ -33,18 +30,6 @@ class Principal:
     @classmethod
     def of(cls, user: User) -> "Principal":
         return cls(user.id, user.username, Role(user.role), user.must_change_password)
-
-
-def settings_of(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-def db_factory(request: Request) -> sessionmaker[Session]:
-    return request.app.state.sessions
-
-
-def storage_of(request: Request) -> Storage:
-    return request.app.state.storage
 
 
 def password_fingerprint(user: User) -> str:
