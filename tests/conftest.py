@@ -175,6 +175,44 @@ def make_choice_project(sessions, settings, storage, n: int, *, overlap: int = 1
             return project.id, stage_id
 
 
+def zip_bytes(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return out.getvalue()
+
+
+COLOURS = [(220, 30, 30), (30, 30, 220), (30, 160, 30), (230, 200, 30), (120, 120, 120), (240, 120, 20)]
+
+
+def colorswap_records(n: int = 3, candidates: int | list[int] = 4) -> tuple[list[dict], dict[str, bytes]]:
+    """ColorSwap pairs pair-0.. (rule-based, handmade, rule-based, ...) and their candidate images."""
+    sources = ["rule-based", "handmade", "rule-based"]
+    counts = candidates if isinstance(candidates, list) else [candidates] * n
+    records, files = [], {}
+    for i in range(n):
+        entries = []
+        for k in range(counts[i]):
+            name = f"img/{i}_{k}.png"
+            files[name] = png_bytes(COLOURS[k % len(COLOURS)], size=(40 + i, 30 + k))
+            entries.append({"image": name, "from_caption": 1 + (2 * k) // counts[i], "generator": "sd"})
+        records.append(
+            {
+                "id": f"pair-{i}",
+                "caption_1": f"a red cat {i} in a grey jacket",
+                "caption_2": f"a grey cat {i} in a red jacket",
+                "caption_source": sources[i % 3],
+                "image_source": ["stable-diffusion", "dall-e-3"][i % 2],
+                "candidates": entries,
+            }
+        )
+    return records, files
+
+
 def login(client, username: str, password: str = PASSWORD):
     page = client.get("/login")
     token = csrf_from(page.text)

@@ -5,6 +5,7 @@ from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.items import Asset, Item, ItemResult
 from app.models.projects import Project, Stage
+from app.models.suggestions import Suggestion
 from app.models.users import ApiToken, Role, User
 
 __all__ = [
@@ -20,5 +21,6 @@ __all__ = [
     "Project",
     "Role",
     "Stage",
+    "Suggestion",
     "User",
 ]

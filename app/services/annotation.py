@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 from app import queue
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.models import Annotation, Assignment, Draft, Item, Stage
-from app.services.pipeline import complete_stage
+from app.services import suggestions as suggestions_service
+from app.services.pipeline import complete_stage, results_by_stage
 from app.services.projects import get_stage
 from app.workflows import get_workflow
 
@@ -129,6 +130,8 @@ class Screen:
     item: Item
     stage: Stage
     draft: dict[str, Any] | None
+    results: dict[str, dict[str, Any]]  # earlier stages' finals, by workflow name
+    suggestions: dict[str, suggestions_service.SuggestionView]  # by kind
 
 
 def open_assignment(session: Session, assignment_id: int, user_id: int) -> Screen:
@@ -140,7 +143,14 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     item = session.get(Item, assignment.item_id)
     stage = session.get(Stage, assignment.stage_id)
     draft = session.scalar(sa.select(Draft.payload).where(Draft.assignment_id == assignment.id))
-    return Screen(assignment, item, stage, draft)
+    return Screen(
+        assignment,
+        item,
+        stage,
+        draft,
+        results_by_stage(session, item.id),
+        suggestions_service.for_item(session, item.id, stage.id),
+    )
 
 
 def user_stage_counts(session: Session, stage_id: int, user_id: int) -> int:

@@ -30,9 +30,10 @@ def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[s
 
 
 def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]]:
-    """The latest final record of each stage the item passed, keyed by stage name."""
+    """The latest final record of each stage the item passed, keyed by the stage's workflow name
+    (workflows find the results they build on by workflow, whatever the stage is called)."""
     rows = session.execute(
-        sa.select(Stage.name, ItemResult.payload)
+        sa.select(Stage.workflow, ItemResult.payload)
         .join(Stage, Stage.id == ItemResult.stage_id)
         .where(ItemResult.item_id == item_id)
         .order_by(ItemResult.id)
@@ -43,7 +44,7 @@ def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]
 def complete_stage(session: Session, item: Item, stage: Stage) -> None:
     """All annotations of the item are in: consolidate them, or send the item to review."""
     workflow = get_workflow(stage.workflow)
-    outcome = workflow.consolidate(stage_payloads(session, item.id, stage.id))
+    outcome = workflow.consolidate(stage_payloads(session, item.id, stage.id), stage.config)
     if outcome.needs_review or outcome.final is None:
         item.status = "review"
         return

@@ -32,8 +32,12 @@ def create_project(
         raise Invalid("A project needs a name.")
     if not stages:
         raise Invalid("A project needs at least one stage.")
+    earlier: list[str] = []
     for spec in stages:
-        get_workflow(spec.workflow)  # raises Invalid naming the known workflows
+        needed = get_workflow(spec.workflow).requires  # get_workflow raises Invalid naming the known ones
+        if needed and needed not in earlier:
+            raise Invalid(f"The stage '{spec.workflow}' builds on '{needed}', which must come before it.")
+        earlier.append(spec.workflow)
     if session.scalar(sa.select(Project.id).where(Project.name == name)):
         raise Conflict(f"A project named '{name}' already exists.")
     project = Project(name=name, description=description, created_by=actor_id)
@@ -202,3 +206,80 @@ def project_progress(session: Session, project_id: int) -> ProjectProgress:
     if not found:
         raise NotFound(f"No project with id {project_id}.")
     return found[0]
+
+
+@dataclass
+class Tally:
+    kept: int = 0  # passed the first stage
+    discarded: int = 0
+    open: int = 0  # still in the first stage
+
+    def add(self, other: Tally) -> None:
+        self.kept += other.kept
+        self.discarded += other.discarded
+        self.open += other.open
+
+
+@dataclass
+class Breakdown:
+    """Kept and discarded items by up to two item fields (ColorSwap: caption source x image source)."""
+
+    fields: tuple[str, ...]
+    rows: list[str]
+    columns: list[str]
+    cells: dict[tuple[str, str], Tally]
+
+    def cell(self, row: str, column: str) -> Tally:
+        return self.cells.get((row, column), Tally())
+
+    def row_total(self, row: str) -> Tally:
+        total = Tally()
+        for c in self.columns:
+            total.add(self.cell(row, c))
+        return total
+
+    def column_total(self, column: str) -> Tally:
+        total = Tally()
+        for r in self.rows:
+            total.add(self.cell(r, column))
+        return total
+
+    def total(self) -> Tally:
+        total = Tally()
+        for cell in self.cells.values():
+            total.add(cell)
+        return total
+
+
+def breakdown(session: Session, project_id: int) -> Breakdown | None:
+    """Counts by the first stage's workflow's breakdown fields; None when it declares none."""
+    stages = stages_of(session, project_id)
+    if not stages:
+        return None
+    fields = get_workflow(stages[0].workflow).breakdown[:2]
+    if not fields:
+        return None
+    first = stages[0].id
+    keys = [sa.func.coalesce(Item.data[f].astext, "—") for f in fields]
+    if len(keys) == 1:
+        keys.append(sa.literal(""))
+    pending = sa.and_(Item.stage_id == first, Item.status.in_(("active", "review")))
+    cells: dict[tuple[str, str], Tally] = {}
+    for row, column, status, is_pending, n in session.execute(
+        sa.select(keys[0], keys[1], Item.status, pending, sa.func.count())
+        .where(Item.project_id == project_id)
+        .group_by(keys[0], keys[1], Item.status, pending)
+    ):
+        tally = cells.setdefault((row, column), Tally())
+        if status == "discarded":
+            tally.discarded += n
+        elif is_pending:
+            tally.open += n
+        else:
+            tally.kept += n
+    return Breakdown(
+        fields=fields,
+        rows=sorted({r for r, _ in cells}),
+        columns=sorted({c for _, c in cells}),
+        cells=cells,
+    )

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app import queue
 from app.db import transaction
-from app.errors import Conflict, Invalid
+from app.errors import Conflict, Invalid, NotFound
 from app.services import annotation, projects
 from app.web.deps import Principal, csrf_protect, page_user
 from app.web.templating import is_htmx, render
@@ -46,6 +46,11 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
         mine = annotation.user_stage_counts(session, screen.stage.id, user.id)
     workflow = get_workflow(screen.stage.workflow)
     stage_progress = next(s for s in progress.stages if s.id == screen.stage.id)
+    item, config = screen.item.data, screen.stage.config
+    if values is None:
+        values = screen.draft or workflow.initial_values(
+            item, config, results=screen.results, suggestions=screen.suggestions
+        )
     return {
         "assignment": screen.assignment,
         "item": screen.item.data,
@@ -56,8 +61,11 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
         "stage_progress": stage_progress,
         "mine": mine,
         "workflow": workflow,
-        "values": values if values is not None else (screen.draft or {}),
-        "extra": workflow.screen_context(screen.item.data, screen.stage.config),
+        "values": values,
+        "extra": workflow.screen_context(
+            item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions
+        ),
+        "live": workflow.live_check(item, values, config, screen.results),
         "idempotency_key": uuid.uuid4().hex,
         "opened_at": time.time(),
     }
@@ -113,6 +121,23 @@ def skip(request: Request, assignment_id: int, user: Principal = Depends(page_us
         annotation.give_back(session, assignment_id, user.id, skip=True)
         stage_id = screen.stage.id
     return _go(request, f"/stages/{stage_id}/annotate")
+
+
+@router.post("/assignments/{assignment_id}/check")
+async def live_check(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
+    """The workflow's live check of what the annotator has typed so far, as a fragment."""
+    values, _ = await _form_payload(request)
+
+    def work():
+        with transaction(request.app.state.sessions) as session:
+            screen = annotation.open_assignment(session, assignment_id, user.id)
+        workflow = get_workflow(screen.stage.workflow)
+        return workflow, workflow.live_check(screen.item.data, values, screen.stage.config, screen.results)
+
+    workflow, live = await run_in_threadpool(work)
+    if live is None:
+        raise NotFound("This workflow has no live check.")
+    return render(request, workflow.template, {"live": live, "values": values}, block="live_check")
 
 
 @router.post("/assignments/{assignment_id}/draft")

@@ -30,6 +30,7 @@ class ClaimOut(BaseModel):
     lease_until: str
     data: dict[str, Any]
     assets: dict[str, str]
+    results: dict[str, dict[str, Any]] = Field(description="Earlier stages' final records, by workflow name")
     suggestions: list[dict[str, Any]]
 
 
@@ -110,7 +111,8 @@ def claim(request: Request, stage_id: int, user: Principal = Depends(api_user)):
             lease_until=claimed.lease_until.isoformat(),
             data=screen.item.data,
             assets=screen.item.assets,
-            suggestions=[],
+            results=screen.results,
+            suggestions=[s.__dict__ for s in screen.suggestions.values()],
         )
 
 

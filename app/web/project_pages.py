@@ -13,7 +13,7 @@ from app.services import projects
 from app.web.deps import Principal, csrf_protect, page_role, page_user
 from app.web.templating import is_htmx, render
 from app.web.uploads import run_upload_import
-from app.workflows import all_workflows
+from app.workflows import all_workflows, get_workflow
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
@@ -23,7 +23,8 @@ def _list_context(request: Request, form: dict | None = None, error: str | None 
         rows = projects.progress(session)
     return {
         "projects": rows,
-        "workflows": all_workflows(),
+        # A workflow that builds on another is added with it, never chosen on its own.
+        "workflows": [w for w in all_workflows() if not w.requires],
         "form": form or {"name": "", "workflow": "generic.choice", "overlap": 1, "choices": ""},
         "error": error,
     }
@@ -51,8 +52,11 @@ def create_project(
         config["choices"] = [c.strip() for c in choices.split(",") if c.strip()]
     try:
         with transaction(request.app.state.sessions) as session:
-            spec = projects.StageSpec(workflow=workflow, overlap=max(1, overlap), config=config)
-            project = projects.create_project(session, name, [spec], actor_id=user.id)
+            specs = [
+                projects.StageSpec(workflow=w, overlap=max(1, overlap), config=config if w == workflow else {})
+                for w in (workflow, *get_workflow(workflow).follow_on)
+            ]
+            project = projects.create_project(session, name, specs, actor_id=user.id)
             project_id = project.id
     except DomainError as exc:
         return render(request, "projects/list.html", _list_context(request, form, exc.message), status_code=422)
@@ -63,7 +67,8 @@ def _detail_context(request: Request, project_id: int) -> dict:
     with transaction(request.app.state.sessions) as session:
         progress = projects.project_progress(session, project_id)
         stages = projects.stages_of(session, project_id)
-    return {"project": progress, "stage_rows": stages}
+        breakdown = projects.breakdown(session, project_id)
+    return {"project": progress, "stage_rows": stages, "breakdown": breakdown}
 
 
 @router.get("/projects/{project_id}")

@@ -21,7 +21,8 @@ from app.errors import Invalid
 class ItemBase(BaseModel):
     """Fields every item schema has: the external id and an optional group id."""
 
-    model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
+    # Published datasets often number their records; ids are kept as text.
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=True, coerce_numbers_to_str=True)
 
     id: str
     group_id: str | None = None
@@ -54,6 +55,13 @@ class Workflow:
     suggestion_kinds: ClassVar[tuple[str, ...]] = ()
     # JSON pointers into item data whose values are image references.
     image_fields: ClassVar[tuple[str, ...]] = ()
+    # A workflow that builds on another one's result names it; it cannot be a project's first stage.
+    requires: ClassVar[str | None] = None
+    # Stages the project form adds after this one (ColorSwap: filter, then recaption).
+    follow_on: ClassVar[tuple[str, ...]] = ()
+    # Item fields the project page counts kept and discarded items by (at most two).
+    breakdown: ClassVar[tuple[str, ...]] = ()
+    keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
 
     # -- items -------------------------------------------------------------
     def parse_item(self, record: Mapping[str, Any], config: Mapping[str, Any]) -> ItemBase:
@@ -100,7 +108,7 @@ class Workflow:
         """Agreement of two annotations in [0, 1]."""
         return 1.0 if dict(a) == dict(b) else 0.0
 
-    def consolidate(self, payloads: list[dict[str, Any]]) -> Consolidation:
+    def consolidate(self, payloads: list[dict[str, Any]], config: Mapping[str, Any]) -> Consolidation:
         """Default: a strict majority of identical payloads wins; otherwise review."""
         if not payloads:
             return Consolidation(final=None, needs_review=True)
@@ -115,16 +123,67 @@ class Workflow:
 
     # -- pipeline and export -------------------------------------------------
     def applies(self, item: Mapping[str, Any], results: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-        """Whether an item entering this stage needs it; `results` maps earlier stage names to finals."""
+        """Whether an item entering this stage needs it; `results` maps earlier stages' workflow
+        names to their final records."""
         return True
 
     def export_record(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """The item's record in the dataset's published format."""
         return {**item, **{k: v for r in results.values() for k, v in r.items()}}
 
-    # -- screen --------------------------------------------------------------
-    def screen_context(self, item: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-        """Extra template context for the annotation screen."""
+    def export_files(
+        self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any]
+    ) -> dict[str, str]:
+        """Files the published format ships with the record: relative path -> asset sha256."""
         return {}
+
+    # -- screen --------------------------------------------------------------
+    def screen_context(
+        self,
+        item: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        assets: Mapping[str, str],
+        results: Mapping[str, Any],
+        suggestions: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Extra template context for the annotation screen. `suggestions` maps a suggestion
+        kind to its newest row (model, model_version, payload, score)."""
+        return {}
+
+    def initial_values(
+        self,
+        item: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        results: Mapping[str, Any],
+        suggestions: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Form values a fresh screen starts from (form field -> value) when there is no draft."""
+        return {}
+
+    def live_check(
+        self, item: Mapping[str, Any], values: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Context for the template's `live_check` block, recomputed as the annotator types;
+        None when the workflow has no live check."""
+        return None
+
+
+def consolidate_fields(
+    payloads: list[dict[str, Any]], fields: tuple[str, ...], key=lambda value: value
+) -> dict[str, Any] | None:
+    """Field by field, the value most annotators gave; None when any field's top count is tied.
+    `key` maps a value to what counts as the same answer (normalised text, for example)."""
+    final: dict[str, Any] = {}
+    for name in fields:
+        values = [p.get(name) for p in payloads]
+        counts = Counter(_freeze(key(v)) for v in values)
+        ranked = counts.most_common(2)
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return None
+        final[name] = next(v for v in values if _freeze(key(v)) == ranked[0][0])
+    return final
 
 
 def _freeze(value: Any) -> Any:

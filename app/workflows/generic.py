@@ -57,5 +57,5 @@ class GenericChoice(Workflow):
             return [f"'{payload.choice}' is not one of the choices: {', '.join(choices)}"]
         return []
 
-    def screen_context(self, item, config):
+    def screen_context(self, item, config, **_):
         return {"choices": item_choices(item, config)}

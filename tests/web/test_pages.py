@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 
 import pytest
 
-from tests.conftest import csrf_from, login, make_choice_project, make_token, make_user, png_bytes
+from tests.conftest import (
+    csrf_from,
+    login,
+    make_choice_project,
+    make_token,
+    make_user,
+    png_bytes,
+    zip_bytes,
+)
 
 
 @pytest.fixture
@@ -22,14 +28,6 @@ def annotator(app):
     return make_user(app.state.sessions, "ann", "annotator")
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as zf:
-        for k, v in members.items():
-            zf.writestr(k, v)
-    return out.getvalue()
-
-
 def test_admin_creates_a_project_and_imports_through_the_pages(client, admin):
     login(client, admin)
     token = csrf_from(client.get("/").text)
@@ -40,7 +38,7 @@ def test_admin_creates_a_project_and_imports_through_the_pages(client, admin):
     r = client.post(
         f"{url}/import",
         data={"csrf_token": token},
-        files={"file": ("birds.jsonl", records), "images": ("imgs.zip", _zip({"x/a.png": png_bytes()}))},
+        files={"file": ("birds.jsonl", records), "images": ("imgs.zip", zip_bytes({"x/a.png": png_bytes()}))},
     )
     assert r.status_code == 200 and "Imported 2 items (1 images, 1 new)" in r.text
     assert "0</span> / 2 finished" in client.get(url).text
@@ -167,7 +165,7 @@ def test_api_import_reports_errors_as_json(client, app, admin):
     r = client.post(
         f"/api/v1/projects/{pid}/items",
         headers=h,
-        files={"file": ("x.jsonl", b'{"id": "1", "image": "a.png"}'), "images": ("i.zip", _zip({"a.png": png_bytes()}))},
+        files={"file": ("x.jsonl", b'{"id": "1", "image": "a.png"}'), "images": ("i.zip", zip_bytes({"a.png": png_bytes()}))},
     )
     assert r.status_code == 201 and r.json() == {"created": 1, "images": 1, "new_images": 1}
     detail = client.get(f"/api/v1/projects/{pid}", headers=h).json()

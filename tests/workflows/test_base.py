@@ -10,10 +10,10 @@ from app.workflows import all_workflows, get_workflow
 
 def test_majority_consolidation():
     wf = get_workflow("generic.choice")
-    assert wf.consolidate([{"choice": "a"}]).final == {"choice": "a"}
-    out = wf.consolidate([{"choice": "a"}, {"choice": "b"}, {"choice": "a"}])
+    assert wf.consolidate([{"choice": "a"}], {}).final == {"choice": "a"}
+    out = wf.consolidate([{"choice": "a"}, {"choice": "b"}, {"choice": "a"}], {})
     assert out.final == {"choice": "a"} and not out.needs_review
-    tie = wf.consolidate([{"choice": "a"}, {"choice": "b"}])
+    tie = wf.consolidate([{"choice": "a"}, {"choice": "b"}], {})
     assert tie.final is None and tie.needs_review
 
 
@@ -27,6 +27,6 @@ def test_generic_choice_validation_uses_item_then_stage_choices():
 
 
 def test_unknown_workflow_names_the_known_ones():
-    with pytest.raises(Invalid, match="Known workflows: generic.choice"):
+    with pytest.raises(Invalid, match="Known workflows: colorswap.filter, colorswap.recaption, generic.choice"):
         get_workflow("colorswap.nope")
-    assert [w.name for w in all_workflows()] == ["generic.choice"]
+    assert [w.name for w in all_workflows()] == ["colorswap.filter", "colorswap.recaption", "generic.choice"]

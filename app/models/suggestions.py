@@ -1,0 +1,26 @@
+"""Model suggestions: what a model proposed for an item in a stage, with its name, version and score."""
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, created_at
+
+
+class Suggestion(Base):
+    """One model output for one item in one stage. A model version computes each kind once."""
+
+    __tablename__ = "suggestions"
+    __table_args__ = (sa.UniqueConstraint("item_id", "stage_id", "kind", "model", "model_version"),)
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    item_id: Mapped[int] = mapped_column(sa.ForeignKey("items.id", ondelete="CASCADE"))
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(sa.String(64))
+    model: Mapped[str] = mapped_column(sa.Text)
+    model_version: Mapped[str] = mapped_column(sa.Text, server_default="")
+    payload: Mapped[dict[str, Any]]
+    score: Mapped[float | None]
+    created_at: Mapped[datetime] = created_at()

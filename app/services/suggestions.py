@@ -1,0 +1,57 @@
+"""Model suggestions: store one (the worker, or an import of precomputed scores) and read them for a screen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app.models import Suggestion
+
+
+@dataclass(frozen=True)
+class SuggestionView:
+    kind: str
+    model: str
+    model_version: str
+    payload: dict[str, Any]
+    score: float | None
+
+
+def store(
+    session: Session,
+    item_id: int,
+    stage_id: int,
+    kind: str,
+    model: str,
+    payload: dict[str, Any],
+    *,
+    model_version: str = "",
+    score: float | None = None,
+) -> None:
+    """Store a model's output; computing it again with the same model version replaces it."""
+    session.execute(
+        pg_insert(Suggestion)
+        .values(
+            item_id=item_id, stage_id=stage_id, kind=kind, model=model, model_version=model_version, payload=payload, score=score
+        )
+        .on_conflict_do_update(
+            index_elements=["item_id", "stage_id", "kind", "model", "model_version"],
+            set_={"payload": payload, "score": score, "created_at": sa.func.now()},
+        )
+    )
+
+
+def for_item(session: Session, item_id: int, stage_id: int) -> dict[str, SuggestionView]:
+    """The newest suggestion of each kind for the item in the stage."""
+    rows = session.scalars(
+        sa.select(Suggestion)
+        .where(Suggestion.item_id == item_id, Suggestion.stage_id == stage_id)
+        .order_by(Suggestion.kind, Suggestion.created_at.desc(), Suggestion.id.desc())
+        .ext(distinct_on(Suggestion.kind))
+    )
+    return {s.kind: SuggestionView(s.kind, s.model, s.model_version, s.payload, s.score) for s in rows}
