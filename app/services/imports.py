@@ -228,12 +228,10 @@ def import_items(
     # 2. Check and store every image the records name.
     checked: dict[str, CheckedImage] = {}
     item_assets: list[dict[str, str]] = []
-    total_refs = 0
     for i, (where, item) in enumerate(parsed, 1):
         refs = workflow.image_refs(item)
         pointers = {}
         for pointer, ref in refs.items():
-            total_refs += 1
             if ref not in checked:
                 if images is None:
                     errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
@@ -311,21 +309,20 @@ def _record_assets(session: Session, images: list[CheckedImage]) -> int:
     )
     fresh = [c for c in images if c.sha256 not in known]
     if fresh:
+        # One statement run over many rows: SQLAlchemy sends them in pages, under PostgreSQL's
+        # 65,535 parameters per statement, and compiles the statement once.
         session.execute(
-            pg_insert(Asset)
-            .values(
-                [
-                    {
-                        "sha256": c.sha256,
-                        "storage_key": c.storage_key,
-                        "mime": c.mime,
-                        "width": c.width,
-                        "height": c.height,
-                        "size_bytes": c.size_bytes,
-                    }
-                    for c in fresh
-                ]
-            )
-            .on_conflict_do_nothing(index_elements=["sha256"])
+            pg_insert(Asset).on_conflict_do_nothing(index_elements=["sha256"]),
+            [
+                {
+                    "sha256": c.sha256,
+                    "storage_key": c.storage_key,
+                    "mime": c.mime,
+                    "width": c.width,
+                    "height": c.height,
+                    "size_bytes": c.size_bytes,
+                }
+                for c in fresh
+            ],
         )
     return len(fresh)
