@@ -30,7 +30,7 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
     "Content-Security-Policy": (
-        "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+        "default-src 'self'; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'; "
         "script-src 'self'; frame-ancestors 'none'; form-action 'self'"
     ),
 }
@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = get_engine(settings)
     app.state.sessions = session_factory(app.state.engine)
     app.state.storage = make_storage(settings)
+    app.state.progress_cache = {}  # stage id -> (monotonic time, StageProgress); see annotate_pages.stage_bar
 
     app.add_middleware(
         SessionMiddleware,

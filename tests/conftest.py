@@ -21,7 +21,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
-from app.db import ensure_database, normalize_url, session_factory, start_embedded, transaction
+from app.db import (
+    ensure_database,
+    normalize_url,
+    session_factory,
+    start_embedded,
+    transaction,
+)
 from app.migrate import upgrade
 from app.models import Base
 from app.settings import Settings

@@ -43,6 +43,19 @@ images more specifically, e.g. *a red circle inside a blue square* → *a small 
 of a blue tile*. Keep the same words in both captions with the colour words exchanged: the check under
 the captions tells you when the pair is valid.
 """
+WIKIDO_GUIDELINES = """Is there any made-up / hallucinated content in the caption that is not supported by
+the image or the reference text?
+
+* **C** Correct: everything in the caption is in the image or the reference text.
+* **H** Hallucinated: strike the made-up words (click, or ←/→ and **X**; shift-click strikes a span).
+  Type in the text field only when a word must be replaced or added.
+* **W** Wrong: the caption does not describe this image at all.
+"""
+# WikiDO demo: (made-up addition, where it goes) pairs, and captions about other things for "Wrong".
+WIKIDO_ADDITIONS = ["painted by a famous artist in 1913", "beside a tall stone tower", "that glows in the dark"]
+WIKIDO_WRONG = ["A bowl of ramen with a boiled egg.", "A portrait of a bearded man in a black coat.",
+                "A medieval map of the river delta."]
+
 # Scenes for the ColorSwap demo: a caption template over colours A and B, and how to draw it.
 SCENES = [
     "a {a} circle inside a {b} square",
@@ -135,6 +148,40 @@ def colorswap_records(folder: Path, n: int, seed: int) -> list[dict]:
     return records
 
 
+def wikido_records(folder: Path, n: int, seed: int) -> list[dict]:
+    """WikiDO-shaped records over drawn shapes: every third caption is correct, every third
+    adds made-up content to the reference, the rest describe something else entirely."""
+    rnd = random.Random(seed)
+    topics = ["shapes", "paintings", "signs"]
+    records = []
+    for i in range(n):
+        shape, colour = rnd.choice(SHAPES), rnd.choice(list(COLOURS))
+        name = f"wikido_{seed}_{i:03d}.png"
+        (folder / name).write_bytes(draw_shape(shape, COLOURS[colour], seed * 1000 + i))
+        reference = f"A {colour} {shape} on a pale background, from the article on the {shape}."
+        kind = i % 3
+        if kind == 0:
+            caption = f"A {colour} {shape} on a pale background."
+        elif kind == 1:
+            caption = f"A {colour} {shape} {rnd.choice(WIKIDO_ADDITIONS)}, on a pale background."
+        else:
+            caption = rnd.choice(WIKIDO_WRONG)
+        topic = topics[i % len(topics)]
+        records.append(
+            {
+                "image_id": f"wd-{i:03d}",
+                "orig_cap": reference,
+                "caption": caption,
+                "image": name,
+                "page_id": str(1000 + i),
+                "page_title": shape.capitalize(),
+                "topic": topic,
+                "split": "test_ood" if topic == "paintings" else "val",
+            }
+        )
+    return records
+
+
 def _shape_records(folder: Path, n: int, seed: int) -> list[dict]:
     rnd = random.Random(seed)
     records = []
@@ -209,4 +256,12 @@ def load_demo(session: Session, settings: Settings, storage: Storage) -> DemoRes
             colorswap_specs, colorswap_records(folder, 12, seed=3), folder,
         ):
             created.append("Demo: ColorSwap")
+        wikido_spec = projects.StageSpec(workflow="wikido.verify", name="verify", guidelines=WIKIDO_GUIDELINES)
+        if _ensure_project(
+            session, settings, storage, "Demo: WikiDO",
+            "Twelve drawn images with a reference text and a model-written caption that may make things up: "
+            "say Correct, Hallucinated (and strike the made-up words) or Wrong.",
+            [wikido_spec], wikido_records(folder, 12, seed=4), folder,
+        ):
+            created.append("Demo: WikiDO")
     return DemoResult(accounts=accounts, projects=created)

@@ -31,7 +31,7 @@ from app.services.projects import get_project, stages_of
 from app.settings import Settings
 from app.storage import S3Storage, Storage
 from app.workflows import get_workflow
-from app.workflows.base import format_validation_error
+from app.workflows.base import format_validation_error, is_external
 
 MAX_REPORTED_ERRORS = 20
 Progress = Callable[[str, int, int], None]
@@ -232,6 +232,8 @@ def import_items(
         refs = workflow.image_refs(item)
         pointers = {}
         for pointer, ref in refs.items():
+            if is_external(ref):
+                continue  # an http(s) image stays a reference the browser loads; never fetched here
             if ref not in checked:
                 if images is None:
                     errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")

@@ -21,6 +21,7 @@ from app.workflows import get_workflow
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
 FORM_META = {"csrf_token", "idempotency_key", "opened_at"}
+BAR_TTL_SECONDS = 3.0
 
 
 @router.get("/stages/{stage_id}/annotate")
@@ -42,10 +43,9 @@ def next_item(request: Request, stage_id: int, user: Principal = Depends(page_us
 def _screen_context(request: Request, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     with transaction(request.app.state.sessions) as session:
         screen = annotation.open_assignment(session, assignment_id, user.id)
-        progress = projects.project_progress(session, screen.stage.project_id)
+        project = projects.get_project(session, screen.stage.project_id)
         mine = annotation.user_stage_counts(session, screen.stage.id, user.id)
     workflow = get_workflow(screen.stage.workflow)
-    stage_progress = next(s for s in progress.stages if s.id == screen.stage.id)
     item, config = screen.item.data, screen.stage.config
     if values is None:
         values = screen.draft or workflow.initial_values(
@@ -57,8 +57,7 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
         "item_id": screen.item.id,
         "assets": screen.item.assets,
         "stage": screen.stage,
-        "project": progress,
-        "stage_progress": stage_progress,
+        "project": {"id": project.id, "name": project.name},
         "mine": mine,
         "workflow": workflow,
         "values": values,
@@ -69,6 +68,21 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
         "idempotency_key": uuid.uuid4().hex,
         "opened_at": time.time(),
     }
+
+
+@router.get("/stages/{stage_id}/bar")
+def stage_bar(request: Request, stage_id: int, user: Principal = Depends(page_user)):
+    """The stage's progress bar, loaded after the screen so that counting never delays an item.
+    Counts are shared for a few seconds: with many items and annotators they are the costly part."""
+    cache = request.app.state.progress_cache
+    hit = cache.get(stage_id)
+    if hit is None or time.monotonic() - hit[0] > BAR_TTL_SECONDS:
+        with transaction(request.app.state.sessions) as session:
+            stage = projects.get_stage(session, stage_id)
+            progress = projects.project_progress(session, stage.project_id)
+        hit = (time.monotonic(), next(s for s in progress.stages if s.id == stage_id))
+        cache[stage_id] = hit
+    return render(request, "projects/_bar.html", {"s": hit[1]})
 
 
 @router.get("/assignments/{assignment_id}")
@@ -111,6 +125,7 @@ async def submit(request: Request, assignment_id: int, user: Principal = Depends
         ctx = await run_in_threadpool(_screen_context, request, assignment_id, user, values)
         ctx.update({"error": exc.message, "errors": exc.errors, "idempotency_key": meta.get("idempotency_key")})
         return render(request, "annotate/screen.html", ctx, status_code=exc.status_code)
+    request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
     return _go(request, f"/stages/{stage_id}/annotate")
 
 

@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from app.db import transaction
 from app.errors import DomainError
 from app.models import Role
-from app.services import projects
+from app.services import figures, projects
 from app.web.deps import Principal, csrf_protect, page_role, page_user
 from app.web.templating import is_htmx, render
 from app.web.uploads import run_upload_import
@@ -67,8 +67,9 @@ def _detail_context(request: Request, project_id: int) -> dict:
     with transaction(request.app.state.sessions) as session:
         progress = projects.project_progress(session, project_id)
         stages = projects.stages_of(session, project_id)
-        breakdown = projects.breakdown(session, project_id)
-    return {"project": progress, "stage_rows": stages, "breakdown": breakdown}
+        breakdown = figures.breakdown(session, project_id)
+        stage_figures = figures.figures(session, project_id)
+    return {"project": progress, "stage_rows": stages, "breakdown": breakdown, "figures": stage_figures}
 
 
 @router.get("/projects/{project_id}")

@@ -62,6 +62,13 @@ class Workflow:
     # Item fields the project page counts kept and discarded items by (at most two).
     breakdown: ClassVar[tuple[str, ...]] = ()
     keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
+    # Project figures: the payload key whose final answers are counted, in this order, per
+    # value of each `figure_by` item field; and (title, category key, value key) means over
+    # a dict the final payload holds under "edits".
+    figure_answer: ClassVar[str | None] = None
+    figure_answers: ClassVar[tuple[str, ...]] = ()
+    figure_by: ClassVar[tuple[str, ...]] = ()
+    figure_means: ClassVar[tuple[tuple[str, str, str], ...]] = ()
 
     # -- items -------------------------------------------------------------
     def parse_item(self, record: Mapping[str, Any], config: Mapping[str, Any]) -> ItemBase:
@@ -168,6 +175,20 @@ class Workflow:
         """Context for the template's `live_check` block, recomputed as the annotator types;
         None when the workflow has no live check."""
         return None
+
+
+def image_urls(ref: Any, sha: str | None) -> dict[str, str] | None:
+    """Where a screen loads an image: the stored copy (thumbnail and full size), or the
+    external http(s) URL an item names, which imports keep as a reference and never fetch."""
+    if sha:
+        return {"thumb": f"/assets/{sha}/thumb", "full": f"/assets/{sha}"}
+    if isinstance(ref, str) and ref.startswith(("http://", "https://")):
+        return {"thumb": ref, "full": ref}
+    return None
+
+
+def is_external(ref: str) -> bool:
+    return ref.startswith(("http://", "https://"))
 
 
 def consolidate_fields(

@@ -17,7 +17,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.errors import Invalid
-from app.workflows.base import Consolidation, ItemBase, Workflow, consolidate_fields
+from app.workflows.base import (
+    Consolidation,
+    ItemBase,
+    Workflow,
+    consolidate_fields,
+    image_urls,
+)
 from app.workflows.registry import register
 from app.workflows.swapcheck import Vocabulary, check_swap, highlight, swatch
 
@@ -206,7 +212,7 @@ class ColorSwapFilter(Workflow):
             {
                 "index": i,
                 "number": i + 1,
-                "sha": assets.get(_pointer(i)),
+                "src": image_urls(c["image"], assets.get(_pointer(i))),
                 "from_caption": c["from_caption"],
                 "generator": c.get("generator") or "",
                 "scores": scores[i] if scores else None,
@@ -310,7 +316,7 @@ class ColorSwapRecaption(Workflow):
             images.append(
                 {
                     "caption": n,
-                    "sha": assets.get(_pointer(index)) if index is not None else None,
+                    "src": image_urls(item["candidates"][index]["image"], assets.get(_pointer(index))) if index is not None else None,
                     "number": index + 1 if index is not None else None,
                     "original": item[f"caption_{n}"],
                 }

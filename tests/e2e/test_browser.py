@@ -3,34 +3,13 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Item, Project
 from app.services.demo import load_demo
 from tests.conftest import PASSWORD, make_user
-
-CHROMIUM = os.environ.get("VLCURATE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture
-def page(live_server):
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}: run `make test` (it installs it) or set VLCURATE_CHROMIUM"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        context = browser.new_context(base_url=live_server, viewport={"width": 1280, "height": 900})
-        pg = context.new_page()
-        pg.set_default_timeout(15000)
-        yield pg
-        context.close()
-        browser.close()
 
 
 def _progress(page) -> int:

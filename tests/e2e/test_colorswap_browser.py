@@ -13,7 +13,6 @@ from app.db import transaction
 from app.models import Annotation, Item, ItemResult
 from app.services import imports, projects
 from tests.conftest import PASSWORD, colorswap_records, make_user
-from tests.e2e.test_browser import page  # noqa: F401  (the Chromium fixture)
 
 
 def _project(committed, settings, storage) -> tuple[int, int]:
@@ -42,7 +41,7 @@ def _focused(page) -> str:
     return page.locator(".caption-target.focused").get_attribute("data-caption")
 
 
-def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, tmp_path):  # noqa: F811
+def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, tmp_path):
     filter_id, recaption_id = _project(committed, settings, storage)
     make_user(committed, "cs", "annotator", PASSWORD)
     page.goto("/login")

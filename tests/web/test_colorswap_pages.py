@@ -13,6 +13,7 @@ from app.db import transaction
 from app.errors import Invalid
 from app.models import Item
 from app.services import projects, suggestions
+from app.services.figures import breakdown
 from app.services.pipeline import results_by_stage
 from app.workflows import get_workflow
 from tests.conftest import (
@@ -98,7 +99,7 @@ def test_filter_then_recaption_through_the_api(client, app, api):
         assert files_0 == {"images/img_pair-0_1.png": items["pair-0"].assets["/candidates/2/image"], "images/img_pair-0_2.png": items["pair-0"].assets["/candidates/0/image"]}
         handmade = wf.export_record(items["pair-1"].data, results_by_stage(s, items["pair-1"].id))
         assert handmade["caption_1"] == records[1]["caption_1"]
-        figures = projects.breakdown(s, project_id)
+        figures = breakdown(s, project_id)
     assert figures.fields == ("caption_source", "image_source")
     assert (figures.cell("rule-based", "stable-diffusion").kept, figures.cell("rule-based", "stable-diffusion").discarded) == (1, 1)
     assert figures.cell("handmade", "dall-e-3").kept == 1

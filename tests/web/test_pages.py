@@ -80,6 +80,10 @@ def test_annotating_with_plain_forms(client, app, settings, annotator):
     assert page.status_code == 200 and 'name="choice" value="b"' in page.text
     # Reopening the stage resumes the same item (a closed tab loses nothing).
     assert client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"] == screen_url
+    # The progress bar comes after the item, as its own fragment.
+    assert f'hx-get="/stages/{stage_id}/bar" hx-trigger="load"' in page.text
+    bar = client.get(f"/stages/{stage_id}/bar", headers={"HX-Request": "true"}).text
+    assert bar.lstrip().startswith('<div class="stage-bar"') and "0</span> / 2 finished" in bar
     key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
     form = {"csrf_token": csrf_from(page.text), "idempotency_key": key, "choice": "b"}
     bad = client.post(f"{screen_url}/submit", data={**form, "choice": "zzz"})
@@ -88,6 +92,8 @@ def test_annotating_with_plain_forms(client, app, settings, annotator):
     assert r.status_code == 303 and r.headers["location"] == f"/stages/{stage_id}/annotate"
     again = client.post(f"{screen_url}/submit", data=form, follow_redirects=False)  # a double click
     assert again.status_code == 303
+    # Counts are shared for a few seconds, but never hide the annotator's own submit.
+    assert "1</span> / 2 finished" in client.get(f"/stages/{stage_id}/bar").text
     detail = client.get(f"/projects/{project_id}").text
     assert "1</span> / 2 finished" in detail
 

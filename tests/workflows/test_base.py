@@ -27,6 +27,6 @@ def test_generic_choice_validation_uses_item_then_stage_choices():
 
 
 def test_unknown_workflow_names_the_known_ones():
-    with pytest.raises(Invalid, match="Known workflows: colorswap.filter, colorswap.recaption, generic.choice"):
+    with pytest.raises(Invalid, match="Known workflows: colorswap.filter, colorswap.recaption, generic.choice, wikido.verify"):
         get_workflow("colorswap.nope")
-    assert [w.name for w in all_workflows()] == ["colorswap.filter", "colorswap.recaption", "generic.choice"]
+    assert [w.name for w in all_workflows()] == ["colorswap.filter", "colorswap.recaption", "generic.choice", "wikido.verify"]

@@ -7,7 +7,13 @@ import string
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from app.workflows.swapcheck import DEFAULT_VOCABULARY, Vocabulary, check_swap, highlight, tokenize
+from app.workflows.swapcheck import (
+    DEFAULT_VOCABULARY,
+    Vocabulary,
+    check_swap,
+    highlight,
+    tokenize,
+)
 
 COLOURS = sorted({"red", "blue", "green", "yellow", "grey", "pink", "purple", "orange", "light blue", "dark green"})
 PLAIN = st.text(alphabet=string.ascii_lowercase, min_size=2, max_size=8).filter(

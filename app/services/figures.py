@@ -1,0 +1,167 @@
+"""Project figures: kept and discarded items by item fields, and workflows' answer shares and edit means."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.orm import Session
+
+from app.models import Item, ItemResult
+from app.services.projects import stages_of
+from app.workflows import get_workflow
+
+
+@dataclass
+class Tally:
+    kept: int = 0  # passed the first stage
+    discarded: int = 0
+    open: int = 0  # still in the first stage
+
+    def add(self, other: Tally) -> None:
+        self.kept += other.kept
+        self.discarded += other.discarded
+        self.open += other.open
+
+
+@dataclass
+class Breakdown:
+    """Kept and discarded items by up to two item fields (ColorSwap: caption source x image source)."""
+
+    fields: tuple[str, ...]
+    rows: list[str]
+    columns: list[str]
+    cells: dict[tuple[str, str], Tally]
+
+    def cell(self, row: str, column: str) -> Tally:
+        return self.cells.get((row, column), Tally())
+
+    def row_total(self, row: str) -> Tally:
+        total = Tally()
+        for c in self.columns:
+            total.add(self.cell(row, c))
+        return total
+
+    def column_total(self, column: str) -> Tally:
+        total = Tally()
+        for r in self.rows:
+            total.add(self.cell(r, column))
+        return total
+
+    def total(self) -> Tally:
+        total = Tally()
+        for cell in self.cells.values():
+            total.add(cell)
+        return total
+
+
+def breakdown(session: Session, project_id: int) -> Breakdown | None:
+    """Counts by the first stage's workflow's breakdown fields; None when it declares none."""
+    stages = stages_of(session, project_id)
+    if not stages:
+        return None
+    fields = get_workflow(stages[0].workflow).breakdown[:2]
+    if not fields:
+        return None
+    first = stages[0].id
+    keys = [sa.func.coalesce(Item.data[f].astext, "—") for f in fields]
+    if len(keys) == 1:
+        keys.append(sa.literal(""))
+    pending = sa.and_(Item.stage_id == first, Item.status.in_(("active", "review")))
+    cells: dict[tuple[str, str], Tally] = {}
+    for row, column, status, is_pending, n in session.execute(
+        sa.select(keys[0], keys[1], Item.status, pending, sa.func.count())
+        .where(Item.project_id == project_id)
+        .group_by(keys[0], keys[1], Item.status, pending)
+    ):
+        tally = cells.setdefault((row, column), Tally())
+        if status == "discarded":
+            tally.discarded += n
+        elif is_pending:
+            tally.open += n
+        else:
+            tally.kept += n
+    return Breakdown(
+        fields=fields,
+        rows=sorted({r for r, _ in cells}),
+        columns=sorted({c for _, c in cells}),
+        cells=cells,
+    )
+
+
+@dataclass
+class ShareRow:
+    value: str
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass
+class MeanRow:
+    category: str
+    mean: float
+    n: int
+
+
+@dataclass
+class StageFigures:
+    """A stage's final answers counted per item field value, and means of edit figures."""
+
+    stage: str
+    answer: str
+    answers: tuple[str, ...]
+    groups: list[tuple[str, list[ShareRow]]]
+    means: list[tuple[str, list[MeanRow]]]
+
+
+def figures(session: Session, project_id: int) -> list[StageFigures]:
+    """Figures for every stage whose workflow declares them, aggregated in the database."""
+    out = []
+    for stage in stages_of(session, project_id):
+        workflow = get_workflow(stage.workflow)
+        if not workflow.figure_answer:
+            continue
+        # The latest final record of each item in this stage.
+        final = _latest_results(stage.id)
+        answer = final.c.payload[workflow.figure_answer].astext
+        groups = []
+        for field_name in workflow.figure_by:
+            value = sa.func.coalesce(Item.data[field_name].astext, "—")
+            rows: dict[str, ShareRow] = {}
+            for v, a, n in session.execute(
+                sa.select(value, answer, sa.func.count())
+                .join(Item, Item.id == final.c.item_id)
+                .group_by(value, answer)
+                .order_by(value)
+            ):
+                rows.setdefault(v, ShareRow(v, {})).counts[a] = n
+            if rows and set(rows) != {"—"}:
+                groups.append((field_name, list(rows.values())))
+        means = []
+        for title, category, value_key in workflow.figure_means:
+            cat = final.c.payload["edits"][category].astext
+            val = final.c.payload["edits"][value_key].astext.cast(sa.Float)
+            rows_m = [
+                MeanRow(c, float(m), n)
+                for c, m, n in session.execute(
+                    sa.select(cat, sa.func.avg(val), sa.func.count()).where(cat.is_not(None)).group_by(cat).order_by(cat)
+                )
+            ]
+            if rows_m:
+                means.append((title, rows_m))
+        out.append(StageFigures(stage.name, workflow.figure_answer, workflow.figure_answers, groups, means))
+    return out
+
+
+def _latest_results(stage_id: int):
+    return (
+        sa.select(ItemResult.item_id, ItemResult.payload)
+        .where(ItemResult.stage_id == stage_id)
+        .order_by(ItemResult.item_id, ItemResult.id.desc())
+        .ext(distinct_on(ItemResult.item_id))
+        .subquery()
+    )

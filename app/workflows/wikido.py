@@ -1,0 +1,183 @@
+"""WikiDO: check a model-written caption against its image and reference text, and correct it.
+
+`wikido.verify` asks "Is there any made-up / hallucinated content in the caption that is not
+supported by the image or the reference text?" — Correct, Hallucinated (then correct the
+caption, mostly by striking words) or Wrong (image and caption do not match at all; the item
+leaves the verified output). The server derives the token edit operations of a correction
+itself (`tokenedits`); whatever a client sends for them is refused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from app.errors import Invalid
+from app.workflows.base import Consolidation, ItemBase, Workflow, image_urls
+from app.workflows.registry import register
+from app.workflows.tokenedits import levenshtein, summarize, tokenize, words
+
+VERIFY = "wikido.verify"
+VERDICTS = ("correct", "hallucinated", "wrong")
+# Suggestion kind the screen reads: payload {"spans": [[first token, last token + 1], ...]}
+# over the caption's tokens (`tokenedits.tokenize`), the words the reference text does not support.
+UNSUPPORTED_KIND = "wikido.unsupported"
+
+
+class WikiDOItem(ItemBase):
+    """A record of the published WikiDO JSONL; extra keys are kept as they are."""
+
+    image_id: str = Field(min_length=1)
+    caption: str = Field(min_length=1)
+    orig_cap: str = ""
+    image: str = Field(min_length=1)
+    page_id: str | None = None
+    page_title: str | None = None
+    topic: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _id_from_image_id(cls, data: Any) -> Any:
+        # Published records are keyed by image_id; an explicit id wins when both are given.
+        if isinstance(data, dict) and "id" not in data and data.get("image_id") not in (None, ""):
+            data = {**data, "id": data["image_id"]}
+        if isinstance(data, dict) and "image_id" not in data and data.get("id") not in (None, ""):
+            data = {**data, "image_id": data["id"]}
+        return data
+
+
+class VerifyAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["correct", "hallucinated", "wrong"]
+    caption: str | None = Field(default=None, max_length=5000)
+
+    @field_validator("caption", mode="before")
+    @classmethod
+    def _one_line(cls, value: Any) -> Any:
+        return " ".join(value.split()) if isinstance(value, str) else value
+
+
+def _norm(text: str | None) -> tuple[str, ...]:
+    return tuple(words(text or ""))
+
+
+@register
+class WikiDOVerify(Workflow):
+    name = VERIFY
+    title = "WikiDO: check a caption for made-up content, and correct it"
+    description = "Correct / Hallucinated / Wrong for a model-written caption, with a deletion-first editor."
+    item_schema = WikiDOItem
+    annotation_schema = VerifyAnnotation
+    template = "workflows/wikido_verify.html"
+    image_fields = ("/image",)
+    suggestion_kinds = (UNSUPPORTED_KIND,)
+    figure_answer = "verdict"
+    figure_answers = VERDICTS
+    figure_by = ("topic", "split")
+    figure_means = (("Mean edit distance in tokens, by edit type", "kind", "distance"),)
+    keys_help = (
+        "C correct · H hallucinated · W wrong · when hallucinated: ←/→ move, X or Space strikes a word, Shift+X "
+        "strikes up to the last struck word, click / shift-click strike with the mouse, Z undoes · Enter submits · S skips"
+    )
+
+    def validate_annotation(self, item, payload, config):
+        if "edits" in payload:
+            raise Invalid("The annotation is not valid.", ["'edits' are computed by the server; do not send them."])
+        clean = super().validate_annotation(item, payload, config)
+        if clean["verdict"] == "hallucinated":
+            clean["edits"] = summarize(item["caption"], clean["caption"]).as_dict()
+        else:
+            clean["caption"] = None
+        return clean
+
+    def check(self, item, payload, config):
+        if payload.verdict != "hallucinated":
+            return []
+        if not payload.caption or not words(payload.caption):
+            return ["A hallucinated caption needs its corrected text: strike the made-up words (or write the caption)."]
+        if _norm(payload.caption) == _norm(item.get("caption")):
+            return ["The corrected caption is the same as the model's: strike the made-up words, or choose Correct."]
+        return []
+
+    def form_to_payload(self, form):
+        payload = {k: v for k, v in form.items() if k in ("verdict", "caption")}
+        if isinstance(payload.get("verdict"), str):
+            payload["verdict"] = payload["verdict"].strip().lower()
+        if payload.get("verdict") != "hallucinated":
+            payload.pop("caption", None)
+        return payload
+
+    def is_discard(self, payload):
+        return payload.get("verdict") == "wrong"
+
+    def compare(self, a, b):
+        return 1.0 if a.get("verdict") == b.get("verdict") else 0.0
+
+    def consolidate(self, payloads, config):
+        if not payloads:
+            return Consolidation(final=None, needs_review=True)
+        ranked = Counter(p["verdict"] for p in payloads).most_common()
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return Consolidation(final=None, needs_review=True)
+        verdict = ranked[0][0]
+        if verdict != "hallucinated":
+            final = next(p for p in payloads if p["verdict"] == verdict)
+            return Consolidation(final=final, discard=verdict == "wrong")
+        corrected = [p for p in payloads if p["verdict"] == "hallucinated"]
+        if len(corrected) == 1:
+            return Consolidation(final=corrected[0])
+        # The correction closest to the others' (fewest token edits to all of them).
+        tokens = [_norm(p["caption"]) for p in corrected]
+        cost = [sum(levenshtein(t, u) for u in tokens) for t in tokens]
+        best = min(cost)
+        winners = {tokens[i] for i, c in enumerate(cost) if c == best}
+        if len(winners) > 1:
+            return Consolidation(final=None, needs_review=True)
+        return Consolidation(final=corrected[cost.index(best)])
+
+    def screen_context(self, item, config, *, assets, results, suggestions):
+        unsupported: set[int] = set()
+        hint = suggestions.get(UNSUPPORTED_KIND)
+        tokens = tokenize(item["caption"])
+        if hint:
+            for span in hint.payload.get("spans") or []:
+                if isinstance(span, list) and len(span) == 2:
+                    unsupported.update(range(max(0, int(span[0])), min(len(tokens), int(span[1]))))
+        caption = item["caption"]
+        return {
+            "tokens": [
+                {
+                    "index": i,
+                    "text": t.text,
+                    # Whether a space follows, so the token view reads like the caption.
+                    "space": t.end < len(caption) and caption[t.end].isspace(),
+                    "unsupported": i in unsupported,
+                }
+                for i, t in enumerate(tokens)
+            ],
+            "unsupported_model": f"{hint.model} {hint.model_version}".strip() if hint and unsupported else None,
+            "image": image_urls(item.get("image"), assets.get("/image")),
+        }
+
+    def initial_values(self, item, config, *, results, suggestions):
+        return {"caption": item["caption"]}
+
+    def export_record(self, item, results):
+        """The WikiDO record with the verified caption (Wrong items are not exported)."""
+        final = results.get(VERIFY) or {}
+        record = dict(item)
+        if str(record.get("id")) == str(record.get("image_id")):
+            record.pop("id", None)  # added on import from image_id
+        if record.get("group_id") is None:
+            record.pop("group_id", None)
+        if final.get("verdict") == "hallucinated" and final.get("caption"):
+            record["caption"] = final["caption"]
+        return record
+
+    def verification_log(self, item, results) -> dict[str, Any]:
+        """One line of the verification log: image_id, verdict and the server-computed edits."""
+        final = results.get(VERIFY) or {}
+        return {"image_id": item["image_id"], "verdict": final.get("verdict"), "edits": final.get("edits")}

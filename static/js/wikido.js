@@ -1,0 +1,135 @@
+// WikiDO verify screen: a deletion-first caption editor. Click a word to strike it, shift-click to
+// strike a span; keys ←/→ move, X or Space strikes, Shift+X strikes a span, Z undoes. The text field
+// below takes insertions and substitutions; once typed in, it wins until "Back to striking words".
+// C / H / W (verdicts), Enter and S come from app.js.
+(function () {
+  "use strict";
+
+  var TOKEN = /[\p{L}\p{N}]+(?:['’.\-][\p{L}\p{N}]+)*|[^\w\s]|_/gu;
+
+  function typing(target) {
+    var tag = target && target.tagName ? target.tagName.toLowerCase() : "";
+    return tag === "textarea" || tag === "select" || (tag === "input" && target.type === "text");
+  }
+
+  function setup(root) {
+    var form = root.closest("form");
+    var spans = Array.prototype.slice.call(root.querySelectorAll("[data-tokens] .tok"));
+    var field = root.querySelector("[data-caption-field]");
+    var preview = root.querySelector("[data-preview]");
+    var restart = root.querySelector("[data-restart]");
+    var struck = spans.map(function () { return false; });
+    var history = [];
+    var cursor = 0;
+    var anchor = null;
+    var manual = false;
+
+    function hallucinated() {
+      var v = form.querySelector("input[name=verdict]:checked");
+      return v && v.value === "hallucinated";
+    }
+
+    function text() {
+      // Kept words joined with a space wherever the original had any between them.
+      var out = "", gap = false, first = true;
+      spans.forEach(function (s, i) {
+        if (!struck[i]) {
+          // No space before closing punctuation or after an opening mark, as the server joins tokens.
+          if (!first && gap && !/^[,.;:!?)\]}%'’”]$/.test(s.textContent) && !/[(\[{“$]$/.test(out)) out += " ";
+          out += s.textContent;
+          first = false;
+          gap = false;
+        }
+        if (s.dataset.space === "1") gap = true;
+      });
+      return out;
+    }
+
+    function paint(fromStrikes) {
+      spans.forEach(function (s, i) {
+        s.classList.toggle("struck", struck[i]);
+        s.classList.toggle("cursor", i === cursor && hallucinated() && !manual);
+      });
+      if (fromStrikes && !manual) {
+        field.value = text();
+        field.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+      var n = struck.filter(Boolean).length;
+      preview.textContent = manual ? "Edited by hand: the text field is what is stored." : n ? n + " word" + (n > 1 ? "s" : "") + " struck." : "";
+      root.querySelector("[data-tokens]").classList.toggle("disabled", manual);
+      restart.hidden = !manual;
+    }
+
+    function remember() { history.push({ struck: struck.slice(), anchor: anchor }); }
+
+    function strike(i, span) {
+      if (manual) return;
+      remember();
+      if (span && anchor !== null) {
+        var lo = Math.min(anchor, i), hi = Math.max(anchor, i);
+        for (var k = lo; k <= hi; k++) struck[k] = true;
+      } else {
+        struck[i] = !struck[i];
+      }
+      anchor = i;
+      cursor = i;
+      paint(true);
+    }
+
+    // A draft or a re-shown form: recover the strikes when the text is the caption minus words.
+    (function restore() {
+      var words = field.value.match(TOKEN) || [];
+      var j = 0;
+      spans.forEach(function (s, i) {
+        if (j < words.length && words[j] === s.textContent) { j++; } else { struck[i] = true; }
+      });
+      if (j < words.length) { struck = spans.map(function () { return false; }); manual = true; }
+    })();
+
+    spans.forEach(function (s, i) {
+      s.addEventListener("click", function (event) {
+        if (!hallucinated()) return;
+        strike(i, event.shiftKey);
+      });
+    });
+    field.addEventListener("input", function (event) {
+      if (event.isTrusted) { manual = true; paint(false); }
+    });
+    restart.addEventListener("click", function () {
+      manual = false;
+      paint(true);
+    });
+    form.addEventListener("change", function (event) {
+      if (event.target.name === "verdict") {
+        if (hallucinated()) cursor = 0;
+        paint(false);
+      }
+    });
+
+    document.addEventListener("keydown", function (event) {
+      if (!hallucinated() || manual || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+      var key = event.key;
+      if (key === "ArrowRight" || key === "ArrowLeft") {
+        event.preventDefault();
+        cursor = Math.max(0, Math.min(spans.length - 1, cursor + (key === "ArrowRight" ? 1 : -1)));
+        paint(false);
+      } else if (key === "x" || key === "X" || key === " ") {
+        event.preventDefault();
+        strike(cursor, event.shiftKey);
+      } else if (key === "z" || key === "Z") {
+        event.preventDefault();
+        if (history.length) {
+          var last = history.pop();
+          struck = last.struck;
+          anchor = last.anchor;
+          paint(true);
+        }
+      }
+    });
+    paint(false);
+  }
+
+  function init() { document.querySelectorAll("[data-wikido]").forEach(setup); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
