@@ -34,6 +34,7 @@ test: install browser
 bench: install
 	$(BIN)/python bench/import_bench.py
 	$(BIN)/python bench/colorswap_bench.py
+	$(BIN)/python bench/wikido_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

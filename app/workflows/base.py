@@ -138,6 +138,11 @@ class Workflow:
         """The item's record in the dataset's published format."""
         return {**item, **{k: v for r in results.values() for k, v in r.items()}}
 
+    def export_log(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A line of the published format's log (WikiDO's verification log), or None where it has none.
+        Written for every finished item, discarded ones included."""
+        return None
+
     def export_files(
         self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any]
     ) -> dict[str, str]:

@@ -177,7 +177,7 @@ class WikiDOVerify(Workflow):
             record["caption"] = final["caption"]
         return record
 
-    def verification_log(self, item, results) -> dict[str, Any]:
+    def export_log(self, item, results) -> dict[str, Any]:
         """One line of the verification log: image_id, verdict and the server-computed edits."""
         final = results.get(VERIFY) or {}
         return {"image_id": item["image_id"], "verdict": final.get("verdict"), "edits": final.get("edits")}

@@ -84,11 +84,11 @@ def test_consolidation(payloads, expected):
         assert outcome.discard == (expected["verdict"] == "wrong")
 
 
-def test_export_record_and_verification_log():
+def test_export_record_and_export_log():
     data = item()
     final = WF.validate_annotation(data, {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris."}, {})
     record = WF.export_record(data, {"wikido.verify": final})
     assert record == {**PUBLISHED, "image_id": "48213", "page_id": "993", "caption": "The nave of Saint Paul's church in Paris."}
-    log = WF.verification_log(data, {"wikido.verify": final})
+    log = WF.export_log(data, {"wikido.verify": final})
     assert log["image_id"] == "48213" and log["verdict"] == "hallucinated" and log["edits"]["deleted"] == 5
     assert WF.export_record(data, {"wikido.verify": {"verdict": "correct", "caption": None}})["caption"] == PUBLISHED["caption"]
