@@ -83,4 +83,4 @@ def test_demo_is_idempotent(env):
     r = invoke("demo")
     assert r.exit_code == 0 and "Created project" not in r.output
     with transaction(env) as s:
-        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 30 + 20 + 12 + 12
+        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 30 + 20 + 12 + 12 + 6

@@ -61,7 +61,9 @@ def submit(
     stage = session.get(Stage, assignment.stage_id)
     if item.stage_id != stage.id or item.status not in ("active", "review"):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
-    clean = get_workflow(stage.workflow).validate_annotation(item.data, payload, stage.config)
+    clean = get_workflow(stage.workflow).validate_annotation(
+        item.data, payload, stage.config, results_by_stage(session, item.id)
+    )
 
     first_submit = assignment.status != "submitted"
     if assignment.status in ("expired", "released", "skipped"):

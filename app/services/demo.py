@@ -56,6 +56,58 @@ WIKIDO_ADDITIONS = ["painted by a famous artist in 1913", "beside a tall stone t
 WIKIDO_WRONG = ["A bowl of ramen with a boiled egg.", "A portrait of a bearded man in a black coat.",
                 "A medieval map of the river delta."]
 
+VISARGS_GUIDELINES = [
+    """Keep the visual premises the poster's argument rests on: things you can **see**, one fact each.
+Edit a wrong one, split one that says two things (**Ctrl+Enter** at the caret), add what is missing (**N**).
+Discard (**D**) an image that makes no argument.""",
+    """Write the commonsense premises (knowledge the image does not show), check the conclusion (mark it
+wrong to discard the image), and build the tree: each step takes premises or earlier conclusions (ICs)
+and concludes an IC or, in the last step, C. The check below the steps says what is missing.""",
+    """Draw one tight box around what each visual premise describes: pick the premise (**1**–**9**), drag on
+the image; drag a box to move it and its corner to resize; arrows nudge (Alt: 10 px), Shift+arrows resize.""",
+]
+# VisArgs demo posters: slogan, shape, colour, and the argument a model drafted for them.
+VISARGS_POSTERS = [
+    ("SAVE WATER", "circle", "blue", "a blue drop", "Every drop of water counts", "Turn off the tap to save water."),
+    ("RIDE A BIKE", "square", "green", "a green square", "Cars pollute the air", "Cycle instead of driving."),
+    ("STOP FIRES", "triangle", "red", "a red triangle", "Forest fires destroy habitats", "Be careful with fire in forests."),
+]
+
+
+def draw_poster(slogan: str, shape: str, colour: tuple[int, int, int], seed: int, size: tuple[int, int] = (480, 360)) -> bytes:
+    """A poster: a slogan in large letters at the top and one shape below it."""
+    from PIL import ImageFont
+
+    rnd = random.Random(seed)
+    img = Image.new("RGB", size, tuple(rnd.randint(225, 250) for _ in range(3)))
+    d = ImageDraw.Draw(img)
+    font = ImageFont.load_default(size=44)
+    d.text((24, 24), slogan, fill=(20, 20, 20), font=font)
+    _shape(d, shape, size[0] // 2 + rnd.randint(-60, 60), size[1] // 2 + 60, 70, colour)
+    return _png(img)
+
+
+def visargs_records(folder: Path, copies: int = 2) -> list[dict]:
+    """Posters with a model's draft argument: two right premises merged into one, a wrong one, steps to fix."""
+    records = []
+    for k in range(copies):
+        for i, (slogan, shape, colour, thing, common, conclusion) in enumerate(VISARGS_POSTERS):
+            name = f"poster_{k}_{i}.png"
+            (folder / name).write_bytes(draw_poster(slogan, shape, COLOURS.get(colour, (40, 80, 220)), k * 10 + i))
+            records.append(
+                {
+                    "id": f"poster-{k}-{i}",
+                    "image": name,
+                    "url": f"https://example.org/visargs/{name}",
+                    "candidate_premises": [f"The words {slogan}; {thing}", "A person holding an umbrella"],
+                    "candidate_commonsense": [common],
+                    "candidate_conclusion": conclusion,
+                    "candidate_steps": [f"(VP1, CP1 -> C): {conclusion}"],
+                }
+            )
+    return records
+
+
 # Scenes for the ColorSwap demo: a caption template over colours A and B, and how to draw it.
 SCENES = [
     "a {a} circle inside a {b} square",
@@ -76,13 +128,20 @@ def draw_shape(shape: str, colour: tuple[int, int, int], seed: int, size: int = 
     img = Image.new("RGB", (size, size), bg)
     d = ImageDraw.Draw(img)
     r = rnd.randint(size // 5, size // 3)
-    cx, cy = rnd.randint(r + 5, size - r - 5), rnd.randint(r + 5, size - r - 5)
+    _shape(d, shape, rnd.randint(r + 5, size - r - 5), rnd.randint(r + 5, size - r - 5), r, colour)
+    return _png(img)
+
+
+def _shape(d: ImageDraw.ImageDraw, shape: str, cx: int, cy: int, r: int, colour: tuple[int, int, int]) -> None:
     if shape == "circle":
         d.ellipse((cx - r, cy - r, cx + r, cy + r), fill=colour)
     elif shape == "square":
         d.rectangle((cx - r, cy - r, cx + r, cy + r), fill=colour)
     else:
         d.polygon([(cx, cy - r), (cx - r, cy + r), (cx + r, cy + r)], fill=colour)
+
+
+def _png(img: Image.Image) -> bytes:
     out = io.BytesIO()
     img.save(out, "PNG")
     return out.getvalue()
@@ -106,9 +165,7 @@ def draw_scene(scene: int, a: tuple[int, int, int], b: tuple[int, int, int], see
         d.rectangle((30 + j(), 110 + j(), 140 + j(), 220 + j()), fill=a)
         r = rnd.randint(45, 60)
         d.ellipse((230 - r, 165 - r + j(), 230 + r, 165 + r), fill=b)
-    out = io.BytesIO()
-    img.save(out, "PNG")
-    return out.getvalue()
+    return _png(img)
 
 
 def colorswap_records(folder: Path, n: int, seed: int) -> list[dict]:
@@ -264,4 +321,16 @@ def load_demo(session: Session, settings: Settings, storage: Storage) -> DemoRes
             [wikido_spec], wikido_records(folder, 12, seed=4), folder,
         ):
             created.append("Demo: WikiDO")
+        visargs_specs = [
+            projects.StageSpec(workflow="visargs.premises", name="premises", guidelines=VISARGS_GUIDELINES[0]),
+            projects.StageSpec(workflow="visargs.structure", name="structure", guidelines=VISARGS_GUIDELINES[1]),
+            projects.StageSpec(workflow="visargs.grounding", name="grounding", guidelines=VISARGS_GUIDELINES[2]),
+        ]
+        if _ensure_project(
+            session, settings, storage, "Demo: VisArgs",
+            "Six drawn posters with a slogan and shapes, and a model's draft of their argument: fix the visual "
+            "premises, build the reasoning tree, then box each premise.",
+            visargs_specs, visargs_records(folder), folder,
+        ):
+            created.append("Demo: VisArgs")
     return DemoResult(accounts=accounts, projects=created)

@@ -81,6 +81,9 @@ def parse_records(data: bytes, filename: str) -> Iterator[tuple[str, dict[str, A
             raise Invalid(f"{filename}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
         if isinstance(doc, dict) and isinstance(doc.get("records"), list):
             doc = doc["records"]
+        elif isinstance(doc, dict) and doc and all(isinstance(v, dict) for v in doc.values()):
+            # An object of records keyed by id (as some published annotation files are).
+            doc = [{"id": key, **rec} if "id" not in rec else rec for key, rec in doc.items()]
         if not isinstance(doc, list):
             raise Invalid(f"{filename}: a JSON import is an array of records.")
         for i, rec in enumerate(doc, 1):

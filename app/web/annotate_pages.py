@@ -62,7 +62,7 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
         "workflow": workflow,
         "values": values,
         "extra": workflow.screen_context(
-            item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions
+            item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions, values=values
         ),
         "live": workflow.live_check(item, values, config, screen.results),
         "idempotency_key": uuid.uuid4().hex,

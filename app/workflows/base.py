@@ -87,19 +87,26 @@ class Workflow:
 
     # -- annotations ---------------------------------------------------------
     def validate_annotation(
-        self, item: Mapping[str, Any], payload: Mapping[str, Any], config: Mapping[str, Any]
+        self,
+        item: Mapping[str, Any],
+        payload: Mapping[str, Any],
+        config: Mapping[str, Any],
+        results: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Check shape and meaning of a payload against its item; return the normalized payload."""
+        """Check shape and meaning of a payload against its item (and the finals of earlier
+        stages, by workflow name); return the normalized payload."""
         try:
             parsed = self.annotation_schema.model_validate(payload)
         except ValidationError as exc:
             raise Invalid("The annotation is not valid.", format_validation_error(exc)) from None
-        problems = self.check(item, parsed, config)
+        problems = self.check(item, parsed, config, results or {})
         if problems:
             raise Invalid("The annotation is not valid.", problems)
         return parsed.model_dump(mode="json")
 
-    def check(self, item: Mapping[str, Any], payload: BaseModel, config: Mapping[str, Any]) -> list[str]:
+    def check(
+        self, item: Mapping[str, Any], payload: BaseModel, config: Mapping[str, Any], results: Mapping[str, Any]
+    ) -> list[str]:
         """Semantic checks beyond the schema; return messages in the annotator's terms."""
         return []
 
@@ -158,9 +165,11 @@ class Workflow:
         assets: Mapping[str, str],
         results: Mapping[str, Any],
         suggestions: Mapping[str, Any],
+        values: Mapping[str, Any],
     ) -> dict[str, Any]:
         """Extra template context for the annotation screen. `suggestions` maps a suggestion
-        kind to its newest row (model, model_version, payload, score)."""
+        kind to its newest row (model, model_version, payload, score); `values` are the form
+        values shown (a draft, the initial values, or what was posted)."""
         return {}
 
     def initial_values(

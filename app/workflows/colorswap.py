@@ -158,16 +158,16 @@ class ColorSwapFilter(Workflow):
     def image_refs(self, item: ColorSwapItem) -> dict[str, str]:
         return {_pointer(i): c.image for i, c in enumerate(item.candidates)}
 
-    def validate_annotation(self, item, payload, config):
+    def validate_annotation(self, item, payload, config, results=None):
         missing = [n for n in (1, 2) if f"choice_{n}" not in payload]
         if missing:
             raise Invalid(
                 "The annotation is not complete.",
                 [f"Choose an image for caption {n}, or mark “none fits” (N)." for n in missing],
             )
-        return super().validate_annotation(item, payload, config)
+        return super().validate_annotation(item, payload, config, results)
 
-    def check(self, item, payload, config):
+    def check(self, item, payload, config, results):
         n = len(item.get("candidates") or [])
         problems = []
         for k in (1, 2):
@@ -201,7 +201,7 @@ class ColorSwapFilter(Workflow):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final=final, discard=self.is_discard(final))
 
-    def screen_context(self, item, config, *, assets, results, suggestions):
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
         vocab = Vocabulary.from_config(config)
         itm = suggestions.get(ITM_KIND)
         scores = (itm.payload.get("scores") if itm else None) or []
@@ -285,7 +285,7 @@ class ColorSwapRecaption(Workflow):
     def applies(self, item, results, config):
         return item.get("caption_source") in config.get("sources", DEFAULT_RECAPTION_SOURCES)
 
-    def check(self, item, payload, config):
+    def check(self, item, payload, config, results):
         result = check_swap(payload.caption_1, payload.caption_2, Vocabulary.from_config(config))
         problems = list(result.problems)
         if _recaption_required(item, config):
@@ -308,7 +308,7 @@ class ColorSwapRecaption(Workflow):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final=final)
 
-    def screen_context(self, item, config, *, assets, results, suggestions):
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
         chosen = results.get(FILTER) or {}
         images = []
         for n in (1, 2):

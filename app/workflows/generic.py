@@ -51,7 +51,7 @@ class GenericChoice(Workflow):
     template = "workflows/generic_choice.html"
     image_fields = ("/image",)
 
-    def check(self, item, payload, config):
+    def check(self, item, payload, config, results):
         choices = item_choices(item, config)
         if payload.choice not in choices:
             return [f"'{payload.choice}' is not one of the choices: {', '.join(choices)}"]

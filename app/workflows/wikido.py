@@ -83,17 +83,17 @@ class WikiDOVerify(Workflow):
         "strikes up to the last struck word, click / shift-click strike with the mouse, Z undoes · Enter submits · S skips"
     )
 
-    def validate_annotation(self, item, payload, config):
+    def validate_annotation(self, item, payload, config, results=None):
         if "edits" in payload:
             raise Invalid("The annotation is not valid.", ["'edits' are computed by the server; do not send them."])
-        clean = super().validate_annotation(item, payload, config)
+        clean = super().validate_annotation(item, payload, config, results)
         if clean["verdict"] == "hallucinated":
             clean["edits"] = summarize(item["caption"], clean["caption"]).as_dict()
         else:
             clean["caption"] = None
         return clean
 
-    def check(self, item, payload, config):
+    def check(self, item, payload, config, results):
         if payload.verdict != "hallucinated":
             return []
         if not payload.caption or not words(payload.caption):
@@ -138,7 +138,7 @@ class WikiDOVerify(Workflow):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final=corrected[cost.index(best)])
 
-    def screen_context(self, item, config, *, assets, results, suggestions):
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
         unsupported: set[int] = set()
         hint = suggestions.get(UNSUPPORTED_KIND)
         tokens = tokenize(item["caption"])

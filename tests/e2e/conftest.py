@@ -25,3 +25,11 @@ def page(live_server):
         yield pg
         context.close()
         browser.close()
+
+
+def log_in(page, username: str, password: str) -> None:
+    page.goto("/login")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/")

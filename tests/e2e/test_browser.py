@@ -10,6 +10,7 @@ from app.db import transaction
 from app.models import Annotation, Item, Project
 from app.services.demo import load_demo
 from tests.conftest import PASSWORD, make_user
+from tests.e2e.conftest import log_in
 
 
 def _progress(page) -> int:
@@ -63,11 +64,7 @@ def test_skip_key_and_autosaved_draft(page, committed, settings, storage):
     with transaction(committed) as s:
         load_demo(s, settings, storage)
     make_user(committed, "kbd2", "annotator", PASSWORD)
-    page.goto("/login")
-    page.fill("input[name=username]", "kbd2")
-    page.fill("input[name=password]", PASSWORD)
-    page.keyboard.press("Enter")
-    page.wait_for_url("**/")
+    log_in(page, "kbd2", PASSWORD)
     page.get_by_role("button", name="Start annotating").first.click()
     page.wait_for_url("**/assignments/*")
     url = page.url
