@@ -83,3 +83,28 @@ def test_premises_screen_works_as_a_plain_form(client, app):
     structure = client.get(f"/stages/{project['stages'][1]['id']}/annotate").text
     assert "VP2</span> Water drops" in structure and 'value="VP2"' in structure
     assert "Not valid yet" in structure and "There are no reasoning steps" in structure
+
+
+def test_grounding_shows_suggested_boxes_and_drafted_ones(client, app):
+    from app.services import suggestions
+
+    admin = make_token(app.state.sessions, make_user(app.state.sessions, "boss", "admin"))
+    ann = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'ann'))}"}
+    headers = {"Authorization": f"Bearer {admin}"}
+    stages = [{"workflow": w} for w in ("visargs.premises", "visargs.grounding")]
+    project = client.post("/api/v1/projects", headers=headers, json={"name": "G", "stages": stages}).json()
+    record = dict(PUBLISHED["ad_8"], url="images/ad_8.png")
+    client.post(f"/api/v1/projects/{project['id']}/items", headers=headers,
+                files={"file": ("a.json", json.dumps([record]).encode()), "images": ("i.zip", zip_bytes({"images/ad_8.png": png_bytes()}))})
+    claim = client.post(f"/api/v1/stages/{project['stages'][0]['id']}/claim", headers=ann).json()
+    client.post(f"/api/v1/assignments/{claim['assignment_id']}/submit", headers=ann,
+                json={"payload": {"visual_premises": ["A wilted plant"]}, "idempotency_key": "k1"})
+    grounding = project["stages"][1]["id"]
+    with transaction(app.state.sessions) as s:
+        suggestions.store(s, claim["item_id"], grounding, "visargs.boxes", "rapidocr", {"boxes": [{"vp": 0, "startX": 5, "startY": 6, "w": 7, "h": 8}]})
+    login(client, "ann")
+    html = client.get(f"/stages/{grounding}/annotate").text
+    assert "dashed boxes come from <code>rapidocr</code>" in html
+    assert "&#34;startX&#34;: 5" in html and "&#34;h&#34;: 8" in html
+    # The published box of the unchanged premise starts in place.
+    assert re.search(r'name="x_0" value="1"', html) and re.search(r'name="h_0" value="4"', html)
