@@ -1,9 +1,12 @@
 # vlcurate: multi-stage build; the runtime image runs `vlcurate serve` as a non-root user.
 FROM python:3.11-slim AS build
+# EXTRAS=worker builds the worker image with the model backends (CPU torch by default).
+ARG EXTRAS=""
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
-RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir .
+RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir \
+      --extra-index-url https://download.pytorch.org/whl/cpu ".${EXTRAS:+[$EXTRAS]}"
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 vlcurate

@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,worker]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python bench/import_bench.py
 	$(BIN)/python bench/colorswap_bench.py
 	$(BIN)/python bench/wikido_bench.py
+	$(BIN)/python bench/worker_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,4 +1,4 @@
-"""The `vlcurate` command line (typer): serve, db, demo, user, token, project, import."""
+"""The `vlcurate` command line (typer): serve, worker, db, demo, user, token, project, import, suggest."""
 
 from __future__ import annotations
 
@@ -250,6 +250,96 @@ def import_cmd(
     finally:
         source.close()
     console.print(f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
+
+
+@app.command()
+def worker(
+    concurrency: int = typer.Option(1, min=1, help="Jobs run at once (model jobs are best run one at a time)."),
+    queues: Optional[str] = typer.Option(None, help="Comma-separated queues (default: suggest,maintenance)."),
+) -> None:
+    """Run background jobs: suggestions, and the reconcile job that catches up on missing work."""
+    from app.worker import backends, jobs
+
+    settings, _ = _sessions()
+    jobs.configure(settings)
+    names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
+    console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
+    for kind in sorted(jobs.PRODUCERS):
+        why = jobs.unavailable(kind, settings)
+        console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False)
+    recovered = jobs.recover_stalled(settings)
+    if recovered:
+        console.print(f"Re-queued {recovered} jobs whose worker had stopped.")
+    jobs.make_app(settings).run_worker(queues=names, concurrency=concurrency, wait=True, install_signal_handlers=True)
+
+
+@app.command()
+def suggest(
+    project: str = typer.Argument(..., help="Project id or name."),
+    stage: Optional[str] = typer.Option(None, help="Only this stage (id or name)."),
+    kind: Optional[str] = typer.Option(None, help="Only this suggestion kind, e.g. colorswap.itm."),
+    wait: bool = typer.Option(True, help="Follow the jobs with a progress bar until they finish."),
+) -> None:
+    """Enqueue suggestion jobs for the items that lack them, and follow their progress."""
+    import time
+
+    import sqlalchemy as sa
+
+    from app.models import JobRun, Stage
+    from app.services import projects
+    from app.worker import jobs
+
+    settings, sessions = _sessions()
+    jobs.configure(settings)
+    with transaction(sessions) as session:
+        try:
+            target = projects.find_project(session, project)
+        except DomainError as exc:
+            _fail(exc.message)
+        stage_id = None
+        if stage is not None:
+            found = session.scalar(
+                sa.select(Stage.id).where(
+                    Stage.project_id == target.id, (Stage.name == stage) | (Stage.id == (int(stage) if stage.isdigit() else -1))
+                )
+            )
+            if found is None:
+                _fail(f"Project '{target.name}' has no stage '{stage}'.")
+            stage_id = found
+        batches = jobs.missing_batches(session, settings, project_id=target.id, stage_id=stage_id, kind=kind, available_only=False)
+    if not batches:
+        console.print("Every item already has its suggestions; nothing to do.")
+        return
+    for k in sorted({b.kind for b in batches}):
+        why = jobs.unavailable(k, settings)
+        if why:
+            err.print(f"[yellow]Warning:[/] {k} cannot run here ({why}); its jobs will fail until it can.", highlight=False)
+    app_ = jobs.make_app(settings)
+    with app_.open():
+        job_ids = jobs.defer_batches(app_, batches)
+    total = sum(len(b.item_ids) for b in batches)
+    console.print(f"Enqueued {len(job_ids)} jobs for {total:,} items; `vlcurate worker` runs them.")
+    if not wait or not job_ids:
+        return
+    columns = (TextColumn("suggest"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[note]}"), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        task = bar.add_task("suggest", total=total, note="")
+        while True:
+            with transaction(sessions) as session:
+                rows = session.execute(sa.select(JobRun.status, JobRun.total).where(JobRun.job_id.in_(job_ids))).all()
+                queued = session.scalar(
+                    sa.text("SELECT count(*) FROM procrastinate_jobs WHERE id = ANY(:ids) AND status IN ('todo', 'doing')"),
+                    {"ids": job_ids},
+                )
+            done = sum(t for st, t in rows if st == "succeeded")
+            failed = sum(1 for st, _ in rows if st == "failed")
+            bar.update(task, completed=done, note=f"{failed} failed" if failed else "")
+            if not queued:
+                break
+            time.sleep(1)
+    if failed:
+        _fail(f"{failed} of {len(job_ids)} jobs failed; the jobs page (/admin/jobs) says why.")
+    console.print("Suggestions are in.")
 
 
 def main() -> None:

@@ -23,6 +23,11 @@ def downgrade(url: URL, revision: str = "base") -> None:
     command.downgrade(alembic_config(url), revision)
 
 
+def include_object(obj, name, type_, reflected, compare_to) -> bool:
+    """Autogenerate compares our models only: procrastinate's tables come from its own SQL (0003)."""
+    return not (type_ in ("table", "index") and name and name.startswith(("procrastinate_", "idx_procrastinate_")))
+
+
 def revision(url: URL, message: str) -> None:
     command.revision(alembic_config(url), message=message, autogenerate=True)
 

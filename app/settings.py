@@ -64,6 +64,17 @@ class Settings(BaseSettings):
     )
     login_window_seconds: int = Field(default=900, description="Window for counting failed logins.")
 
+    clip_model_dir: Path | None = Field(
+        default=None, description="Local directory of a CLIP-family model for image-text matching (never downloaded)."
+    )
+    worker_batch_size: int = Field(default=32, ge=1, description="Items per suggestion job, and images per model batch.")
+    unsupported_threshold: float = Field(
+        default=0.45, description="WikiDO: a caption phrase below this similarity to the reference text is flagged."
+    )
+    worker_stalled_seconds: int = Field(
+        default=60, ge=5, description="A job whose worker sent no heartbeat for this long is run again."
+    )
+
     @property
     def storage_dir(self) -> Path:
         return self.data_dir / "storage"

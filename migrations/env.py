@@ -3,6 +3,7 @@
 import sqlalchemy as sa
 from alembic import context
 
+from app.migrate import include_object
 from app.models import Base
 
 config = context.config
@@ -12,7 +13,9 @@ target_metadata = Base.metadata
 def run_migrations_online() -> None:
     engine = sa.create_engine(config.attributes["url"], poolclass=sa.pool.NullPool)
     with engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+        context.configure(
+            connection=connection, target_metadata=target_metadata, compare_type=True, include_object=include_object
+        )
         with context.begin_transaction():
             context.run_migrations()
     engine.dispose()

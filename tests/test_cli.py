@@ -84,3 +84,23 @@ def test_demo_is_idempotent(env):
     assert r.exit_code == 0 and "Created project" not in r.output
     with transaction(env) as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 30 + 20 + 12 + 12 + 6
+
+
+def test_suggest_queues_jobs_once_and_warns_about_missing_models(env, tmp_path):
+    from tests.conftest import colorswap_records
+
+    records, files = colorswap_records(2)
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    assert invoke("project", "create", "CS", "--workflow", "colorswap.filter").exit_code == 0
+    assert invoke("import", "CS", str(tmp_path / "pairs.jsonl"), "--images", str(tmp_path)).exit_code == 0
+    r = invoke("suggest", "CS", "--no-wait")
+    assert r.exit_code == 0, r.output
+    assert "Enqueued 1 jobs for 2 items" in r.output and "VLCURATE_CLIP_MODEL_DIR" in r.output
+    # The batch is already waiting: a second call queues nothing new.
+    r = invoke("suggest", "CS", "--no-wait")
+    assert "Enqueued 0 jobs" in r.output
+    r = invoke("suggest", "CS", "--stage", "nope")
+    assert r.exit_code == 1 and "has no stage 'nope'" in r.output

@@ -4,8 +4,9 @@ from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.items import Asset, Item, ItemResult
+from app.models.jobs import JobRun
 from app.models.projects import Project, Stage
-from app.models.suggestions import Suggestion
+from app.models.suggestions import Suggestion, SuggestionOutcome
 from app.models.users import ApiToken, Role, User
 
 __all__ = [
@@ -18,9 +19,11 @@ __all__ = [
     "Draft",
     "Item",
     "ItemResult",
+    "JobRun",
     "Project",
     "Role",
     "Stage",
     "Suggestion",
+    "SuggestionOutcome",
     "User",
 ]

@@ -24,3 +24,23 @@ class Suggestion(Base):
     payload: Mapped[dict[str, Any]]
     score: Mapped[float | None]
     created_at: Mapped[datetime] = created_at()
+
+
+class SuggestionOutcome(Base):
+    """What an annotator did with a suggestion they were shown: accepted, edited or rejected it."""
+
+    __tablename__ = "suggestion_outcomes"
+    __table_args__ = (
+        sa.CheckConstraint("outcome IN ('accepted', 'edited', 'rejected')", name="outcome"),
+        sa.UniqueConstraint("annotation_id", "suggestion_id"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    annotation_id: Mapped[int] = mapped_column(sa.ForeignKey("annotations.id", ondelete="CASCADE"))
+    suggestion_id: Mapped[int] = mapped_column(sa.ForeignKey("suggestions.id", ondelete="CASCADE"), index=True)
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(sa.String(64))
+    model: Mapped[str] = mapped_column(sa.Text)
+    model_version: Mapped[str] = mapped_column(sa.Text)
+    outcome: Mapped[str] = mapped_column(sa.String(16))
+    created_at: Mapped[datetime] = created_at()

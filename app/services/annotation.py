@@ -97,6 +97,10 @@ def submit(
     session.flush()
 
     if first_submit:
+        workflow = get_workflow(stage.workflow)
+        shown = suggestions_service.for_item(session, item.id, stage.id)
+        if shown:
+            suggestions_service.record_outcomes(session, annotation.id, stage.id, shown, clean, item.data, workflow)
         submitted = session.scalar(
             sa.select(sa.func.count())
             .select_from(Assignment)

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
-from app.models import Item, ItemResult
+from app.models import Item, ItemResult, Stage, SuggestionOutcome
 from app.services.projects import stages_of
 from app.workflows import get_workflow
 
@@ -165,3 +165,41 @@ def _latest_results(stage_id: int):
         .ext(distinct_on(ItemResult.item_id))
         .subquery()
     )
+
+
+@dataclass
+class AcceptanceRow:
+    stage: str
+    kind: str
+    model: str
+    version: str
+    accepted: int = 0
+    edited: int = 0
+    rejected: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.accepted + self.edited + self.rejected
+
+    @property
+    def rate(self) -> float:
+        """Share of suggestions taken as they were."""
+        return self.accepted / self.total if self.total else 0.0
+
+
+def suggestion_acceptance(session: Session, project_id: int) -> list[AcceptanceRow]:
+    """Per stage, suggestion kind and model version: how often annotators accepted, edited or rejected."""
+    rows: dict[tuple, AcceptanceRow] = {}
+    q = (
+        sa.select(Stage.name, SuggestionOutcome.kind, SuggestionOutcome.model, SuggestionOutcome.model_version,
+                  SuggestionOutcome.outcome, sa.func.count())
+        .join(Stage, Stage.id == SuggestionOutcome.stage_id)
+        .where(Stage.project_id == project_id)
+        .group_by(Stage.position, Stage.name, SuggestionOutcome.kind, SuggestionOutcome.model,
+                  SuggestionOutcome.model_version, SuggestionOutcome.outcome)
+        .order_by(Stage.position, SuggestionOutcome.kind, SuggestionOutcome.model, SuggestionOutcome.model_version)
+    )
+    for stage, kind, model, version, outcome, n in session.execute(q):
+        row = rows.setdefault((stage, kind, model, version), AcceptanceRow(stage, kind, model, version))
+        setattr(row, outcome, n)
+    return list(rows.values())

@@ -1,4 +1,4 @@
-"""Admin pages: users, their roles and API tokens."""
+"""Admin pages: users, their roles and API tokens; background jobs."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from fastapi.responses import RedirectResponse
 from app.db import transaction
 from app.errors import DomainError
 from app.models import Role
+from app.services import jobs_view
 from app.services import users as users_service
 from app.web.deps import Principal, csrf_protect, page_role
-from app.web.templating import render
+from app.web.templating import is_htmx, render
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(csrf_protect)])
 admin_only = page_role(Role.admin)
@@ -88,3 +89,12 @@ def revoke_token(request: Request, token_id: int, user: Principal = Depends(admi
         actor = users_service.get_user(session, user.id)
         users_service.revoke_token(session, token_id, actor=actor)
     return RedirectResponse("/admin/users", status_code=303)
+
+
+@router.get("/jobs")
+def jobs_page(request: Request, user: Principal = Depends(admin_only)):
+    """Background jobs: status, progress, error and duration; the table refreshes itself every 2 s."""
+    with transaction(request.app.state.sessions) as session:
+        ctx = {"jobs": jobs_view.recent_jobs(session), "counts": jobs_view.counts(session)}
+    block = "jobs" if is_htmx(request) and request.headers.get("hx-target") == "jobs" else None
+    return render(request, "admin/jobs.html", ctx, block=block)

@@ -69,7 +69,14 @@ def _detail_context(request: Request, project_id: int) -> dict:
         stages = projects.stages_of(session, project_id)
         breakdown = figures.breakdown(session, project_id)
         stage_figures = figures.figures(session, project_id)
-    return {"project": progress, "stage_rows": stages, "breakdown": breakdown, "figures": stage_figures}
+        acceptance = figures.suggestion_acceptance(session, project_id)
+    return {
+        "project": progress,
+        "stage_rows": stages,
+        "breakdown": breakdown,
+        "figures": stage_figures,
+        "acceptance": acceptance,
+    }
 
 
 @router.get("/projects/{project_id}")

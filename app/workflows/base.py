@@ -183,6 +183,11 @@ class Workflow:
         """Form values a fresh screen starts from (form field -> value) when there is no draft."""
         return {}
 
+    def suggestion_outcome(self, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any], item: Mapping[str, Any]) -> str | None:
+        """What the submitted payload did with a suggestion's payload: "accepted", "edited",
+        "rejected", or None when the suggestion proposed nothing this payload speaks to."""
+        return None
+
     def live_check(
         self, item: Mapping[str, Any], values: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
     ) -> dict[str, Any] | None:

@@ -233,6 +233,15 @@ class ColorSwapFilter(Workflow):
         pre = preselect(scores, float(config.get("suggestion_margin", DEFAULT_MARGIN)))
         return {"choice_1": str(pre.choice_1), "choice_2": str(pre.choice_2)} if pre else {}
 
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        if kind != ITM_KIND:
+            return None
+        pre = preselect(suggestion.get("scores") or [])
+        if pre is None:
+            return None
+        same = (payload.get("choice_1") == pre.choice_1) + (payload.get("choice_2") == pre.choice_2)
+        return ("rejected", "edited", "accepted")[same]
+
     def export_record(self, item, results):
         return published_record(item, results)
 

@@ -88,6 +88,24 @@ class VisArgsGrounding(Workflow):
             return [f"Give exactly one box per visual premise: {len(vps)} premises, {len(payload.b_box)} boxes."]
         return []
 
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
+        if kind != BOX_KIND:
+            return None
+        final = payload.get("b_box") or []
+        verdicts = []
+        for box in suggestion.get("boxes") or []:
+            vp = box.get("vp")
+            if not isinstance(vp, int) or vp >= len(final):
+                continue
+            proposed = {k: box[k] for k in ("startX", "startY", "w", "h")}
+            verdicts.append("accepted" if final[vp] == proposed else "edited" if iou(final[vp], proposed) >= 0.5 else "rejected")
+        if not verdicts:
+            return None
+        if all(v == "accepted" for v in verdicts):
+            return "accepted"
+        return "rejected" if all(v == "rejected" for v in verdicts) else "edited"
+
     def compare(self, a, b):
         pairs = list(zip(a.get("b_box") or [], b.get("b_box") or [], strict=False))
         return sum(iou(x, y) >= 0.5 for x, y in pairs) / len(pairs) if pairs else 1.0

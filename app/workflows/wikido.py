@@ -24,6 +24,7 @@ VERDICTS = ("correct", "hallucinated", "wrong")
 # Suggestion kind the screen reads: payload {"spans": [[first token, last token + 1], ...]}
 # over the caption's tokens (`tokenedits.tokenize`), the words the reference text does not support.
 UNSUPPORTED_KIND = "wikido.unsupported"
+ITM_KIND = "wikido.itm"  # payload {"score": cosine of caption and image}
 
 
 class WikiDOItem(ItemBase):
@@ -73,7 +74,7 @@ class WikiDOVerify(Workflow):
     annotation_schema = VerifyAnnotation
     template = "workflows/wikido_verify.html"
     image_fields = ("/image",)
-    suggestion_kinds = (UNSUPPORTED_KIND,)
+    suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
     figure_answer = "verdict"
     figure_answers = VERDICTS
     figure_by = ("topic", "split")
@@ -159,11 +160,30 @@ class WikiDOVerify(Workflow):
                 for i, t in enumerate(tokens)
             ],
             "unsupported_model": f"{hint.model} {hint.model_version}".strip() if hint and unsupported else None,
+            "fit": (
+                {"score": suggestions[ITM_KIND].payload.get("score"), "model": suggestions[ITM_KIND].model}
+                if ITM_KIND in suggestions
+                else None
+            ),
             "image": image_urls(item.get("image"), assets.get("/image")),
         }
 
     def initial_values(self, item, config, *, results, suggestions):
         return {"caption": item["caption"]}
+
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """Unsupported spans: accepted when exactly those words were struck, edited when some were."""
+        if kind != UNSUPPORTED_KIND:
+            return None
+        flagged = {i for a, b in suggestion.get("spans") or [] for i in range(a, b)}
+        if not flagged or payload.get("verdict") == "wrong":
+            return None
+        if payload.get("verdict") == "correct":
+            return "rejected"
+        struck = {i for op in (payload.get("edits") or {}).get("ops", []) if op["op"] != "insert" for i in range(op["i1"], op["i2"])}
+        if struck == flagged:
+            return "accepted"
+        return "edited" if struck & flagged else "rejected"
 
     def export_record(self, item, results):
         """The WikiDO record with the verified caption (Wrong items are not exported)."""

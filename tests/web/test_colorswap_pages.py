@@ -220,3 +220,24 @@ def test_project_form_builds_the_pipeline_and_shows_figures(client, app, api):
     detail = client.get(f"/projects/{project.id}").text
     assert "Kept and discarded by caption_source × image_source" in detail
     assert 'title="0 kept, 0 discarded, 1 open"' in detail
+
+
+def test_what_annotators_do_with_suggestions_is_recorded_and_shown(client, app, api):
+    records, files = colorswap_records(2)
+    project_id, filter_id, _ = create(client, api["admin"], records, files)
+    with transaction(app.state.sessions) as s:
+        for item_id in s.scalars(sa.select(Item.id)):
+            scores = [[0.9, 0.1], [0.1, 0.9], [0.2, 0.2], [0.3, 0.3]]  # preselects images 1 and 2
+            suggestions.store(s, item_id, filter_id, "colorswap.itm", "clip-b32", {"scores": scores}, model_version="v2")
+    outcomes = []
+    for payload in ({"choice_1": 0, "choice_2": 1}, {"choice_1": 0, "choice_2": 3}):
+        claim = client.post(f"/api/v1/stages/{filter_id}/claim", headers=api["ann"]).json()
+        assert claim["suggestions"][0]["kind"] == "colorswap.itm"
+        assert submit(client, api["ann"], claim["assignment_id"], payload).status_code == 200
+    with transaction(app.state.sessions) as s:
+        outcomes = sorted(s.scalars(sa.text("SELECT outcome FROM suggestion_outcomes")).all())
+    assert outcomes == ["accepted", "edited"]
+    login(client, "boss")
+    page = client.get(f"/projects/{project_id}").text
+    row = re.search(r'<tr data-kind="colorswap.itm">(.*?)</tr>', page, re.S).group(1)
+    assert "clip-b32" in row and "<code>v2</code>" in row and '<td class="rate">50%</td>' in row

@@ -169,3 +169,14 @@ def test_equivalence_payload():
     assert EQUIVALENCE.form_to_payload({"equivalent": "no"}) == {"equivalent": False}
     with pytest.raises(Invalid):
         EQUIVALENCE.validate_annotation(item, EQUIVALENCE.form_to_payload({}), {})
+
+
+def test_what_was_done_with_suggested_boxes():
+    box = {"startX": 10, "startY": 10, "w": 20, "h": 20}
+    near = {"startX": 12, "startY": 10, "w": 20, "h": 20}
+    far = {"startX": 100, "startY": 100, "w": 5, "h": 5}
+    hint = {"boxes": [{"vp": 0, **box}, {"vp": 1, **box}]}
+    assert GROUNDING.suggestion_outcome("visargs.boxes", hint, {"b_box": [box, box]}, {}) == "accepted"
+    assert GROUNDING.suggestion_outcome("visargs.boxes", hint, {"b_box": [box, near]}, {}) == "edited"
+    assert GROUNDING.suggestion_outcome("visargs.boxes", hint, {"b_box": [far, far]}, {}) == "rejected"
+    assert GROUNDING.suggestion_outcome("visargs.boxes", {"boxes": []}, {"b_box": [box]}, {}) is None

