@@ -162,7 +162,7 @@ def suggest(context: JobContext, stage_id: int, kind: str, item_ids: list[int]) 
 
 def unavailable(kind: str, settings: Settings) -> str | None:
     """Why a kind cannot run in this installation, or None when it can (a cheap check, no model load)."""
-    if kind in ("colorswap.itm", "wikido.itm"):
+    if kind in ("colorswap.itm", "wikido.itm", "visargs.regions"):
         if not settings.clip_model_dir:
             return "set VLCURATE_CLIP_MODEL_DIR to a local CLIP model directory"
         modules = ("torch", "transformers")

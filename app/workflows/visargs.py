@@ -34,6 +34,8 @@ GROUNDING = "visargs.grounding"
 EQUIVALENCE = "visargs.equivalence"
 # Suggestion kind the grounding screen reads: payload {"boxes": [{"vp": index, "startX", "startY", "w", "h"}]}.
 BOX_KIND = "visargs.boxes"
+# The same payload from an image-text model: the best-matching region per premise, with its score.
+REGION_KIND = "visargs.regions"
 MAX_PREMISES = 40
 SPARE_ROWS = 2  # empty rows a form without JavaScript offers for additions
 

@@ -13,6 +13,7 @@ from app.workflows.base import ItemBase, Workflow, image_urls
 from app.workflows.registry import register
 from app.workflows.visargs import (
     BOX_KIND,
+    REGION_KIND,
     EQUIVALENCE,
     GROUNDING,
     MAX_PREMISES,
@@ -59,7 +60,7 @@ class VisArgsGrounding(Workflow):
     annotation_schema = GroundingAnnotation
     template = "workflows/visargs_grounding.html"
     requires = PREMISES
-    suggestion_kinds = (BOX_KIND,)
+    suggestion_kinds = (BOX_KIND, REGION_KIND)
     keys_help = (
         "1–9 pick a premise · drag on the image to draw its box, drag the box to move it, its corner to resize · "
         "arrows move (Alt: 10 px), Shift+arrows resize · A accepts the suggested box · + / − zoom · Enter submits"
@@ -90,7 +91,7 @@ class VisArgsGrounding(Workflow):
 
     def suggestion_outcome(self, kind, suggestion, payload, item):
         """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
-        if kind != BOX_KIND:
+        if kind not in (BOX_KIND, REGION_KIND):
             return None
         final = payload.get("b_box") or []
         verdicts = []
@@ -112,13 +113,21 @@ class VisArgsGrounding(Workflow):
 
     def screen_context(self, item, config, *, assets, results, suggestions, values):
         vps = final_of(results, PREMISES).get("visual_premises") or []
-        hint = suggestions.get(BOX_KIND)
         suggested: dict[int, dict] = {}
-        for box in (hint.payload.get("boxes") if hint else None) or []:
-            try:
-                suggested[int(box["vp"])] = Box.model_validate({k: box[k] for k in ("startX", "startY", "w", "h")}).model_dump()
-            except (KeyError, TypeError, ValueError):
-                continue
+        models = []
+        # OCR boxes first (they are exact for quoted text), then image-text region matches.
+        for kind in (BOX_KIND, REGION_KIND):
+            hint = suggestions.get(kind)
+            before = len(suggested)
+            for box in (hint.payload.get("boxes") if hint else None) or []:
+                try:
+                    vp = int(box["vp"])
+                    if vp not in suggested:
+                        suggested[vp] = Box.model_validate({k: box[k] for k in ("startX", "startY", "w", "h")}).model_dump()
+                except (KeyError, TypeError, ValueError):
+                    continue
+            if hint and len(suggested) > before:
+                models.append(f"{hint.model} {hint.model_version}".strip())
         return {
             "image": image_urls(item.get("image"), assets.get("/image")),
             "premises": [
@@ -131,7 +140,7 @@ class VisArgsGrounding(Workflow):
                 }
                 for i, text in enumerate(vps)
             ],
-            "suggestion_model": f"{hint.model} {hint.model_version}".strip() if hint and suggested else None,
+            "suggestion_model": ", ".join(models) or None,
         }
 
     def initial_values(self, item, config, *, results, suggestions):

@@ -59,3 +59,24 @@ def test_unsupported_phrases_are_flagged(settings):
     assert any("dragon" in f for f in flagged), flagged
     assert not any("church" in f for f in flagged), flagged
     assert phrases("a red cat, in a hat with a bow") == [(0, 3), (4, 7), (7, 10)]
+
+
+def test_region_windows_cover_the_image_within_bounds():
+    from app.worker.producers import windows
+
+    regions = windows(480, 360)
+    assert regions[0] == (0, 0, 480, 360)
+    assert all(x >= 0 and y >= 0 and x + w <= 480 and y + h <= 360 for x, y, w, h in regions)
+    assert {(w, h) for *_, w, h in regions} == {(480, 360), (240, 180), (160, 120)}
+
+
+def test_regions_are_proposed_for_each_premise(settings, tiny_clip):
+    from app.services.demo import draw_poster
+    from app.worker.producers import visargs_regions
+
+    item = ItemInput(7, {"id": "p"}, {"/image": draw_poster("SAVE WATER", "circle", (40, 80, 220), 1)},
+                     {"visargs.premises": {"visual_premises": ["The words SAVE WATER", "A blue circle"]}})
+    (produced,) = visargs_regions([item], settings.model_copy(update={"clip_model_dir": tiny_clip}))
+    boxes = produced.payload["boxes"]
+    assert [b["vp"] for b in boxes] == [0, 1] and produced.model == "tiny-clip"
+    assert all(b["startX"] + b["w"] <= 480 and b["startY"] + b["h"] <= 360 for b in boxes)

@@ -225,3 +225,19 @@ def test_wikido_fit_and_unsupported_spans_reach_the_screen(committed, settings, 
     html = client.get(f"/stages/{stage_id}/annotate").text
     assert "data-fit>image-text fit" in html and "(tiny-clip)" in html
     assert 'class="tok unsupported"' in html and "<strong>Suggestion</strong> from <code>all-MiniLM-L6-v2" in html
+
+
+def test_suggest_follows_the_jobs_until_they_are_done(committed, settings, storage, tiny_clip):
+    records, files = colorswap_records(3)
+    _import(committed, settings, storage, "follow", ["colorswap.filter"], records, files)
+    env = _worker_env(settings, VLCURATE_CLIP_MODEL_DIR=tiny_clip, VLCURATE_WORKER_BATCH_SIZE=1)
+    worker = subprocess.Popen([VLCURATE, "worker", "--queues", "suggest"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        done = subprocess.run([VLCURATE, "suggest", "follow"], env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        worker.terminate()
+        worker.wait(20)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Enqueued 3 jobs for 3 items" in done.stdout and "Suggestions are in." in done.stdout
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Suggestion)) == 3
