@@ -13,11 +13,11 @@ from app.workflows.base import ItemBase, Workflow, image_urls
 from app.workflows.registry import register
 from app.workflows.visargs import (
     BOX_KIND,
-    REGION_KIND,
     EQUIVALENCE,
     GROUNDING,
     MAX_PREMISES,
     PREMISES,
+    REGION_KIND,
     Box,
     VisArgsItem,
     final_of,

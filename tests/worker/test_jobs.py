@@ -143,7 +143,7 @@ def test_worker_process_runs_jobs_and_the_jobs_page_shows_errors(committed, sett
     assert "None of the items 999999 exists" in page and "VLCURATE_CLIP_MODEL_DIR" in page
     # (The worker's own reconcile job may have queued more batches; these three are ours.)
     for job_id in ok + gone + missing:
-        assert f'<tr class="job-row status-' in page and f"<td>{job_id}</td>" in page
+        assert '<tr class="job-row status-' in page and f"<td>{job_id}</td>" in page
     fragment = client.get("/admin/jobs", headers={"HX-Request": "true", "HX-Target": "jobs"}).text
     assert fragment.lstrip().startswith('<section id="jobs"') and "<html" not in fragment
     make_user(committed, "ann", "annotator")
