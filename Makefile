@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python bench/colorswap_bench.py
 	$(BIN)/python bench/wikido_bench.py
 	$(BIN)/python bench/worker_bench.py
+	$(BIN)/python bench/agreement_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
