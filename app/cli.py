@@ -342,5 +342,44 @@ def suggest(
     console.print("Suggestions are in.")
 
 
+@app.command("agreement")
+def agreement_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    stage: Optional[str] = typer.Option(None, help="Only this stage (id or name)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+    samples: int = typer.Option(1000, min=0, help="Bootstrap samples for the 95% intervals."),
+    seed: int = typer.Option(0, help="Bootstrap seed (same seed, same intervals)."),
+) -> None:
+    """Inter-annotator agreement per stage, with bootstrap confidence intervals."""
+    from rich.table import Table
+
+    from app.services import agreement, projects
+
+    settings, sessions = _sessions()
+    with transaction(sessions) as session:
+        try:
+            target = projects.find_project(session, project)
+        except DomainError as exc:
+            _fail(exc.message)
+        chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
+        if not chosen:
+            _fail(f"Project '{target.name}' has no stage '{stage}'.")
+        reports = [agreement.stage_report(session, st.id, samples=samples, seed=seed) for st in chosen]
+    if as_json:
+        print(json.dumps(reports if stage is None else reports[0], indent=2, ensure_ascii=False))
+        return
+    for report in reports:
+        table = Table(title=f"{report['stage']['name']} ({report['stage']['workflow']}): {report['items']} items with 2+ annotators")
+        for column in ("facet", "metric", "estimate", "95% interval"):
+            table.add_column(column)
+        for facet, figures in report["facets"].items():
+            for metric, ci in figures["metrics"].items():
+                low, high = ci.get("low"), ci.get("high")
+                interval = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+                estimate = ci["estimate"]
+                table.add_row(facet, metric, "n/a" if estimate is None or estimate != estimate else f"{estimate:.3f}", interval)
+        console.print(table)
+
+
 def main() -> None:
     app()

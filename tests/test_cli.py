@@ -104,3 +104,24 @@ def test_suggest_queues_jobs_once_and_warns_about_missing_models(env, tmp_path):
     assert "Enqueued 0 jobs" in r.output
     r = invoke("suggest", "CS", "--stage", "nope")
     assert r.exit_code == 1 and "has no stage 'nope'" in r.output
+
+
+def test_agreement_report(env, settings, storage):
+    from app.services import annotation
+    from tests.conftest import make_choice_project, make_user
+
+    _, stage_id = make_choice_project(env, settings, storage, 4, overlap=2, name="Agree")
+    users = [make_user(env, f"a{k}") for k in range(2)]
+    for n, user in enumerate(users):
+        for i in range(4):
+            with transaction(env) as s:
+                claimed = annotation.claim(s, stage_id, user)
+                choice = "a" if (i < 3 or n == 0) else "b"
+                annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"{user}-{i}")
+    r = invoke("agreement", "Agree", "--json", "--samples", "50")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)[0]
+    assert report["items"] == 4 and report["facets"]["choice"]["metrics"]["percent agreement"]["estimate"] == 0.75
+    r = invoke("agreement", "Agree", "--samples", "50")
+    assert r.exit_code == 0 and "percent agreement" in r.output and "0.750" in r.output
+    assert invoke("agreement", "Agree", "--stage", "nope").exit_code == 1

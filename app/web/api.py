@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, File, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, File, Query, Request, Response, UploadFile
 from pydantic import BaseModel, Field
 
 from app.db import transaction
 from app.models import Role
-from app.services import annotation, projects
+from app.services import agreement, annotation, projects
 from app.services import users as users_service
 from app.web.deps import Principal, api_role, api_user
 from app.web.uploads import run_upload_import
@@ -144,6 +144,19 @@ def save_draft(request: Request, assignment_id: int, body: DraftIn, user: Princi
     with _tx(request) as session:
         annotation.save_draft(session, assignment_id, user.id, body.payload)
     return Response(status_code=204)
+
+
+@router.get("/stages/{stage_id}/agreement")
+def stage_agreement(
+    request: Request,
+    stage_id: int,
+    samples: int = Query(1000, ge=0, le=10_000),
+    seed: int = 0,
+    user: Principal = Depends(api_role(Role.reviewer)),
+) -> dict[str, Any]:
+    """Inter-annotator agreement of the stage: every facet's figures with bootstrap 95% intervals, per annotator pair."""
+    with _tx(request) as session:
+        return agreement.stage_report(session, stage_id, samples=samples, seed=seed)
 
 
 @router.get("/users")

@@ -122,6 +122,15 @@ class Workflow:
         """Agreement of two annotations in [0, 1]."""
         return 1.0 if dict(a) == dict(b) else 0.0
 
+    def agreement_facets(self) -> dict[str, str]:
+        """What agreement is measured on: facet name -> "nominal" (a label), "set" (texts),
+        "token_set" (token spans) or "boxes". Default: the whole payload as one label."""
+        return {"answer": "nominal"}
+
+    def facet_values(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Each facet's value in one annotation (None: this annotation says nothing on it)."""
+        return {"answer": repr(_freeze(dict(payload)))}
+
     def consolidate(self, payloads: list[dict[str, Any]], config: Mapping[str, Any]) -> Consolidation:
         """Default: a strict majority of identical payloads wins; otherwise review."""
         if not payloads:

@@ -190,6 +190,13 @@ class ColorSwapFilter(Workflow):
     def compare(self, a, b):
         return sum(a.get(k) == b.get(k) for k in ("choice_1", "choice_2")) / 2
 
+    def agreement_facets(self):
+        return {"image for caption 1": "nominal", "image for caption 2": "nominal"}
+
+    def facet_values(self, payload):
+        label = lambda v: "none fits" if v is None else f"image {v + 1}"  # noqa: E731
+        return {"image for caption 1": label(payload.get("choice_1")), "image for caption 2": label(payload.get("choice_2"))}
+
     def consolidate(self, payloads, config):
         if not payloads:
             return Consolidation(final=None, needs_review=True)
@@ -307,6 +314,12 @@ class ColorSwapRecaption(Workflow):
 
     def compare(self, a, b):
         return sum(_one_line(a.get(k, "")).lower() == _one_line(b.get(k, "")).lower() for k in ("caption_1", "caption_2")) / 2
+
+    def agreement_facets(self):
+        return {"caption 1": "nominal", "caption 2": "nominal"}
+
+    def facet_values(self, payload):
+        return {f"caption {n}": _one_line(payload.get(f"caption_{n}", "")).lower() for n in (1, 2)}
 
     def consolidate(self, payloads, config):
         if not payloads:

@@ -57,5 +57,11 @@ class GenericChoice(Workflow):
             return [f"'{payload.choice}' is not one of the choices: {', '.join(choices)}"]
         return []
 
+    def agreement_facets(self):
+        return {"choice": "nominal"}
+
+    def facet_values(self, payload):
+        return {"choice": payload.get("choice")}
+
     def screen_context(self, item, config, **_):
         return {"choices": item_choices(item, config)}

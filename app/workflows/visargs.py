@@ -187,6 +187,12 @@ class VisArgsPremises(Workflow):
         sa_, sb = ({_clean(t).lower() for t in p.get("visual_premises") or []} for p in (a, b))
         return 1.0 if not sa_ and not sb else len(sa_ & sb) / len(sa_ | sb)
 
+    def agreement_facets(self):
+        return {"discard": "nominal", "visual premises": "set"}
+
+    def facet_values(self, payload):
+        return {"discard": bool(payload.get("discard")), "visual premises": None if payload.get("discard") else payload.get("visual_premises")}
+
     def consolidate(self, payloads, config):
         if not payloads:
             return Consolidation(final=None, needs_review=True)
@@ -289,6 +295,13 @@ class VisArgsStructure(Workflow):
 
     def compare(self, a, b):
         return 1.0 if _clean(a.get("conclusion")).lower() == _clean(b.get("conclusion")).lower() else 0.0
+
+    def agreement_facets(self):
+        # Conclusions worded differently can still be equivalent: visargs.equivalence judges that.
+        return {"discard": "nominal", "conclusion (same words)": "nominal"}
+
+    def facet_values(self, payload):
+        return {"discard": bool(payload.get("discard")), "conclusion (same words)": _clean(payload.get("conclusion")).lower() or None}
 
     def screen_context(self, item, config, *, assets, results, suggestions, values):
         vps = final_of(results, PREMISES).get("visual_premises") or []

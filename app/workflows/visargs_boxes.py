@@ -3,11 +3,11 @@ judgement of two conclusions used for agreement studies (`visargs.equivalence`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.agreement.boxes import iou
 from app.errors import Invalid
 from app.workflows.base import ItemBase, Workflow, image_urls
 from app.workflows.registry import register
@@ -39,16 +39,6 @@ def _int(value: Any) -> int | None:
         return int(round(float(str(value).strip())))
     except (TypeError, ValueError):
         return None
-
-
-def iou(a: Mapping[str, int], b: Mapping[str, int]) -> float:
-    ax2, ay2 = a["startX"] + a["w"], a["startY"] + a["h"]
-    bx2, by2 = b["startX"] + b["w"], b["startY"] + b["h"]
-    iw = max(0, min(ax2, bx2) - max(a["startX"], b["startX"]))
-    ih = max(0, min(ay2, by2) - max(a["startY"], b["startY"]))
-    inter = iw * ih
-    union = a["w"] * a["h"] + b["w"] * b["h"] - inter
-    return inter / union if union else 0.0
 
 
 @register
@@ -110,6 +100,12 @@ class VisArgsGrounding(Workflow):
     def compare(self, a, b):
         pairs = list(zip(a.get("b_box") or [], b.get("b_box") or [], strict=False))
         return sum(iou(x, y) >= 0.5 for x, y in pairs) / len(pairs) if pairs else 1.0
+
+    def agreement_facets(self):
+        return {"boxes": "boxes"}
+
+    def facet_values(self, payload):
+        return {"boxes": payload.get("b_box")}
 
     def screen_context(self, item, config, *, assets, results, suggestions, values):
         vps = final_of(results, PREMISES).get("visual_premises") or []
@@ -181,6 +177,12 @@ class VisArgsEquivalence(Workflow):
     annotation_schema = EquivalenceAnnotation
     template = "workflows/visargs_equivalence.html"
     keys_help = "Y equivalent · N not equivalent · Enter submits · S skips"
+
+    def agreement_facets(self):
+        return {"equivalent": "nominal"}
+
+    def facet_values(self, payload):
+        return {"equivalent": payload.get("equivalent")}
 
     def form_to_payload(self, form):
         value = str(form.get("equivalent", "")).lower()

@@ -117,6 +117,15 @@ class WikiDOVerify(Workflow):
     def compare(self, a, b):
         return 1.0 if a.get("verdict") == b.get("verdict") else 0.0
 
+    def agreement_facets(self):
+        return {"verdict": "nominal", "deleted words": "token_set"}
+
+    def facet_values(self, payload):
+        deleted = None
+        if payload.get("verdict") == "hallucinated":
+            deleted = [[op["i1"], op["i2"]] for op in (payload.get("edits") or {}).get("ops", []) if op["op"] != "insert"]
+        return {"verdict": payload.get("verdict"), "deleted words": deleted}
+
     def consolidate(self, payloads, config):
         if not payloads:
             return Consolidation(final=None, needs_review=True)

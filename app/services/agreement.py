@@ -1,0 +1,140 @@
+"""A stage's inter-annotator agreement: each workflow facet's figures with bootstrap intervals, and per annotator pair.
+
+Reads every annotator's latest submitted annotation of each item (items with two or more),
+turns payloads into facet values through the workflow, and computes with `app.agreement`:
+nominal facets get percent agreement, Fleiss' kappa and Krippendorff's alpha (missing allowed)
+plus Cohen's kappa per annotator pair; set, token-set and box facets get the mean pairwise
+Jaccard or Hungarian-matched IoU (and accuracy at IoU >= 0.5 for boxes).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.agreement import boxes, categorical, sets
+from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_weights
+from app.models import Annotation, Assignment, Stage, User
+from app.services.projects import get_stage
+from app.workflows import get_workflow
+
+
+def stage_annotations(session: Session, stage_id: int) -> dict[int, dict[str, dict[str, Any]]]:
+    """item id -> annotator name -> latest submitted payload."""
+    latest = (
+        sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
+        .where(Annotation.stage_id == stage_id)
+        .group_by(Annotation.assignment_id)
+        .subquery()
+    )
+    rows = session.execute(
+        sa.select(Annotation.item_id, User.username, Annotation.payload)
+        .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
+        .join(Assignment, Assignment.id == Annotation.assignment_id)
+        .join(User, User.id == Annotation.annotator_id)
+        .where(Assignment.status == "submitted")
+    )
+    out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for item_id, user, payload in rows:
+        out[item_id][user] = payload
+    return out
+
+
+def _interval(ci) -> dict[str, float]:
+    return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in ci.as_dict().items()}
+
+
+def _pair_score(kind: str, a: Any, b: Any) -> float:
+    if kind == "set":
+        return sets.jaccard(a, b)
+    if kind == "token_set":
+        return sets.token_set_jaccard([tuple(x) for x in a], [tuple(x) for x in b])
+    return boxes.mean_iou(a, b)
+
+
+def stage_report(session: Session, stage_id: int, *, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    stage: Stage = get_stage(session, stage_id)
+    workflow = get_workflow(stage.workflow)
+    by_item = {i: a for i, a in stage_annotations(session, stage_id).items() if len(a) >= 2}
+    annotators = sorted({u for a in by_item.values() for u in a})
+    items = sorted(by_item)
+    report: dict[str, Any] = {
+        "stage": {"id": stage.id, "name": stage.name, "workflow": stage.workflow},
+        "items": len(items),
+        "annotators": annotators,
+        "samples": samples,
+        "seed": seed,
+        "facets": {},
+    }
+    if not items:
+        return report
+    weights = resample_weights(len(items), samples, seed)
+    values = {i: {u: workflow.facet_values(p) for u, p in by_item[i].items()} for i in items}
+    for facet, kind in workflow.agreement_facets().items():
+        if kind == "nominal":
+            report["facets"][facet] = _nominal(values, items, annotators, facet, weights, samples, seed)
+        else:
+            report["facets"][facet] = _pairwise(values, items, annotators, facet, kind, weights, samples, seed)
+    return report
+
+
+def _nominal(values, items, annotators, facet, weights, samples, seed) -> dict[str, Any]:
+    raw = [[None if values[i].get(u) is None else _label(values[i][u].get(facet)) for u in annotators] for i in items]
+    ratings, labels = categorical.codes(raw)
+    k = max(len(labels), 1)
+    out: dict[str, Any] = {"kind": "nominal", "labels": [str(x) for x in labels], "metrics": {}}
+    out["metrics"]["percent agreement"] = _interval(bootstrap(categorical.percent_agreement_stats(ratings), categorical.percent_agreement_from, weights=weights, samples=samples, seed=seed))
+    out["metrics"]["Fleiss' kappa"] = _interval(bootstrap(categorical.fleiss_stats(ratings, k), categorical.fleiss_from, weights=weights, samples=samples, seed=seed))
+    out["metrics"]["Krippendorff's alpha"] = _interval(bootstrap(categorical.alpha_stats(ratings, k), categorical.alpha_from, weights=weights, samples=samples, seed=seed))
+    pairs = {}
+    for (x, a), (y, b) in itertools.combinations(enumerate(annotators), 2):
+        both = (ratings[:, x] >= 0) & (ratings[:, y] >= 0)
+        if both.sum() >= 2:
+            pairs[f"{a} / {b}"] = {"items": int(both.sum()), "Cohen's kappa": _nan_none(categorical.cohen_from(categorical.cohen_stats(ratings[:, x], ratings[:, y], k).sum(axis=0), k))}
+    out["pairwise"] = pairs
+    confusion = np.zeros((k, k), dtype=int)
+    for row in ratings:
+        given = [v for v in row if v >= 0]
+        for p, q in itertools.permutations(given, 2):
+            confusion[p, q] += 1
+    out["confusion"] = confusion.tolist()  # symmetric counts of label pairs given to one item
+    return out
+
+
+def _pairwise(values, items, annotators, facet, kind, weights, samples, seed) -> dict[str, Any]:
+    per_item, per_pair = [], defaultdict(list)
+    accuracy = []
+    for i in items:
+        given = [(u, values[i][u].get(facet)) for u in annotators if u in values[i] and values[i][u].get(facet) is not None]
+        scores = []
+        for (a, va), (b, vb) in itertools.combinations(given, 2):
+            s = _pair_score(kind, va, vb)
+            scores.append(s)
+            per_pair[f"{a} / {b}"].append(s)
+            if kind == "boxes":
+                accuracy.append(boxes.accuracy_at(va, vb))
+        if scores:
+            per_item.append(float(np.mean(scores)))
+    name = {"set": "Jaccard", "token_set": "Jaccard", "boxes": "IoU (Hungarian)"}[kind]
+    out: dict[str, Any] = {"kind": kind, "metrics": {}, "items": len(per_item)}
+    if per_item:
+        w = weights if len(per_item) == weights.shape[1] else None
+        out["metrics"][f"mean {name}"] = _interval(bootstrap(mean_stats(np.array(per_item)), mean_from, weights=w, samples=samples, seed=seed))
+        if accuracy:
+            out["metrics"]["accuracy at IoU >= 0.5"] = {"estimate": float(np.mean(accuracy))}
+    out["pairwise"] = {p: {"items": len(v), f"mean {name}": float(np.mean(v))} for p, v in per_pair.items()}
+    return out
+
+
+def _label(value: Any) -> Any:
+    return value if isinstance(value, (str, int, bool)) or value is None else repr(value)
+
+
+def _nan_none(value) -> float | None:
+    value = float(value)
+    return None if np.isnan(value) else value

@@ -1,0 +1,76 @@
+"""Stage agreement end to end: three annotators, 30 WikiDO items through the API, planted disagreements."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+from tests.conftest import make_token, make_user, png_bytes, zip_bytes
+
+CAPTION = "A stone church in Paris, built in 1850, with a golden dragon on the roof."
+
+
+def verdict(item: int, rater: int) -> str:
+    """Everyone agrees on most items; rater 2 differs on every fifth, rater 1 on every seventh."""
+    base = ["correct", "hallucinated", "wrong"][item % 3]
+    if rater == 2 and item % 5 == 0:
+        return "wrong" if base != "wrong" else "correct"
+    if rater == 1 and item % 7 == 0:
+        return "hallucinated" if base != "hallucinated" else "correct"
+    return base
+
+
+def payload(item: int, rater: int) -> dict:
+    v = verdict(item, rater)
+    if v != "hallucinated":
+        return {"verdict": v}
+    # Raters strike "with a golden dragon on the roof" or, for rater 2, only "golden dragon".
+    corrected = "A stone church in Paris, built in 1850." if rater != 2 else "A stone church in Paris, built in 1850, with a on the roof."
+    return {"verdict": "hallucinated", "caption": corrected}
+
+
+def test_wikido_agreement_equals_reference_computations(client, app):
+    admin = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'boss', 'admin'))}"}
+    raters = [{"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, f'r{k}'))}"} for k in range(3)]
+    project = client.post("/api/v1/projects", headers=admin, json={"name": "WikiDO", "stages": [{"workflow": "wikido.verify", "overlap": 3}]}).json()
+    stage_id = project["stages"][0]["id"]
+    records = [{"image_id": str(i), "orig_cap": "A stone church in Paris.", "caption": CAPTION, "image": "a.png"} for i in range(30)]
+    r = client.post(f"/api/v1/projects/{project['id']}/items", headers=admin,
+                    files={"file": ("v.jsonl", "\n".join(json.dumps(x) for x in records).encode()), "images": ("i.zip", zip_bytes({"a.png": png_bytes()}))})
+    assert r.status_code == 201
+    for k, headers in enumerate(raters):
+        while (claim := client.post(f"/api/v1/stages/{stage_id}/claim", headers=headers)).status_code == 200:
+            c = claim.json()
+            body = {"payload": payload(int(c["data"]["image_id"]), k), "idempotency_key": uuid.uuid4().hex}
+            assert client.post(f"/api/v1/assignments/{c['assignment_id']}/submit", headers=headers, json=body).status_code == 200
+
+    assert client.get(f"/api/v1/stages/{stage_id}/agreement", headers=raters[0]).status_code == 403  # annotators may not
+    reviewer = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'rev', 'reviewer'))}"}
+    report = client.get(f"/api/v1/stages/{stage_id}/agreement?samples=200&seed=3", headers=reviewer).json()
+    assert report["items"] == 30 and report["annotators"] == ["r0", "r1", "r2"]
+
+    labels = {"correct": 0, "hallucinated": 1, "wrong": 2}
+    matrix = np.array([[labels[verdict(i, k)] for k in range(3)] for i in range(30)])
+    figures = report["facets"]["verdict"]["metrics"]
+    assert figures["Krippendorff's alpha"]["estimate"] == pytest.approx(krippendorff.alpha(reliability_data=matrix.T.astype(float), level_of_measurement="nominal"))
+    assert figures["Fleiss' kappa"]["estimate"] == pytest.approx(fleiss_kappa(aggregate_raters(matrix)[0]))
+    pairs = report["facets"]["verdict"]["pairwise"]
+    assert pairs["r0 / r2"]["Cohen's kappa"] == pytest.approx(cohen_kappa_score(matrix[:, 0], matrix[:, 2]))
+    low, est, high = (figures["Krippendorff's alpha"][k] for k in ("low", "estimate", "high"))
+    assert low <= est <= high and high - low > 0
+    assert sum(map(sum, report["facets"]["verdict"]["confusion"])) == 30 * 6
+
+    # Deleted words: raters 0 and 1 strike the same 8 tokens; rater 2 strikes 2 of them.
+    deleted = report["facets"]["deleted words"]
+    both_full = [i for i in range(30) if verdict(i, 0) == verdict(i, 1) == "hallucinated"]
+    assert deleted["pairwise"]["r0 / r1"] == {"items": len(both_full), "mean Jaccard": pytest.approx(1.0)}
+    assert deleted["pairwise"]["r0 / r2"]["mean Jaccard"] == pytest.approx(2 / 8)
+    # The same seed gives the same intervals.
+    again = client.get(f"/api/v1/stages/{stage_id}/agreement?samples=200&seed=3", headers=reviewer).json()
+    assert again == report
