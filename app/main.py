@@ -21,7 +21,15 @@ from app.db import get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.settings import Settings, get_settings
 from app.storage import make_storage
-from app.web import admin_pages, annotate_pages, api, assets, auth_pages, project_pages
+from app.web import (
+    admin_pages,
+    annotate_pages,
+    api,
+    assets,
+    auth_pages,
+    project_pages,
+    review_pages,
+)
 from app.web.deps import LoginRequired
 from app.web.templating import is_htmx, render
 
@@ -84,7 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
-    for module in (auth_pages, project_pages, annotate_pages, admin_pages, assets, api):
+    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, assets, api):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["meta"])

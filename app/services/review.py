@@ -1,0 +1,129 @@
+"""Review: the queue of items whose annotations disagree, and their adjudication into a final record.
+
+An item waits for review when its stage's consolidation found no majority. A reviewer sees every
+annotator's latest annotation side by side, then accepts one of them or writes the final version
+(validated like any annotation). Either way the final record is appended (source "review") and
+the item moves on through the pipeline exactly as an automatic consolidation would move it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.errors import Conflict, Invalid, NotFound
+from app.models import Annotation, Assignment, Item, Stage, User
+from app.services.audit import record
+from app.services.pipeline import finalize, results_by_stage
+from app.services.projects import get_stage
+from app.workflows import get_workflow
+
+
+@dataclass
+class Submitted:
+    annotation_id: int
+    annotator: str
+    payload: dict[str, Any]
+    submitted_at: datetime
+    seconds_spent: float | None
+
+
+@dataclass
+class ReviewRow:
+    item_id: int
+    external_id: str
+    annotations: int
+    agreement: float  # mean pairwise agreement by the workflow's comparison; lowest first
+
+
+def submitted_annotations(session: Session, item_id: int, stage_id: int) -> list[Submitted]:
+    """The latest revision of each annotator's submitted annotation of the item in the stage."""
+    latest = (
+        sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
+        .where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)
+        .group_by(Annotation.assignment_id)
+        .subquery()
+    )
+    rows = session.execute(
+        sa.select(Annotation.id, User.username, Annotation.payload, Annotation.created_at, Annotation.seconds_spent)
+        .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
+        .join(Assignment, Assignment.id == Annotation.assignment_id)
+        .join(User, User.id == Annotation.annotator_id)
+        .where(Assignment.status == "submitted")
+        .order_by(Annotation.assignment_id)
+    )
+    return [Submitted(*r) for r in rows]
+
+
+def review_queue(session: Session, stage_id: int, limit: int = 500) -> list[ReviewRow]:
+    """Items of the stage waiting for review, the ones annotators disagree on most first."""
+    stage = get_stage(session, stage_id)
+    workflow = get_workflow(stage.workflow)
+    items = session.execute(
+        sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == "review").order_by(Item.id).limit(limit)
+    ).all()
+    rows = []
+    for item_id, external_id in items:
+        payloads = [s.payload for s in submitted_annotations(session, item_id, stage_id)]
+        pairs = [workflow.compare(a, b) for a, b in itertools.combinations(payloads, 2)]
+        rows.append(ReviewRow(item_id, external_id, len(payloads), sum(pairs) / len(pairs) if pairs else 1.0))
+    rows.sort(key=lambda r: (r.agreement, r.item_id))
+    return rows
+
+
+@dataclass
+class ReviewScreen:
+    item: Item
+    stage: Stage
+    annotations: list[Submitted]
+    differing: set[str]  # payload keys on which the annotations differ
+    results: dict[str, dict[str, Any]]
+
+
+def open_review(session: Session, stage_id: int, item_id: int) -> ReviewScreen:
+    stage = get_stage(session, stage_id)
+    item = session.get(Item, item_id)
+    if item is None or item.stage_id != stage_id:
+        raise NotFound("No such item in this stage.")
+    annotations = submitted_annotations(session, item_id, stage_id)
+    keys = {k for a in annotations for k in a.payload}
+    differing = {k for k in keys if len({repr(a.payload.get(k)) for a in annotations}) > 1}
+    return ReviewScreen(item, stage, annotations, differing, results_by_stage(session, item_id))
+
+
+def resolve(
+    session: Session,
+    stage_id: int,
+    item_id: int,
+    reviewer_id: int,
+    *,
+    accept_annotation_id: int | None = None,
+    payload: dict[str, Any] | None = None,
+    comment: str = "",
+) -> Item:
+    """Finalize a reviewed item with one annotator's annotation or the reviewer's own version."""
+    stage = get_stage(session, stage_id)
+    item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
+    if item is None or item.stage_id != stage_id:
+        raise NotFound("No such item in this stage.")
+    if item.status != "review":
+        raise Conflict("This item is no longer waiting for review; someone resolved it already.")
+    workflow = get_workflow(stage.workflow)
+    if accept_annotation_id is not None:
+        chosen = next((a for a in submitted_annotations(session, item_id, stage_id) if a.annotation_id == accept_annotation_id), None)
+        if chosen is None:
+            raise Invalid("That annotation is not one of this item's annotations in this stage.")
+        final, how = chosen.payload, f"accepted annotation {accept_annotation_id}"
+    elif payload is not None:
+        final = workflow.validate_annotation(item.data, payload, stage.config, results_by_stage(session, item_id))
+        how = "edited"
+    else:
+        raise Invalid("Accept one annotation or give the final version.")
+    finalize(session, item, stage, final, discard=workflow.is_discard(final), source="review", actor_id=reviewer_id)
+    record(session, "item.review", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id, how=how, comment=comment[:1000])
+    return item

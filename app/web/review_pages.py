@@ -1,0 +1,86 @@
+"""Review pages: the queue of items whose annotators disagreed, and the adjudication screen."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import RedirectResponse
+
+from app.db import transaction
+from app.errors import DomainError, Invalid
+from app.models import Role
+from app.services import projects, review
+from app.web.deps import Principal, csrf_protect, page_role
+from app.web.templating import render
+
+router = APIRouter(dependencies=[Depends(csrf_protect)])
+reviewer_only = page_role(Role.reviewer)
+
+
+@router.get("/stages/{stage_id}/review")
+def review_list(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
+    with transaction(request.app.state.sessions) as session:
+        stage = projects.get_stage(session, stage_id)
+        project = projects.get_project(session, stage.project_id)
+        rows = review.review_queue(session, stage_id)
+    return render(request, "review/list.html", {"stage": stage, "project": project, "rows": rows})
+
+
+def _screen_context(request: Request, stage_id: int, item_id: int, **extra) -> dict:
+    with transaction(request.app.state.sessions) as session:
+        screen = review.open_review(session, stage_id, item_id)
+        project = projects.get_project(session, screen.stage.project_id)
+    annotations = [
+        {
+            "id": a.annotation_id,
+            "annotator": a.annotator,
+            "submitted_at": a.submitted_at,
+            "seconds": a.seconds_spent,
+            "fields": [(k, json.dumps(v, ensure_ascii=False), k in screen.differing) for k, v in sorted(a.payload.items())],
+            "json": json.dumps(a.payload, ensure_ascii=False, indent=2),
+        }
+        for a in screen.annotations
+    ]
+    return {
+        "stage": screen.stage,
+        "project": project,
+        "item": screen.item.data,
+        "item_id": screen.item.id,
+        "status": screen.item.status,
+        "annotations": annotations,
+        "final_text": extra.pop("final_text", None) or (annotations[0]["json"] if annotations else "{}"),
+        **extra,
+    }
+
+
+@router.get("/stages/{stage_id}/review/{item_id}")
+def review_screen(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
+    return render(request, "review/screen.html", _screen_context(request, stage_id, item_id))
+
+
+@router.post("/stages/{stage_id}/review/{item_id}")
+def review_submit(
+    request: Request,
+    stage_id: int,
+    item_id: int,
+    accept: int | None = Form(None),
+    final: str = Form(""),
+    comment: str = Form(""),
+    user: Principal = Depends(reviewer_only),
+):
+    try:
+        payload = None
+        if accept is None:
+            try:
+                payload = json.loads(final)
+            except json.JSONDecodeError as exc:
+                raise Invalid(f"The final version is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
+            if not isinstance(payload, dict):
+                raise Invalid("The final version is a JSON object, like the annotations above.")
+        with transaction(request.app.state.sessions) as session:
+            review.resolve(session, stage_id, item_id, user.id, accept_annotation_id=accept, payload=payload, comment=comment)
+    except DomainError as exc:
+        ctx = _screen_context(request, stage_id, item_id, final_text=final, comment=comment, error=exc.message, errors=exc.errors)
+        return render(request, "review/screen.html", ctx, status_code=exc.status_code)
+    return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
