@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.models import Annotation, Assignment, Item, ItemResult, Stage
+from app.models import Annotation, Assignment, Item, ItemResult, Stage, User
 from app.workflows import get_workflow
 
 
-def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[str, Any]]:
-    """The latest revision of each annotator's annotation of the item in the stage."""
+@dataclass
+class Submitted:
+    annotation_id: int
+    annotator: str
+    payload: dict[str, Any]
+    submitted_at: datetime
+    seconds_spent: float | None
+
+
+
+def submitted_annotations(session: Session, item_id: int, stage_id: int) -> list[Submitted]:
+    """The latest revision of each annotator's submitted annotation of the item in the stage."""
     latest = (
         sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
         .where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)
@@ -20,13 +32,19 @@ def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[s
         .subquery()
     )
     rows = session.execute(
-        sa.select(Annotation.payload)
+        sa.select(Annotation.id, User.username, Annotation.payload, Annotation.created_at, Annotation.seconds_spent)
         .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
         .join(Assignment, Assignment.id == Annotation.assignment_id)
+        .join(User, User.id == Annotation.annotator_id)
         .where(Assignment.status == "submitted")
         .order_by(Annotation.assignment_id)
     )
-    return [r[0] for r in rows]
+    return [Submitted(*r) for r in rows]
+
+
+def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[str, Any]]:
+    """The latest revision of each annotator's annotation of the item in the stage."""
+    return [s.payload for s in submitted_annotations(session, item_id, stage_id)]
 
 
 def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]]:

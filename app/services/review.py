@@ -10,27 +10,17 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Invalid, NotFound
-from app.models import Annotation, Assignment, Item, Stage, User
+from app.models import Item, Stage
 from app.services.audit import record
-from app.services.pipeline import finalize, results_by_stage
+from app.services.pipeline import Submitted, finalize, results_by_stage, submitted_annotations
 from app.services.projects import get_stage
 from app.workflows import get_workflow
-
-
-@dataclass
-class Submitted:
-    annotation_id: int
-    annotator: str
-    payload: dict[str, Any]
-    submitted_at: datetime
-    seconds_spent: float | None
 
 
 @dataclass
@@ -39,25 +29,6 @@ class ReviewRow:
     external_id: str
     annotations: int
     agreement: float  # mean pairwise agreement by the workflow's comparison; lowest first
-
-
-def submitted_annotations(session: Session, item_id: int, stage_id: int) -> list[Submitted]:
-    """The latest revision of each annotator's submitted annotation of the item in the stage."""
-    latest = (
-        sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
-        .where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)
-        .group_by(Annotation.assignment_id)
-        .subquery()
-    )
-    rows = session.execute(
-        sa.select(Annotation.id, User.username, Annotation.payload, Annotation.created_at, Annotation.seconds_spent)
-        .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .join(User, User.id == Annotation.annotator_id)
-        .where(Assignment.status == "submitted")
-        .order_by(Annotation.assignment_id)
-    )
-    return [Submitted(*r) for r in rows]
 
 
 def review_queue(session: Session, stage_id: int, limit: int = 500) -> list[ReviewRow]:
