@@ -18,7 +18,12 @@ from sqlalchemy.orm import Session
 from app.errors import Conflict, Invalid, NotFound
 from app.models import Item, Stage
 from app.services.audit import record
-from app.services.pipeline import Submitted, finalize, results_by_stage, submitted_annotations
+from app.services.pipeline import (
+    Submitted,
+    finalize,
+    results_by_stage,
+    submitted_annotations,
+)
 from app.services.projects import get_stage
 from app.workflows import get_workflow
 
