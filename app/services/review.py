@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Invalid, NotFound
-from app.models import Item, Stage
+from app.models import Annotation, AuditEvent, Item, ItemResult, Stage, Suggestion, User
 from app.services.audit import record
 from app.services.pipeline import (
     Submitted,
@@ -103,3 +104,43 @@ def resolve(
     finalize(session, item, stage, final, discard=workflow.is_discard(final), source="review", actor_id=reviewer_id)
     record(session, "item.review", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id, how=how, comment=comment[:1000])
     return item
+
+
+@dataclass
+class HistoryEntry:
+    at: datetime
+    what: str  # annotation, final, suggestion, review
+    who: str
+    stage: str
+    detail: dict[str, Any]
+
+
+def item_history(session: Session, item_id: int) -> tuple[Item, list[HistoryEntry]]:
+    """Everything that happened to an item, oldest first: every annotation revision, every final
+    record, every suggestion shown, every review decision."""
+    item = session.get(Item, item_id)
+    if item is None:
+        raise NotFound(f"No item with id {item_id}.")
+    stages = dict(session.execute(sa.select(Stage.id, Stage.name).where(Stage.project_id == item.project_id)).all())
+    users = dict(session.execute(sa.select(User.id, User.username)).all())
+    entries = [
+        HistoryEntry(a.created_at, f"annotation (revision {a.revision})", users.get(a.annotator_id, "?"), stages.get(a.stage_id, "?"),
+                     {"payload": a.payload, "seconds": a.seconds_spent})
+        for a in session.scalars(sa.select(Annotation).where(Annotation.item_id == item_id))
+    ]
+    entries += [
+        HistoryEntry(r.created_at, f"final ({r.source}){' — discarded' if r.discard else ''}", users.get(r.created_by, "consolidation"),
+                     stages.get(r.stage_id, "?"), {"payload": r.payload})
+        for r in session.scalars(sa.select(ItemResult).where(ItemResult.item_id == item_id))
+    ]
+    entries += [
+        HistoryEntry(g.created_at, f"suggestion {g.kind}", f"{g.model} {g.model_version}".strip(), stages.get(g.stage_id, "?"),
+                     {"payload": g.payload, "score": g.score})
+        for g in session.scalars(sa.select(Suggestion).where(Suggestion.item_id == item_id))
+    ]
+    entries += [
+        HistoryEntry(e.at, e.action, users.get(e.actor_id, "?"), stages.get(e.detail.get("stage"), "?"), dict(e.detail))
+        for e in session.scalars(sa.select(AuditEvent).where(AuditEvent.target == f"item:{item_id}"))
+    ]
+    entries.sort(key=lambda e: e.at)
+    return item, entries

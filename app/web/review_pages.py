@@ -84,3 +84,13 @@ def review_submit(
         ctx = _screen_context(request, stage_id, item_id, final_text=final, comment=comment, error=exc.message, errors=exc.errors)
         return render(request, "review/screen.html", ctx, status_code=exc.status_code)
     return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
+
+
+@router.get("/items/{item_id}/history")
+def history(request: Request, item_id: int, user: Principal = Depends(reviewer_only)):
+    """An item's full history: annotations (every revision), finals, suggestions and reviews, who and when."""
+    with transaction(request.app.state.sessions) as session:
+        item, entries = review.item_history(session, item_id)
+        project = projects.get_project(session, item.project_id)
+        rows = [{"at": e.at, "what": e.what, "who": e.who, "stage": e.stage, "detail": json.dumps(e.detail, ensure_ascii=False)} for e in entries]
+    return render(request, "review/history.html", {"item": item.data, "status": item.status, "project": project, "entries": rows})

@@ -68,3 +68,9 @@ def test_reviewers_settle_disagreements(client, app, settings):
     assert [a.detail["how"] for a in audit] == [f"accepted annotation {accept_b}", "edited"]
     assert audit[0].detail["comment"] == "u2 is right: it is a square"
     assert "Nothing waits for review" in client.get(f"/stages/{stage_id}/review").text
+    history = client.get(f"/items/{items['it-1'].id}/history").text
+    rows = re.findall(r"<tr><td>[^<]+</td><td>([^<]*)</td><td>([^<]+)</td><td>([^<]+)</td>", history)
+    assert [(what, who) for _, what, who in rows] == [
+        ("annotation (revision 1)", "u1"), ("annotation (revision 1)", "u2"), ("final (review)", "rita"), ("item.review", "rita"),
+    ]
+    assert "u2 is right: it is a square" in history
