@@ -7,10 +7,13 @@ transaction that is rolled back; tests that need real commits (the app, concurre
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import secrets
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,11 +39,17 @@ PASSWORD = "correct horse battery"
 
 
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory) -> URL:
+def server_url() -> Iterator[URL]:
     """A URL on the PostgreSQL server the tests use (its maintenance database)."""
     if os.environ.get("DATABASE_URL"):
-        return normalize_url(os.environ["DATABASE_URL"])
-    return start_embedded(tmp_path_factory.mktemp("embedded") / "pg").set(database="postgres")
+        yield normalize_url(os.environ["DATABASE_URL"])
+        return
+    # Not under pytest's basetemp: pytest prunes old basetemps, which would pull the data
+    # directory from under a server that another test session is still using.
+    folder = Path(tempfile.mkdtemp(prefix="vlcurate-pg-"))
+    # Registered before the server starts, so it runs after the server's own stop at exit.
+    atexit.register(shutil.rmtree, folder, True)
+    yield start_embedded(folder / "pg").set(database="postgres")
 
 
 def create_scratch_database(server_url: URL, prefix: str = "vlcurate_test") -> URL:

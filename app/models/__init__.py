@@ -4,12 +4,13 @@ from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.items import Asset, Item, ItemResult
-from app.models.jobs import JobRun
+from app.models.jobs import AgreementReport, JobRun
 from app.models.projects import Project, Stage
 from app.models.suggestions import Suggestion, SuggestionOutcome
 from app.models.users import ApiToken, Role, User
 
 __all__ = [
+    "AgreementReport",
     "Annotation",
     "ApiToken",
     "Asset",

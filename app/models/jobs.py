@@ -1,6 +1,7 @@
-"""What the worker reports about each background job: progress, outcome and error, for the jobs page."""
+"""What the worker reports: each background job's progress, outcome and error; stored agreement reports."""
 
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
@@ -24,3 +25,14 @@ class JobRun(Base):
     error: Mapped[str | None] = mapped_column(sa.Text)
     started_at: Mapped[datetime] = created_at()
     finished_at: Mapped[datetime | None]
+
+
+class AgreementReport(Base):
+    """A stage's agreement figures as computed at one time (the dashboard shows the newest)."""
+
+    __tablename__ = "agreement_reports"
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"), index=True)
+    report: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = created_at()

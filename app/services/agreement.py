@@ -10,7 +10,7 @@ Jaccard or Hungarian-matched IoU (and accuracy at IoU >= 0.5 for boxes).
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
@@ -19,13 +19,14 @@ from sqlalchemy.orm import Session
 
 from app.agreement import boxes, categorical, sets
 from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_weights
-from app.models import Annotation, Assignment, Stage, User
+from app.models import AgreementReport, Annotation, Assignment, Stage, User
 from app.services.projects import get_stage
 from app.workflows import get_workflow
 
 
-def stage_annotations(session: Session, stage_id: int) -> dict[int, dict[str, dict[str, Any]]]:
-    """item id -> annotator name -> latest submitted payload."""
+def stage_annotations(session: Session, stage_id: int, seconds: dict | None = None) -> dict[int, dict[str, dict[str, Any]]]:
+    """item id -> annotator name -> latest submitted payload (and, into `seconds`, each
+    annotator's time per annotation)."""
     latest = (
         sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
         .where(Annotation.stage_id == stage_id)
@@ -33,15 +34,17 @@ def stage_annotations(session: Session, stage_id: int) -> dict[int, dict[str, di
         .subquery()
     )
     rows = session.execute(
-        sa.select(Annotation.item_id, User.username, Annotation.payload)
+        sa.select(Annotation.item_id, User.username, Annotation.payload, Annotation.seconds_spent)
         .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
         .join(Assignment, Assignment.id == Annotation.assignment_id)
         .join(User, User.id == Annotation.annotator_id)
         .where(Assignment.status == "submitted")
     )
     out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for item_id, user, payload in rows:
+    for item_id, user, payload, spent in rows:
         out[item_id][user] = payload
+        if seconds is not None and spent is not None:
+            seconds.setdefault(user, []).append(spent)
     return out
 
 
@@ -60,7 +63,9 @@ def _pair_score(kind: str, a: Any, b: Any) -> float:
 def stage_report(session: Session, stage_id: int, *, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
     stage: Stage = get_stage(session, stage_id)
     workflow = get_workflow(stage.workflow)
-    by_item = {i: a for i, a in stage_annotations(session, stage_id).items() if len(a) >= 2}
+    seconds: dict[str, list[float]] = {}
+    everything = stage_annotations(session, stage_id, seconds)
+    by_item = {i: a for i, a in everything.items() if len(a) >= 2}
     annotators = sorted({u for a in by_item.values() for u in a})
     items = sorted(by_item)
     report: dict[str, Any] = {
@@ -71,6 +76,14 @@ def stage_report(session: Session, stage_id: int, *, samples: int = 1000, seed: 
         "seed": seed,
         "facets": {},
     }
+    done = defaultdict(int)
+    for by_annotator in everything.values():
+        for u in by_annotator:
+            done[u] += 1
+    report["per_annotator"] = {
+        u: {"items": done[u], "median seconds": float(np.median(seconds[u])) if seconds.get(u) else None}
+        for u in sorted(done)
+    }
     if not items:
         return report
     weights = resample_weights(len(items), samples, seed)
@@ -78,6 +91,8 @@ def stage_report(session: Session, stage_id: int, *, samples: int = 1000, seed: 
     for facet, kind in workflow.agreement_facets().items():
         if kind == "nominal":
             report["facets"][facet] = _nominal(values, items, annotators, facet, weights, samples, seed)
+            for u, share in _with_consensus(values, items, facet).items():
+                report["per_annotator"][u].setdefault("agreement with consensus", {})[facet] = share
         else:
             report["facets"][facet] = _pairwise(values, items, annotators, facet, kind, weights, samples, seed)
     return report
@@ -131,6 +146,34 @@ def _pairwise(values, items, annotators, facet, kind, weights, samples, seed) ->
     return out
 
 
+def _with_consensus(values, items, facet) -> dict[str, float]:
+    """Per annotator, the share of their labels equal to the item's strict-majority label."""
+    hits: dict[str, list[bool]] = defaultdict(list)
+    for i in items:
+        given = {u: _label(v.get(facet)) for u, v in values[i].items() if v.get(facet) is not None}
+        if not given:
+            continue
+        label, count = Counter(given.values()).most_common(1)[0]
+        if count * 2 <= len(given):
+            continue  # no consensus on this item
+        for u, value in given.items():
+            hits[u].append(value == label)
+    return {u: float(np.mean(h)) for u, h in hits.items()}
+
+
+def store(session: Session, stage_id: int, report: dict[str, Any]) -> AgreementReport:
+    row = AgreementReport(stage_id=stage_id, report=report)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def latest(session: Session, stage_id: int) -> AgreementReport | None:
+    return session.scalar(
+        sa.select(AgreementReport).where(AgreementReport.stage_id == stage_id).order_by(AgreementReport.id.desc()).limit(1)
+    )
+
+
 def _label(value: Any) -> Any:
     return value if isinstance(value, (str, int, bool)) or value is None else repr(value)
 
@@ -138,3 +181,17 @@ def _label(value: Any) -> Any:
 def _nan_none(value) -> float | None:
     value = float(value)
     return None if np.isnan(value) else value
+
+
+def pair_matrix(report: dict[str, Any], facet: str) -> tuple[list[str], list[list[float | None]], str]:
+    """The facet's annotator x annotator agreement (Cohen's kappa, or mean Jaccard / IoU) for a heatmap."""
+    names = report["annotators"]
+    figures = report["facets"][facet]
+    metric = "Cohen's kappa" if figures["kind"] == "nominal" else next(iter(figures["metrics"]), "")
+    matrix: list[list[float | None]] = [[1.0 if a == b else None for b in names] for a in names]
+    for key, cell in figures.get("pairwise", {}).items():
+        a, b = key.split(" / ")
+        value = cell.get(metric)
+        if a in names and b in names:
+            matrix[names.index(a)][names.index(b)] = matrix[names.index(b)][names.index(a)] = value
+    return names, matrix, metric

@@ -1,4 +1,4 @@
-"""Review pages: the queue of items whose annotators disagreed, and the adjudication screen."""
+"""Review pages: the queue of disagreements, adjudication, item history, and the agreement dashboard."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse
 from app.db import transaction
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import projects, review
+from app.services import agreement, projects, review
 from app.web.deps import Principal, csrf_protect, page_role
 from app.web.templating import render
 
@@ -94,3 +94,49 @@ def history(request: Request, item_id: int, user: Principal = Depends(reviewer_o
         project = projects.get_project(session, item.project_id)
         rows = [{"at": e.at, "what": e.what, "who": e.who, "stage": e.stage, "detail": json.dumps(e.detail, ensure_ascii=False)} for e in entries]
     return render(request, "review/history.html", {"item": item.data, "status": item.status, "project": project, "entries": rows})
+
+
+def _colour(value: float | None) -> str:
+    """Heatmap colour: red (-1) through white (0) to green (1); grey when undefined."""
+    if value is None:
+        return "#ddd"
+    v = max(-1.0, min(1.0, value))
+    if v >= 0:
+        return f"rgb({int(255 - 200 * v)},{int(255 - 80 * v)},{int(255 - 200 * v)})"
+    return f"rgb(255,{int(255 + 200 * v)},{int(255 + 200 * v)})"
+
+
+def _dashboard_context(request: Request, stage_id: int, **extra) -> dict:
+    with transaction(request.app.state.sessions) as session:
+        stage = projects.get_stage(session, stage_id)
+        project = projects.get_project(session, stage.project_id)
+        stored = agreement.latest(session, stage_id)
+    facets = []
+    if stored is not None:
+        for name, figures in stored.report["facets"].items():
+            names, matrix, metric = agreement.pair_matrix(stored.report, name)
+            cells = [
+                {"x": j, "y": i, "value": v, "colour": _colour(v)} for i, row in enumerate(matrix) for j, v in enumerate(row)
+            ]
+            facets.append({"name": name, "figures": figures, "names": names, "cells": cells, "metric": metric})
+    return {"stage": stage, "project": project, "stored": stored, "facets": facets, **extra}
+
+
+@router.get("/stages/{stage_id}/agreement")
+def dashboard(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
+    """The stage's agreement dashboard, from the newest stored report."""
+    block = "report" if request.headers.get("hx-target") == "report" else None
+    return render(request, "review/agreement.html", _dashboard_context(request, stage_id), block=block)
+
+
+@router.post("/stages/{stage_id}/agreement")
+async def recompute(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
+    """Queue the worker job that recomputes and stores the stage's agreement report."""
+    from starlette.concurrency import run_in_threadpool
+
+    from app.worker import jobs
+
+    job_id = await run_in_threadpool(jobs.defer_agreement, request.app.state.settings, stage_id)
+    notice = f"Job {job_id} queued: the worker computes the figures." if job_id else "A computation is already queued."
+    ctx = await run_in_threadpool(_dashboard_context, request, stage_id, notice=notice, pending=True)
+    return render(request, "review/agreement.html", ctx)

@@ -157,6 +157,33 @@ def suggest(context: JobContext, stage_id: int, kind: str, item_ids: list[int]) 
         return compute_suggestions(stage_id, kind, item_ids)
 
 
+@blueprint.task(name="agreement", queue="maintenance", pass_context=True, retry=RETRY)
+def agreement(context: JobContext, stage_id: int, samples: int = 1000, seed: int = 0) -> int:
+    """Compute a stage's agreement report and store it with its time (the dashboard reads it)."""
+    with report(context.job.id, "agreement", f"stage {stage_id}", 1):
+        return compute_agreement(stage_id, samples=samples, seed=seed)
+
+
+def compute_agreement(stage_id: int, *, samples: int = 1000, seed: int = 0) -> int:
+    from app.services import agreement as agreement_service
+
+    with transaction(env().sessions) as s:
+        if s.get(Stage, stage_id) is None:
+            raise JobFailed(f"Stage {stage_id} no longer exists.")
+        figures = agreement_service.stage_report(s, stage_id, samples=samples, seed=seed)
+        return agreement_service.store(s, stage_id, figures).id
+
+
+def defer_agreement(settings: Settings, stage_id: int) -> int | None:
+    """Queue an agreement job for the stage (from a web request or the CLI); None when one waits."""
+    app = make_app(settings)
+    with app.open():
+        try:
+            return agreement.configure(queueing_lock=f"agreement:{stage_id}").defer(stage_id=stage_id)
+        except AlreadyEnqueued:
+            return None
+
+
 # -- finding work ------------------------------------------------------------------------------------------
 
 

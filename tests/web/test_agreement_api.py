@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import krippendorff
 import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
+from sqlalchemy import text as sa_text
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from tests.conftest import make_token, make_user, png_bytes, zip_bytes
+from app.db import transaction
+from app.worker import jobs
+from tests.conftest import csrf_from, login, make_token, make_user, png_bytes, zip_bytes
 
 CAPTION = "A stone church in Paris, built in 1850, with a golden dragon on the roof."
 
@@ -74,3 +78,22 @@ def test_wikido_agreement_equals_reference_computations(client, app):
     # The same seed gives the same intervals.
     again = client.get(f"/api/v1/stages/{stage_id}/agreement?samples=200&seed=3", headers=reviewer).json()
     assert again == report
+
+    # The dashboard: a reviewer queues the worker job; the stored report is what the page shows.
+    login(client, "rev")
+    empty = client.get(f"/stages/{stage_id}/agreement").text
+    assert "No agreement report yet" in empty
+    queued = client.post(f"/stages/{stage_id}/agreement", data={"csrf_token": csrf_from(empty)})
+    assert queued.status_code == 200 and "queued" in queued.text and 'hx-trigger="every 3s"' in queued.text
+    with transaction(app.state.sessions) as s:
+        tasks = s.scalars(sa_text("SELECT task_name FROM procrastinate_jobs")).all()
+    assert tasks == ["vlcurate:agreement"]
+    jobs.configure(app.state.settings)
+    jobs.compute_agreement(stage_id, samples=200, seed=3)  # what the worker's job runs
+    page = client.get(f"/stages/{stage_id}/agreement").text
+    alpha = report["facets"]["verdict"]["metrics"]["Krippendorff's alpha"]["estimate"]
+    assert f'<td class="estimate">{alpha:.3f}</td>' in page
+    assert page.count("<rect ") == 9 * 2  # a 3 x 3 heatmap for each of the two facets
+    kappa_02 = report["facets"]["verdict"]["pairwise"]["r0 / r2"]["Cohen's kappa"]
+    assert f'data-value="{kappa_02:.3f}"' in page
+    assert re.search(r'<tr data-annotator="r2"><td>r2</td><td>30</td>', page)
