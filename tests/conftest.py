@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
