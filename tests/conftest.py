@@ -96,8 +96,12 @@ def session(engine) -> Iterator[Session]:
             tx.rollback()
 
 
+# The job queue's tables come from procrastinate's SQL, not from our models.
+QUEUE_TABLES = ("procrastinate_jobs", "procrastinate_events", "procrastinate_periodic_defers", "procrastinate_workers")
+
+
 def truncate_all(engine: sa.Engine) -> None:
-    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    tables = ", ".join([f'"{t.name}"' for t in Base.metadata.sorted_tables] + list(QUEUE_TABLES))
     with engine.begin() as conn:
         conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
 
