@@ -33,3 +33,13 @@ def log_in(page, username: str, password: str) -> None:
     page.fill("input[name=password]", password)
     page.keyboard.press("Enter")
     page.wait_for_url("**/")
+
+
+def log_in_by_keyboard(page, username: str, password: str) -> None:
+    """The login form by keyboard only: the username field has the focus, Tab, Enter."""
+    page.goto("/login")
+    page.keyboard.type(username)
+    page.keyboard.press("Tab")
+    page.keyboard.type(password)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/")

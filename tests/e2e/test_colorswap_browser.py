@@ -13,6 +13,7 @@ from app.db import transaction
 from app.models import Annotation, Item, ItemResult
 from app.services import imports, projects
 from tests.conftest import PASSWORD, colorswap_records, make_user
+from tests.e2e.conftest import log_in_by_keyboard
 
 
 def _project(committed, settings, storage) -> tuple[int, int]:
@@ -44,12 +45,7 @@ def _focused(page) -> str:
 def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, tmp_path):
     filter_id, recaption_id = _project(committed, settings, storage)
     make_user(committed, "cs", "annotator", PASSWORD)
-    page.goto("/login")
-    page.keyboard.type("cs")
-    page.keyboard.press("Tab")
-    page.keyboard.type(PASSWORD)
-    page.keyboard.press("Enter")
-    page.wait_for_url("**/")
+    log_in_by_keyboard(page, "cs", PASSWORD)
     page.goto(f"/stages/{filter_id}/annotate")
 
     done = set()

@@ -14,6 +14,7 @@ from app.models import Annotation, Item
 from app.services import imports, projects
 from app.services.figures import figures
 from tests.conftest import PASSWORD, make_user, png_bytes
+from tests.e2e.conftest import log_in_by_keyboard
 
 CAPTION_1 = "A red square number 1, painted by an artist in 1913 near the sea."
 
@@ -42,12 +43,7 @@ def _press(page, key: str, times: int = 1) -> None:
 def test_three_verdicts_by_keyboard(page, committed, settings, storage, tmp_path):
     project_id, stage_id = _project(committed, settings, storage)
     make_user(committed, "wd", "annotator", PASSWORD)
-    page.goto("/login")
-    page.keyboard.type("wd")
-    page.keyboard.press("Tab")
-    page.keyboard.type(PASSWORD)
-    page.keyboard.press("Enter")
-    page.wait_for_url("**/")
+    log_in_by_keyboard(page, "wd", PASSWORD)
     page.goto(f"/stages/{stage_id}/annotate")
 
     for _ in range(3):

@@ -21,21 +21,10 @@ from tests.conftest import (
     colorswap_records,
     csrf_from,
     login,
-    make_token,
     make_user,
     png_bytes,
     zip_bytes,
 )
-
-
-@pytest.fixture
-def api(client, app):
-    admin = make_user(app.state.sessions, "boss", "admin")
-    ann = make_user(app.state.sessions, "ann", "annotator")
-    return {
-        "admin": {"Authorization": f"Bearer {make_token(app.state.sessions, admin)}"},
-        "ann": {"Authorization": f"Bearer {make_token(app.state.sessions, ann)}"},
-    }
 
 
 def create(client, headers, records, files, name="ColorSwap") -> tuple[int, int, int]:

@@ -6,14 +6,13 @@ import json
 import re
 import uuid
 
-import pytest
 import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Asset, Item
 from app.services import suggestions
 from app.services.figures import figures
-from tests.conftest import login, make_token, make_user, png_bytes, zip_bytes
+from tests.conftest import login, png_bytes, zip_bytes
 
 URL = "https://upload.wikimedia.org/wikipedia/commons/a/ab/Nave.jpg"
 
@@ -26,16 +25,6 @@ def wikido_records() -> tuple[list[dict], dict[str, bytes]]:
     ]
     records.append({"image_id": 9, "orig_cap": "A nave.", "caption": "A Gothic nave.", "image": URL, "topic": "art", "split": "val"})
     return records, {f"img/{i}.png": png_bytes((200, 10 * i, 10), size=(30 + i, 20)) for i in range(4)}
-
-
-@pytest.fixture
-def api(client, app):
-    admin = make_user(app.state.sessions, "boss", "admin")
-    ann = make_user(app.state.sessions, "ann", "annotator")
-    return {
-        "admin": {"Authorization": f"Bearer {make_token(app.state.sessions, admin)}"},
-        "ann": {"Authorization": f"Bearer {make_token(app.state.sessions, ann)}"},
-    }
 
 
 def setup_project(client, api) -> tuple[int, int]:
