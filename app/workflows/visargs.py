@@ -155,7 +155,8 @@ class VisArgsPremises(Workflow):
     image_fields = ("/image",)
     follow_on = (STRUCTURE, GROUNDING)
     keys_help = (
-        "↑/↓ move between premises · Space keeps or drops one · Ctrl+Enter splits at the caret · "
+        "typing in a premise keeps it; Space on its keep box keeps or drops it · ↑/↓ move between premises · "
+        "Ctrl+Enter splits at the caret · "
         "Alt+↑/↓ moves a premise · N adds one · D discards the image · Enter submits · S skips"
     )
 
