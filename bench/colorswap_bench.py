@@ -14,21 +14,25 @@ import argparse
 import io
 import json
 import random
-import re
-import statistics
 import time
 
 import sqlalchemy as sa
 from PIL import Image, ImageDraw
-from scratch import scratch_database
+from scratch import (
+    BENCH_PASSWORD,
+    csrf,
+    log_in,
+    p95,
+    scratch_database,
+    server_ms,
+    summary,
+)
 
 from app.db import session_factory, transaction  # noqa: E402
 from app.models import Item  # noqa: E402
 from app.services import imports, projects, suggestions, users  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.storage import make_storage  # noqa: E402
-
-PASSWORD = "bench password 123"
 
 
 def candidate_png(pair: int, k: int, size: int = 128) -> bytes:
@@ -41,14 +45,6 @@ def candidate_png(pair: int, k: int, size: int = 128) -> bytes:
     out = io.BytesIO()
     img.save(out, "PNG")
     return out.getvalue()
-
-
-def p95_of(values: list[float]) -> float:
-    return sorted(values)[int(0.95 * (len(values) - 1))]
-
-
-def server_ms(response) -> float:
-    return float(re.search(r"dur=([\d.]+)", response.headers["server-timing"]).group(1))
 
 
 def main() -> None:
@@ -88,7 +84,7 @@ def main() -> None:
             specs = [projects.StageSpec(workflow="colorswap.filter"), projects.StageSpec(workflow="colorswap.recaption")]
             project_id = projects.create_project(s, "bench", specs).id
             stage_id = projects.stages_of(s, project_id)[0].id
-            users.create_user(s, "bench", "annotator", PASSWORD)
+            users.create_user(s, "bench", "annotator", BENCH_PASSWORD)
         data = "\n".join(json.dumps(r) for r in records).encode()
         started = time.perf_counter()
         with transaction(sessions) as s:
@@ -114,9 +110,7 @@ def main() -> None:
 
         claim_ms, screen_ms = [], []
         with TestClient(create_app(settings)) as client:
-            page = client.get("/login").text
-            token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-            client.post("/login", data={"username": "bench", "password": PASSWORD, "csrf_token": token, "next": "/"})
+            log_in(client, "bench")
             for n in range(min(args.screens, args.pairs)):
                 claim = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False)
                 claim_ms.append(server_ms(claim))
@@ -124,19 +118,16 @@ def main() -> None:
                 assert screen.status_code == 200 and screen.text.count('class="candidate"') == 16
                 screen_ms.append(server_ms(screen))
                 form = {
-                    "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', screen.text).group(1),
+                    "csrf_token": csrf(screen.text),
                     "idempotency_key": f"bench-{n}",
                     "choice_1": "0",
                     "choice_2": "8",
                 }
                 client.post(claim.headers["location"] + "/submit", data=form, follow_redirects=False)
 
-    def line(name: str, values: list[float]) -> str:
-        return f"{name}: p50 {statistics.median(values):.1f} ms, p95 {p95_of(values):.1f} ms, max {max(values):.1f} ms"
-
-    print(line("claim (server time)", claim_ms))
-    print(line("filter screen, 16 candidates with scores (server time)", screen_ms)
-          + f" over {len(screen_ms)} items; target p95 < 100 ms: {'met' if p95_of(screen_ms) < 100 else 'NOT met'}")
+    print(f"claim (server time): {summary(claim_ms)}")
+    print(f"filter screen, 16 candidates with scores (server time): {summary(screen_ms)}"
+          f" over {len(screen_ms)} items; target p95 < 100 ms: {'met' if p95(screen_ms) < 100 else 'NOT met'}")
 
 
 if __name__ == "__main__":

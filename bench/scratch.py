@@ -1,8 +1,10 @@
-"""A scratch database for benchmarks: on DATABASE_URL's server when set, else an embedded one."""
+"""Benchmark helpers: a scratch database (DATABASE_URL's server, else an embedded one) and request timing."""
 
 from __future__ import annotations
 
 import os
+import re
+import statistics
 import sys
 import tempfile
 import uuid
@@ -38,3 +40,30 @@ def scratch_database() -> Iterator[tuple[URL, Path]]:
             with admin.connect() as conn:
                 conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
             admin.dispose()
+
+
+# -- timing the app in process ---------------------------------------------------------------
+
+BENCH_PASSWORD = "bench password 123"
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def csrf(html: str) -> str:
+    return _CSRF.search(html).group(1)
+
+
+def log_in(client, username: str, password: str = BENCH_PASSWORD) -> None:
+    client.post("/login", data={"username": username, "password": password, "csrf_token": csrf(client.get("/login").text), "next": "/"})
+
+
+def server_ms(response) -> float:
+    """The time the app spent on a request, from its Server-Timing header."""
+    return float(re.search(r"dur=([\d.]+)", response.headers["server-timing"]).group(1))
+
+
+def p95(values: list[float]) -> float:
+    return sorted(values)[int(0.95 * (len(values) - 1))]
+
+
+def summary(values: list[float]) -> str:
+    return f"p50 {statistics.median(values):.1f} ms, p95 {p95(values):.1f} ms, max {max(values):.1f} ms"

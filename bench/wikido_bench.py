@@ -14,20 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import resource
-import statistics
 import time
 
 import sqlalchemy as sa
-from scratch import scratch_database
+from scratch import BENCH_PASSWORD, csrf, log_in, scratch_database, server_ms, summary
 
 from app.db import session_factory, transaction  # noqa: E402
 from app.services import imports, projects, users  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.storage import make_storage  # noqa: E402
 
-PASSWORD = "bench password 123"
 WORDS = ("church nave built century stone tower painting portrait river bridge market dish served "
          "festival museum collection bronze statue garden palace harbour mountain village").split()
 TOPICS = ["architecture", "paintings", "food", "medicine", "sports", "animals", "plants", "vehicles"]
@@ -43,15 +40,6 @@ def record(i: int, rnd: random.Random) -> dict:
         "page_title": f"Article {i}",
         "topic": TOPICS[i % len(TOPICS)],
     }
-
-
-def server_ms(response) -> float:
-    return float(re.search(r"dur=([\d.]+)", response.headers["server-timing"]).group(1))
-
-
-def summary(values: list[float]) -> str:
-    values = sorted(values)
-    return f"p50 {statistics.median(values):.1f} ms, p95 {values[int(0.95 * (len(values) - 1))]:.1f} ms, max {values[-1]:.1f} ms"
 
 
 def main() -> None:
@@ -71,7 +59,7 @@ def main() -> None:
         with transaction(sessions) as s:
             project_id = projects.create_project(s, "bench", [projects.StageSpec(workflow="wikido.verify")]).id
             stage_id = projects.stages_of(s, project_id)[0].id
-            users.create_user(s, "bench", "annotator", PASSWORD)
+            users.create_user(s, "bench", "annotator", BENCH_PASSWORD)
         started = time.perf_counter()
         with transaction(sessions) as s:
             result = imports.import_items(s, project_id, data, "val.jsonl", settings=settings, storage=storage)
@@ -91,9 +79,7 @@ def main() -> None:
 
         claim_ms, screen_ms, submit_ms, bar_ms = [], [], [], []
         with TestClient(create_app(settings)) as client:
-            page = client.get("/login").text
-            token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-            client.post("/login", data={"username": "bench", "password": PASSWORD, "csrf_token": token, "next": "/"})
+            log_in(client, "bench")
             for n in range(args.screens):
                 claim = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False)
                 claim_ms.append(server_ms(claim))
@@ -102,7 +88,7 @@ def main() -> None:
                 screen_ms.append(server_ms(screen))
                 bar_ms.append(server_ms(client.get(f"/stages/{stage_id}/bar")))
                 form = {
-                    "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', screen.text).group(1),
+                    "csrf_token": csrf(screen.text),
                     "idempotency_key": f"bench-{n}",
                     "verdict": "hallucinated" if n % 2 else "correct",
                     "caption": "A shorter caption.",

@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 
 from app.agreement import boxes, categorical, sets
 from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_weights
-from app.models import AgreementReport, Annotation, Assignment, Stage, User
+from app.models import AgreementReport, Stage
+from app.services.pipeline import submitted_annotations
 from app.services.projects import get_stage
 from app.workflows import get_workflow
 
@@ -27,24 +28,11 @@ from app.workflows import get_workflow
 def stage_annotations(session: Session, stage_id: int, seconds: dict | None = None) -> dict[int, dict[str, dict[str, Any]]]:
     """item id -> annotator name -> latest submitted payload (and, into `seconds`, each
     annotator's time per annotation)."""
-    latest = (
-        sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
-        .where(Annotation.stage_id == stage_id)
-        .group_by(Annotation.assignment_id)
-        .subquery()
-    )
-    rows = session.execute(
-        sa.select(Annotation.item_id, User.username, Annotation.payload, Annotation.seconds_spent)
-        .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
-        .join(Assignment, Assignment.id == Annotation.assignment_id)
-        .join(User, User.id == Annotation.annotator_id)
-        .where(Assignment.status == "submitted")
-    )
     out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for item_id, user, payload, spent in rows:
-        out[item_id][user] = payload
-        if seconds is not None and spent is not None:
-            seconds.setdefault(user, []).append(spent)
+    for a in submitted_annotations(session, None, stage_id):
+        out[a.item_id][a.annotator] = a.payload
+        if seconds is not None and a.seconds_spent is not None:
+            seconds.setdefault(a.annotator, []).append(a.seconds_spent)
     return out
 
 

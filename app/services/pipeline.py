@@ -16,6 +16,7 @@ from app.workflows import get_workflow
 @dataclass
 class Submitted:
     annotation_id: int
+    item_id: int
     annotator: str
     payload: dict[str, Any]
     submitted_at: datetime
@@ -23,16 +24,17 @@ class Submitted:
 
 
 
-def submitted_annotations(session: Session, item_id: int, stage_id: int) -> list[Submitted]:
-    """The latest revision of each annotator's submitted annotation of the item in the stage."""
-    latest = (
-        sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
-        .where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)
-        .group_by(Annotation.assignment_id)
-        .subquery()
+def submitted_annotations(session: Session, item_id: int | None, stage_id: int) -> list[Submitted]:
+    """The latest revision of each annotator's submitted annotation of the item in the stage
+    (of every item of the stage when `item_id` is None)."""
+    latest = sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision")).where(
+        Annotation.stage_id == stage_id
     )
+    if item_id is not None:
+        latest = latest.where(Annotation.item_id == item_id)
+    latest = latest.group_by(Annotation.assignment_id).subquery()
     rows = session.execute(
-        sa.select(Annotation.id, User.username, Annotation.payload, Annotation.created_at, Annotation.seconds_spent)
+        sa.select(Annotation.id, Annotation.item_id, User.username, Annotation.payload, Annotation.created_at, Annotation.seconds_spent)
         .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
         .join(Assignment, Assignment.id == Annotation.assignment_id)
         .join(User, User.id == Annotation.annotator_id)

