@@ -180,6 +180,8 @@ def project_create(
     name: str,
     workflow: list[str] = typer.Option(..., "--workflow", help="Workflow of a stage; repeat for a pipeline."),
     overlap: int = typer.Option(1, help="Annotators per item in each stage."),
+    sample: Optional[int] = typer.Option(None, help="Give OVERLAP annotators only to a random sample of this many items; one to the rest."),
+    sample_seed: int = typer.Option(0, help="Seed of the agreement sample."),
     lease_seconds: int = typer.Option(900, help="How long a claimed item stays reserved."),
     config: Optional[str] = typer.Option(None, help="Stage configuration as JSON (applies to every stage)."),
     description: str = typer.Option("", help="Shown on the project page."),
@@ -188,13 +190,18 @@ def project_create(
     from app.services import projects
 
     settings, sessions = _sessions()
+    if sample is not None and sample < 1:
+        _fail("--sample is a number of items, 1 or more.")
     try:
         stage_config = json.loads(config) if config else {}
     except json.JSONDecodeError as exc:
         _fail(f"--config is not valid JSON: {exc.msg}")
     try:
         specs = [
-            projects.StageSpec(workflow=w, overlap=overlap, lease_seconds=lease_seconds, config=stage_config)
+            projects.StageSpec(
+                workflow=w, overlap=overlap, lease_seconds=lease_seconds, config=stage_config,
+                sample_size=sample, sample_seed=sample_seed,
+            )
             for w in workflow
         ]
         with transaction(sessions) as session:
@@ -349,11 +356,13 @@ def agreement_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
     samples: int = typer.Option(1000, min=0, help="Bootstrap samples for the 95% intervals."),
     seed: int = typer.Option(0, help="Bootstrap seed (same seed, same intervals)."),
+    soft: bool = typer.Option(True, help="Soft-matched Jaccard of text sets with MiniLM (worker extra); --no-soft skips loading it."),
 ) -> None:
     """Inter-annotator agreement per stage, with bootstrap confidence intervals."""
     from rich.table import Table
 
     from app.services import agreement, projects
+    from app.worker import jobs
 
     settings, sessions = _sessions()
     with transaction(sessions) as session:
@@ -364,7 +373,10 @@ def agreement_cmd(
         chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
         if not chosen:
             _fail(f"Project '{target.name}' has no stage '{stage}'.")
-        reports = [agreement.stage_report(session, st.id, samples=samples, seed=seed) for st in chosen]
+        reports = [
+            agreement.stage_report(session, st.id, samples=samples, seed=seed, embed=jobs.soft_match_embedder(st.workflow) if soft else None)
+            for st in chosen
+        ]
     if as_json:
         print(json.dumps(reports if stage is None else reports[0], indent=2, ensure_ascii=False))
         return
@@ -379,6 +391,35 @@ def agreement_cmd(
                 estimate = ci["estimate"]
                 table.add_row(facet, metric, "n/a" if estimate is None or estimate != estimate else f"{estimate:.3f}", interval)
         console.print(table)
+
+
+@app.command("equivalence")
+def equivalence_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    stage: Optional[str] = typer.Option(None, help="The stage whose free-text answers are judged (id or name); default: the only one that has them."),
+    overlap: int = typer.Option(1, min=1, help="Judges per pair (when the judgement project is created)."),
+) -> None:
+    """Queue differently worded answer pairs (VisArgs conclusions) for reviewers' equivalence judgements."""
+    from app.services import equivalence, projects
+    from app.workflows import get_workflow
+
+    settings, sessions = _sessions()
+    try:
+        with transaction(sessions) as session:
+            target = projects.find_project(session, project)
+            chosen = [
+                st for st in projects.stages_of(session, target.id)
+                if (stage is None or stage in (st.name, str(st.id))) and get_workflow(st.workflow).equivalence_field
+            ]
+            if not chosen:
+                _fail(f"Project '{target.name}' has no stage{f' {stage!r}' if stage else ''} with free-text answers to judge.")
+            made = equivalence.create_judgements(session, chosen[0].id, overlap=overlap)
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    console.print(
+        f"{made['created']} new pairs to judge in project {made['project_id']} "
+        f"({made['pairs']} pairs in all, {made['same_wording']} worded the same): /stages/{made['stage_id']}/annotate"
+    )
 
 
 def main() -> None:

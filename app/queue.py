@@ -61,6 +61,19 @@ _PICK_RETURNING = sa.text(
     """
 )
 
+# Items a reviewer sent back to this annotator: they come first, and take no new slot.
+_PICK_SENT_BACK = sa.text(
+    """
+    SELECT a.id, a.item_id FROM assignments a
+    JOIN items i ON i.id = a.item_id
+    WHERE a.stage_id = :stage AND a.annotator_id = :user AND a.status = 'returned'
+      AND i.stage_id = :stage AND i.status = 'active'
+    ORDER BY a.id
+    LIMIT 1
+    FOR UPDATE OF a SKIP LOCKED
+    """
+)
+
 _INSERT = sa.text(
     "INSERT INTO assignments (item_id, stage_id, annotator_id, status, lease_until)"
     " VALUES (:item, :stage, :user, 'active', now() + make_interval(secs => :lease))"
@@ -93,6 +106,10 @@ def claim_next(session: Session, stage: Stage, annotator_id: int) -> Claim | Non
     """Lease the next eligible item of `stage` to the annotator, or return None if none is left."""
     expire_leases(session, stage.id)
     params = {"stage": stage.id, "user": annotator_id}
+    back = session.execute(_PICK_SENT_BACK, params).first()
+    if back is not None:
+        row = session.execute(_RENEW, {"id": back[0], "lease": stage.lease_seconds}).one()
+        return Claim(assignment_id=row[0], item_id=back[1], lease_until=row[1])
     row = None
     # A concurrent claim by the same annotator can commit between this statement's snapshot and
     # its row lock; the unique constraint then turns the insert into a no-op and we pick again.

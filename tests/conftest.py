@@ -173,7 +173,10 @@ def png_bytes(colour=(200, 30, 30), size=(32, 24)) -> bytes:
     return out.getvalue()
 
 
-def make_choice_project(sessions, settings, storage, n: int, *, overlap: int = 1, lease: int = 900, name: str | None = None, tmp: Path | None = None) -> tuple[int, int]:
+def make_choice_project(
+    sessions, settings, storage, n: int, *, overlap: int = 1, lease: int = 900, name: str | None = None,
+    tmp: Path | None = None, sample: int | None = None, seed: int = 0,
+) -> tuple[int, int]:
     """A generic.choice project with n items sharing one image; returns (project_id, stage_id)."""
     import json
     import tempfile
@@ -181,7 +184,8 @@ def make_choice_project(sessions, settings, storage, n: int, *, overlap: int = 1
     from app.services import imports, projects
 
     spec = projects.StageSpec(
-        workflow="generic.choice", overlap=overlap, lease_seconds=lease, config={"choices": ["a", "b", "c"]}
+        workflow="generic.choice", overlap=overlap, lease_seconds=lease, config={"choices": ["a", "b", "c"]},
+        sample_size=sample, sample_seed=seed,
     )
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "img.png").write_bytes(png_bytes())

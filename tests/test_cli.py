@@ -125,3 +125,27 @@ def test_agreement_report(env, settings, storage):
     r = invoke("agreement", "Agree", "--samples", "50")
     assert r.exit_code == 0 and "percent agreement" in r.output and "0.750" in r.output
     assert invoke("agreement", "Agree", "--stage", "nope").exit_code == 1
+
+
+def test_sampled_project_and_equivalence_commands(env, tmp_path):
+    from app.models import StageSample
+
+    r = invoke("project", "create", "Once", "--workflow", "generic.choice", "--sample", "3", "--config", '{"choices": ["a", "b"]}')
+    assert r.exit_code == 1 and "two or more annotators" in " ".join(r.output.split())
+    assert invoke("project", "create", "Few", "--workflow", "generic.choice", "--overlap", "2", "--sample", "0").exit_code == 1
+    r = invoke("project", "create", "Sampled", "--workflow", "generic.choice", "--overlap", "2", "--sample", "3",
+               "--sample-seed", "9", "--config", '{"choices": ["a", "b"]}')
+    assert r.exit_code == 0, r.output
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps({"id": str(i), "image": "a.png"}) for i in range(10)))
+    assert invoke("import", "Sampled", str(tmp_path / "items.jsonl"), "--images", str(tmp_path)).exit_code == 0
+    with transaction(env) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(StageSample)) == 3
+
+    r = invoke("equivalence", "Sampled")
+    assert r.exit_code == 1 and "no stage with free-text answers" in r.output
+    assert invoke("project", "create", "Args", "--workflow", "visargs.premises", "--workflow", "visargs.structure").exit_code == 0
+    r = invoke("equivalence", "Args")
+    assert r.exit_code == 0 and "0 new pairs to judge" in r.output, r.output
+    r = invoke("equivalence", "Args")  # the judgement project exists: reused
+    assert r.exit_code == 0 and "0 new pairs" in r.output

@@ -37,7 +37,8 @@ def test_embedded_postgres_starts_migrates_and_stops(tmp_path):
         engine.dispose()
         """
     )
-    env = {"VLCURATE_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    # A login shell's PATH: as root, the wheel creates its system user with useradd (in sbin).
+    env = {"VLCURATE_DATA_DIR": str(tmp_path), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["socket", "0"]

@@ -5,7 +5,7 @@ from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRun
-from app.models.projects import Project, Stage
+from app.models.projects import Project, Stage, StageSample
 from app.models.suggestions import Suggestion, SuggestionOutcome
 from app.models.users import ApiToken, Role, User
 
@@ -24,6 +24,7 @@ __all__ = [
     "Project",
     "Role",
     "Stage",
+    "StageSample",
     "Suggestion",
     "SuggestionOutcome",
     "User",

@@ -8,8 +8,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, created_at
 
-# active: leased to the annotator; submitted: done; skipped / released / expired: the slot went back.
-ASSIGNMENT_STATUSES = ("active", "submitted", "skipped", "released", "expired")
+# active: leased to the annotator; submitted: done; skipped / released / expired: the slot went back;
+# returned: a reviewer sent the item back, the annotator revises their annotation.
+ASSIGNMENT_STATUSES = ("active", "submitted", "skipped", "released", "expired", "returned")
 
 
 class Assignment(Base):
@@ -18,7 +19,7 @@ class Assignment(Base):
         # An annotator can never hold the same item twice in a stage.
         sa.UniqueConstraint("item_id", "stage_id", "annotator_id"),
         sa.CheckConstraint(
-            "status IN ('active', 'submitted', 'skipped', 'released', 'expired')", name="status"
+            "status IN ('active', 'submitted', 'skipped', 'released', 'expired', 'returned')", name="status"
         ),
         sa.Index(
             "ix_assignments_leases",

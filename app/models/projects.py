@@ -27,6 +27,7 @@ class Stage(Base):
         sa.UniqueConstraint("project_id", "position"),
         sa.CheckConstraint("overlap >= 1", name="overlap_positive"),
         sa.CheckConstraint("lease_seconds >= 1", name="lease_positive"),
+        sa.CheckConstraint("sample_size IS NULL OR sample_size >= 0", name="sample_nonnegative"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -38,3 +39,18 @@ class Stage(Base):
     lease_seconds: Mapped[int] = mapped_column(server_default="900")
     guidelines: Mapped[str] = mapped_column(sa.Text, server_default="")
     config: Mapped[dict[str, Any]] = mapped_column(server_default=sa.text("'{}'::jsonb"))
+    # Agreement sampling: when set, `overlap` annotators see only `sample_size` items drawn at
+    # random (by `sample_seed`) into stage_samples; every other item gets one annotator.
+    sample_size: Mapped[int | None]
+    sample_seed: Mapped[int] = mapped_column(server_default="0")
+
+
+class StageSample(Base):
+    """The items of a stage's agreement sample (they get the stage's full overlap)."""
+
+    __tablename__ = "stage_samples"
+
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"), primary_key=True)
+    item_id: Mapped[int] = mapped_column(
+        sa.BigInteger, sa.ForeignKey("items.id", ondelete="CASCADE"), primary_key=True, index=True
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import sqlalchemy as sa
@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from app.agreement import boxes, categorical, sets
 from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_weights
 from app.models import AgreementReport, Stage
+from app.services import equivalence
 from app.services.pipeline import submitted_annotations
 from app.services.projects import get_stage
 from app.workflows import get_workflow
@@ -48,7 +49,19 @@ def _pair_score(kind: str, a: Any, b: Any) -> float:
     return boxes.mean_iou(a, b)
 
 
-def stage_report(session: Session, stage_id: int, *, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
+SOFT_THRESHOLD = 0.8  # cosine similarity at which two texts count as the same (stage config: soft_match_threshold)
+
+
+def stage_report(
+    session: Session,
+    stage_id: int,
+    *,
+    samples: int = 1000,
+    seed: int = 0,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """The stage's agreement figures. With `embed` (texts -> unit vectors, the worker's MiniLM),
+    set facets also get Jaccard soft-matched by text similarity."""
     stage: Stage = get_stage(session, stage_id)
     workflow = get_workflow(stage.workflow)
     seconds: dict[str, list[float]] = {}
@@ -83,7 +96,41 @@ def stage_report(session: Session, stage_id: int, *, samples: int = 1000, seed: 
                 report["per_annotator"][u].setdefault("agreement with consensus", {})[facet] = share
         else:
             report["facets"][facet] = _pairwise(values, items, annotators, facet, kind, weights, samples, seed)
+            if kind == "set":
+                threshold = float(stage.config.get("soft_match_threshold", SOFT_THRESHOLD))
+                _soft(report["facets"][facet], values, items, annotators, facet, embed, threshold, weights, samples, seed)
+    if workflow.equivalence_field:
+        report["facets"][f"{workflow.equivalence_field} equivalence"] = _equivalence(session, stage, samples, seed)
     return report
+
+
+def _equivalence(session: Session, stage: Stage, samples: int, seed: int) -> dict[str, Any]:
+    """The share of answer pairs that say the same: same wording, or judged equivalent by a reviewer."""
+    pairs = equivalence.answer_pairs(session, stage)
+    verdicts = equivalence.judged(session, stage)
+    per_item, per_pair = defaultdict(list), defaultdict(list)
+    pending = 0
+    for p in pairs:
+        same = True if p.same_wording else verdicts.get(p.key)
+        if same is None:
+            pending += 1
+            continue
+        per_item[p.item_id].append(float(same))
+        per_pair[" / ".join(p.annotators)].append(float(same))
+    out: dict[str, Any] = {
+        "kind": "judged",
+        "metrics": {},
+        "pairs": len(pairs),
+        "same wording": sum(p.same_wording for p in pairs),
+        "judged": len(pairs) - pending - sum(p.same_wording for p in pairs),
+        "pending": pending,
+        "items": len(per_item),
+    }
+    if per_item:
+        means = np.array([np.mean(v) for v in per_item.values()])
+        out["metrics"]["equivalence rate"] = _interval(bootstrap(mean_stats(means), mean_from, samples=samples, seed=seed))
+    out["pairwise"] = {p: {"items": len(v), "equivalence rate": float(np.mean(v))} for p, v in per_pair.items()}
+    return out
 
 
 def _nominal(values, items, annotators, facet, weights, samples, seed) -> dict[str, Any]:
@@ -132,6 +179,39 @@ def _pairwise(values, items, annotators, facet, kind, weights, samples, seed) ->
             out["metrics"]["accuracy at IoU >= 0.5"] = {"estimate": float(np.mean(accuracy))}
     out["pairwise"] = {p: {"items": len(v), f"mean {name}": float(np.mean(v))} for p, v in per_pair.items()}
     return out
+
+
+def _soft(out, values, items, annotators, facet, embed, threshold, weights, samples, seed) -> None:
+    """Add the soft-matched Jaccard of a set facet: texts pair up (optimal one-to-one matching)
+    when their embeddings' cosine similarity reaches `threshold`."""
+    name = f"mean soft Jaccard (similarity >= {threshold:g})"
+    if embed is None:
+        out["notes"] = [f"{name}: computed by the worker job (it needs the worker extra's MiniLM model)."]
+        return
+    given = {i: [(u, list(values[i][u].get(facet))) for u in annotators if u in values[i] and values[i][u].get(facet) is not None] for i in items}
+    texts = sorted({t for g in given.values() for _, v in g for t in v})
+    if not texts:
+        return
+    index = {t: n for n, t in enumerate(texts)}
+    vectors = np.asarray(embed(texts), dtype=float)
+
+    def similarity(a, b):
+        return vectors[[index[t] for t in a]] @ vectors[[index[t] for t in b]].T
+
+    per_item, per_pair = [], defaultdict(list)
+    for i in items:
+        scores = []
+        for (a, va), (b, vb) in itertools.combinations(given[i], 2):
+            score = sets.soft_jaccard(va, vb, similarity, threshold)
+            scores.append(score)
+            per_pair[f"{a} / {b}"].append(score)
+        if scores:
+            per_item.append(float(np.mean(scores)))
+    if per_item:
+        w = weights if len(per_item) == weights.shape[1] else None
+        out["metrics"][name] = _interval(bootstrap(mean_stats(np.array(per_item)), mean_from, weights=w, samples=samples, seed=seed))
+        for pair, scores in per_pair.items():
+            out["pairwise"].setdefault(pair, {"items": len(scores)})[name] = float(np.mean(scores))
 
 
 def _with_consensus(values, items, facet) -> dict[str, float]:

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session
 
 from app import queue
 from app.errors import Conflict, Forbidden, Invalid, NotFound
-from app.models import Annotation, Assignment, Draft, Item, Stage
+from app.models import Annotation, Assignment, AuditEvent, Draft, Item, Stage, User
+from app.services import sampling
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import complete_stage, results_by_stage
 from app.services.projects import get_stage
@@ -106,7 +107,7 @@ def submit(
             .select_from(Assignment)
             .where(Assignment.item_id == item.id, Assignment.stage_id == stage.id, Assignment.status == "submitted")
         )
-        if submitted >= stage.overlap:
+        if submitted >= sampling.required(session, stage, item.id):
             complete_stage(session, item, stage)
     return SubmitResult(annotation.id, revision, False, item.status)
 
@@ -138,6 +139,8 @@ class Screen:
     draft: dict[str, Any] | None
     results: dict[str, dict[str, Any]]  # earlier stages' finals, by workflow name
     suggestions: dict[str, suggestions_service.SuggestionView]  # by kind
+    previous: dict[str, Any] | None = None  # the annotator's last submitted payload, when the item came back
+    returned: dict[str, Any] | None = None  # the reviewer's note when the item was sent back (comment, by, at)
 
 
 def open_assignment(session: Session, assignment_id: int, user_id: int) -> Screen:
@@ -149,6 +152,16 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     item = session.get(Item, assignment.item_id)
     stage = session.get(Stage, assignment.stage_id)
     draft = session.scalar(sa.select(Draft.payload).where(Draft.assignment_id == assignment.id))
+    previous = returned = None
+    if assignment.status in ("active", "returned"):
+        previous = session.scalar(
+            sa.select(Annotation.payload)
+            .where(Annotation.assignment_id == assignment.id)
+            .order_by(Annotation.revision.desc())
+            .limit(1)
+        )
+        if previous is not None:
+            returned = sent_back_note(session, item.id, stage.id)
     return Screen(
         assignment,
         item,
@@ -156,7 +169,28 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
         draft,
         results_by_stage(session, item.id),
         suggestions_service.for_item(session, item.id, stage.id),
+        previous,
+        returned,
     )
+
+
+def sent_back_note(session: Session, item_id: int, stage_id: int) -> dict[str, Any] | None:
+    """The reviewer's newest send-back note on the item in the stage: comment, who, when."""
+    row = session.execute(
+        sa.select(AuditEvent.detail, AuditEvent.at, User.username)
+        .outerjoin(User, User.id == AuditEvent.actor_id)
+        .where(
+            AuditEvent.action == "item.sent_back",
+            AuditEvent.target == f"item:{item_id}",
+            AuditEvent.detail["stage"].as_integer() == stage_id,
+        )
+        .order_by(AuditEvent.id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    detail, at, who = row
+    return {"comment": detail.get("comment", ""), "by": who or "a reviewer", "at": at}
 
 
 def user_stage_counts(session: Session, stage_id: int, user_id: int) -> int:

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from app.errors import Invalid
 from app.images import CheckedImage, ImageRejected, check_image
 from app.models import Asset, Item
+from app.services import sampling
 from app.services.audit import record
 from app.services.projects import get_project, stages_of
 from app.settings import Settings
@@ -283,12 +284,13 @@ def import_items(
                         item.group_id,
                         first.id,
                         "active",
-                        first.overlap,
+                        sampling.entry_slots(first),
                     )
                 )
                 if i % 10000 == 0:
                     say("writing", i, len(parsed))
     say("writing", len(parsed), len(parsed))
+    sampling.draw(session, project.id)
     record(
         session,
         "project.import",

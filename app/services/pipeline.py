@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.models import Annotation, Assignment, Item, ItemResult, Stage, User
+from app.services import sampling
 from app.workflows import get_workflow
 
 
@@ -100,7 +101,7 @@ def finalize(
         if get_workflow(nxt.workflow).applies(item.data, results, nxt.config):
             item.stage_id = nxt.id
             item.status = "active"
-            item.slots_left = nxt.overlap
+            item.slots_left = sampling.required(session, nxt, item.id)
             return
     item.status = "done"
     item.slots_left = 0

@@ -22,6 +22,9 @@ class StageSpec(BaseModel):
     lease_seconds: int = Field(default=900, ge=10, le=7 * 24 * 3600)
     guidelines: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
+    # Agreement sampling: `overlap` annotators on a random sample of this many items, one on the rest.
+    sample_size: int | None = Field(default=None, ge=1)
+    sample_seed: int = Field(default=0, ge=0, le=2**31 - 1)
 
 
 def create_project(
@@ -38,6 +41,11 @@ def create_project(
         if needed and needed not in earlier:
             raise Invalid(f"The stage '{spec.workflow}' builds on '{needed}', which must come before it.")
         earlier.append(spec.workflow)
+        if spec.sample_size is not None and spec.overlap < 2:
+            raise Invalid(
+                f"The stage '{spec.name or spec.workflow}' samples {spec.sample_size} items for agreement: "
+                "give it two or more annotators per item (overlap), or no sample."
+            )
     if session.scalar(sa.select(Project.id).where(Project.name == name)):
         raise Conflict(f"A project named '{name}' already exists.")
     project = Project(name=name, description=description, created_by=actor_id)
@@ -54,6 +62,8 @@ def create_project(
                 lease_seconds=spec.lease_seconds,
                 guidelines=spec.guidelines,
                 config=spec.config,
+                sample_size=spec.sample_size,
+                sample_seed=spec.sample_seed,
             )
         )
     session.flush()
@@ -96,6 +106,7 @@ class StageProgress:
     workflow: str
     position: int
     overlap: int
+    sample_size: int | None = None  # overlap only on a sample of this many items
     active: int = 0  # in this stage, open for annotation
     review: int = 0  # in this stage, waiting for review
     finished: int = 0  # passed this stage (final record written)
@@ -117,6 +128,7 @@ class StageProgress:
             "workflow": self.workflow,
             "position": self.position,
             "overlap": self.overlap,
+            "sample_size": self.sample_size,
             "counts": {
                 "active": self.active,
                 "review": self.review,
@@ -165,7 +177,7 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
     )
     stages: dict[int, StageProgress] = {}
     for s in stage_rows:
-        sp = StageProgress(s.id, s.name, s.workflow, s.position, s.overlap)
+        sp = StageProgress(s.id, s.name, s.workflow, s.position, s.overlap, s.sample_size)
         stages[s.id] = sp
         projects[s.project_id].stages.append(sp)
 

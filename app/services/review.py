@@ -1,9 +1,10 @@
 """Review: the queue of items whose annotations disagree, and their adjudication into a final record.
 
 An item waits for review when its stage's consolidation found no majority. A reviewer sees every
-annotator's latest annotation side by side, then accepts one of them or writes the final version
-(validated like any annotation). Either way the final record is appended (source "review") and
-the item moves on through the pipeline exactly as an automatic consolidation would move it.
+annotator's latest annotation side by side, then accepts one of them, writes the final version
+(in the workflow's own editor, validated like any annotation), or sends the item back to its
+annotators with a comment. Accepting or editing appends the final record (source "review") and
+moves the item on through the pipeline exactly as an automatic consolidation would move it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, Invalid, NotFound
-from app.models import Annotation, AuditEvent, Item, ItemResult, Stage, Suggestion, User
+from app.models import (
+    Annotation,
+    Assignment,
+    AuditEvent,
+    Item,
+    ItemResult,
+    Stage,
+    Suggestion,
+    User,
+)
 from app.services.audit import record
 from app.services.pipeline import (
     Submitted,
@@ -103,6 +113,38 @@ def resolve(
         raise Invalid("Accept one annotation or give the final version.")
     finalize(session, item, stage, final, discard=workflow.is_discard(final), source="review", actor_id=reviewer_id)
     record(session, "item.review", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id, how=how, comment=comment[:1000])
+    return item
+
+
+def send_back(session: Session, stage_id: int, item_id: int, reviewer_id: int, comment: str) -> Item:
+    """Return a reviewed item to its annotators with the reviewer's comment.
+
+    Each annotator's assignment becomes "returned": it comes first in their queue, their earlier
+    annotation is filled in, the comment is shown, and their next submit is a new revision. When
+    all of them have submitted again the stage consolidates as usual (and may ask for review
+    again). An annotator who skips or lets the lease run out gives their place to someone else.
+    """
+    comment = comment.strip()
+    if not comment:
+        raise Invalid("Say what to change: the comment is what the annotators will see.")
+    get_stage(session, stage_id)
+    item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
+    if item is None or item.stage_id != stage_id:
+        raise NotFound("No such item in this stage.")
+    if item.status != "review":
+        raise Conflict("This item is no longer waiting for review; someone resolved it already.")
+    returned = session.execute(
+        sa.update(Assignment)
+        .where(Assignment.item_id == item_id, Assignment.stage_id == stage_id, Assignment.status == "submitted")
+        .values(status="returned")
+        .returning(Assignment.annotator_id)
+    ).scalars().all()
+    item.status = "active"
+    item.slots_left = 0  # the same annotators revise; nobody new takes the item
+    record(
+        session, "item.sent_back", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id,
+        comment=comment[:1000], annotators=len(returned),
+    )
     return item
 
 

@@ -14,13 +14,12 @@ from app import queue
 from app.db import transaction
 from app.errors import Conflict, Invalid, NotFound
 from app.services import annotation, projects
-from app.web.deps import Principal, csrf_protect, page_user
+from app.web.deps import Principal, csrf_protect, form_values, page_user
 from app.web.templating import is_htmx, render
 from app.workflows import get_workflow
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
-FORM_META = {"csrf_token", "idempotency_key", "opened_at"}
 BAR_TTL_SECONDS = 3.0
 
 
@@ -48,9 +47,12 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
     workflow = get_workflow(screen.stage.workflow)
     item, config = screen.item.data, screen.stage.config
     if values is None:
-        values = screen.draft or workflow.initial_values(
-            item, config, results=screen.results, suggestions=screen.suggestions
-        )
+        if screen.draft:
+            values = screen.draft
+        elif screen.previous is not None:  # sent back: the annotator revises what they gave
+            values = workflow.payload_values(screen.previous, item, config, screen.results)
+        else:
+            values = workflow.initial_values(item, config, results=screen.results, suggestions=screen.suggestions)
     return {
         "assignment": screen.assignment,
         "item": screen.item.data,
@@ -65,6 +67,8 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
             item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions, values=values
         ),
         "live": workflow.live_check(item, values, config, screen.results),
+        "check_url": f"/assignments/{assignment_id}/check",
+        "returned": screen.returned,
         "idempotency_key": uuid.uuid4().hex,
         "opened_at": time.time(),
     }
@@ -90,16 +94,9 @@ def screen(request: Request, assignment_id: int, user: Principal = Depends(page_
     return render(request, "annotate/screen.html", _screen_context(request, assignment_id, user))
 
 
-async def _form_payload(request: Request) -> tuple[dict, dict]:
-    form = await request.form()
-    fields = {k: form.getlist(k) for k in form.keys() if k not in FORM_META}
-    flat = {k: (v[0] if len(v) == 1 else v) for k, v in fields.items()}
-    return flat, {k: form.get(k) for k in FORM_META}
-
-
 @router.post("/assignments/{assignment_id}/submit")
 async def submit(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
-    values, meta = await _form_payload(request)
+    values, meta = await form_values(request)
 
     def work():
         with transaction(request.app.state.sessions) as session:
@@ -141,11 +138,21 @@ def skip(request: Request, assignment_id: int, user: Principal = Depends(page_us
 @router.post("/assignments/{assignment_id}/check")
 async def live_check(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
     """The workflow's live check of what the annotator has typed so far, as a fragment."""
-    values, _ = await _form_payload(request)
+
+    def screen(session):
+        return annotation.open_assignment(session, assignment_id, user.id)
+
+    return await live_check_fragment(request, screen)
+
+
+async def live_check_fragment(request: Request, open_screen) -> HTMLResponse:
+    """Re-render the workflow's `live_check` block for the posted form values; `open_screen(session)`
+    gives the item, stage and earlier results (an annotator's assignment or a reviewed item)."""
+    values, _ = await form_values(request)
 
     def work():
         with transaction(request.app.state.sessions) as session:
-            screen = annotation.open_assignment(session, assignment_id, user.id)
+            screen = open_screen(session)
         workflow = get_workflow(screen.stage.workflow)
         return workflow, workflow.live_check(screen.item.data, values, screen.stage.config, screen.results)
 
@@ -157,7 +164,7 @@ async def live_check(request: Request, assignment_id: int, user: Principal = Dep
 
 @router.post("/assignments/{assignment_id}/draft")
 async def draft(request: Request, assignment_id: int, user: Principal = Depends(page_user)):
-    values, _ = await _form_payload(request)
+    values, _ = await form_values(request)
 
     def work():
         with transaction(request.app.state.sessions) as session:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, File, Query, Request, Response, UploadFi
 from pydantic import BaseModel, Field
 
 from app.db import transaction
+from app.errors import NotFound
 from app.models import Role
 from app.services import agreement, annotation, projects
 from app.services import users as users_service
@@ -152,10 +153,19 @@ def stage_agreement(
     stage_id: int,
     samples: int = Query(1000, ge=0, le=10_000),
     seed: int = 0,
+    stored: bool = Query(False, description="The newest report the worker stored (what the dashboard shows) instead of computing now"),
     user: Principal = Depends(api_role(Role.reviewer)),
 ) -> dict[str, Any]:
-    """Inter-annotator agreement of the stage: every facet's figures with bootstrap 95% intervals, per annotator pair."""
+    """Inter-annotator agreement of the stage: every facet's figures with bootstrap 95% intervals, per annotator pair.
+    Computed now, or with `stored=true` the worker's newest report with its time (that one includes the
+    soft-matched Jaccard, which needs the worker's text model)."""
     with _tx(request) as session:
+        if stored:
+            row = agreement.latest(session, stage_id)
+            if row is None:
+                projects.get_stage(session, stage_id)  # 404 for an unknown stage
+                raise NotFound("No stored agreement report for this stage yet: recompute it on the dashboard.")
+            return {**row.report, "computed_at": row.created_at.isoformat()}
         return agreement.stage_report(session, stage_id, samples=samples, seed=seed)
 
 

@@ -122,3 +122,15 @@ async def csrf_protect(request: Request) -> None:
 
 def client_ip(request: Request) -> str | None:
     return request.client.host if request.client else None
+
+
+# Fields of annotation forms that are not part of the answer.
+FORM_META = {"csrf_token", "idempotency_key", "opened_at", "start", "comment"}
+
+
+async def form_values(request: Request) -> tuple[dict, dict]:
+    """An annotation form's answer fields (a field given several times becomes a list) and its meta fields."""
+    form = await request.form()
+    fields = {k: form.getlist(k) for k in form.keys() if k not in FORM_META}
+    flat = {k: (v[0] if len(v) == 1 else v) for k, v in fields.items()}
+    return flat, {k: form.get(k) for k in FORM_META}

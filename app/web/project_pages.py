@@ -25,7 +25,7 @@ def _list_context(request: Request, form: dict | None = None, error: str | None 
         "projects": rows,
         # A workflow that builds on another is added with it, never chosen on its own.
         "workflows": [w for w in all_workflows() if not w.requires],
-        "form": form or {"name": "", "workflow": "generic.choice", "overlap": 1, "choices": ""},
+        "form": form or {"name": "", "workflow": "generic.choice", "overlap": 1, "sample_size": "", "choices": ""},
         "error": error,
     }
 
@@ -43,17 +43,26 @@ def create_project(
     name: str = Form(""),
     workflow: str = Form(""),
     overlap: int = Form(1),
+    sample_size: str = Form(""),
     choices: str = Form(""),
     user: Principal = Depends(page_role(Role.admin)),
 ):
-    form = {"name": name, "workflow": workflow, "overlap": overlap, "choices": choices}
+    form = {"name": name, "workflow": workflow, "overlap": overlap, "sample_size": sample_size, "choices": choices}
     config = {}
     if choices.strip():
         config["choices"] = [c.strip() for c in choices.split(",") if c.strip()]
     try:
+        sample = int(sample_size) if sample_size.strip() else None
+        if sample is not None and sample < 1:
+            raise ValueError
+    except ValueError:
+        return render(request, "projects/list.html", _list_context(request, form, "The sample size is a whole number of items (1 or more), or empty for all items."), status_code=422)
+    try:
         with transaction(request.app.state.sessions) as session:
             specs = [
-                projects.StageSpec(workflow=w, overlap=max(1, overlap), config=config if w == workflow else {})
+                projects.StageSpec(
+                    workflow=w, overlap=max(1, overlap), sample_size=sample, config=config if w == workflow else {}
+                )
                 for w in (workflow, *get_workflow(workflow).follow_on)
             ]
             project = projects.create_project(session, name, specs, actor_id=user.id)

@@ -6,13 +6,16 @@ import json
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from app.db import transaction
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import agreement, projects, review
-from app.web.deps import Principal, csrf_protect, page_role
+from app.services import agreement, equivalence, projects, review, suggestions
+from app.web.annotate_pages import live_check_fragment
+from app.web.deps import Principal, csrf_protect, form_values, page_role
 from app.web.templating import render
+from app.workflows import get_workflow
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 reviewer_only = page_role(Role.reviewer)
@@ -65,25 +68,96 @@ def review_submit(
     stage_id: int,
     item_id: int,
     accept: int | None = Form(None),
+    action: str = Form(""),
     final: str = Form(""),
     comment: str = Form(""),
     user: Principal = Depends(reviewer_only),
 ):
+    """Accept one annotation, send the item back with a comment, or save a final version written as JSON."""
     try:
-        payload = None
-        if accept is None:
-            try:
-                payload = json.loads(final)
-            except json.JSONDecodeError as exc:
-                raise Invalid(f"The final version is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
-            if not isinstance(payload, dict):
-                raise Invalid("The final version is a JSON object, like the annotations above.")
         with transaction(request.app.state.sessions) as session:
-            review.resolve(session, stage_id, item_id, user.id, accept_annotation_id=accept, payload=payload, comment=comment)
+            if action == "send_back":
+                review.send_back(session, stage_id, item_id, user.id, comment)
+            elif accept is not None:
+                review.resolve(session, stage_id, item_id, user.id, accept_annotation_id=accept, comment=comment)
+            else:
+                review.resolve(session, stage_id, item_id, user.id, payload=_json_object(final), comment=comment)
     except DomainError as exc:
         ctx = _screen_context(request, stage_id, item_id, final_text=final, comment=comment, error=exc.message, errors=exc.errors)
         return render(request, "review/screen.html", ctx, status_code=exc.status_code)
     return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
+
+
+def _json_object(text: str) -> dict:
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Invalid(f"The final version is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
+    if not isinstance(payload, dict):
+        raise Invalid("The final version is a JSON object, like the annotations above.")
+    return payload
+
+
+def _editor_context(request: Request, stage_id: int, item_id: int, start: int | None, values: dict | None = None) -> dict:
+    """The workflow's own annotation screen, filled from one annotation (or from what was posted)."""
+    with transaction(request.app.state.sessions) as session:
+        screen = review.open_review(session, stage_id, item_id)
+        project = projects.get_project(session, screen.stage.project_id)
+        shown = suggestions.for_item(session, item_id, stage_id)
+    workflow = get_workflow(screen.stage.workflow)
+    item, config = screen.item.data, screen.stage.config
+    chosen = next((a for a in screen.annotations if a.annotation_id == start), screen.annotations[0] if screen.annotations else None)
+    if values is None:
+        values = workflow.payload_values(chosen.payload, item, config, screen.results) if chosen else {}
+    return {
+        "stage": screen.stage,
+        "project": project,
+        "item": item,
+        "item_id": item_id,
+        "assets": screen.item.assets,
+        "status": screen.item.status,
+        "workflow": workflow,
+        "values": values,
+        "start": chosen,
+        "annotations": screen.annotations,
+        "extra": workflow.screen_context(
+            item, config, assets=screen.item.assets, results=screen.results, suggestions=shown, values=values
+        ),
+        "live": workflow.live_check(item, values, config, screen.results),
+        "check_url": f"/stages/{stage_id}/review/{item_id}/check",
+    }
+
+
+@router.get("/stages/{stage_id}/review/{item_id}/edit")
+def review_editor(request: Request, stage_id: int, item_id: int, start: int | None = None, user: Principal = Depends(reviewer_only)):
+    """Write the final version in the workflow's own editor, starting from annotation `start`."""
+    return render(request, "review/edit.html", _editor_context(request, stage_id, item_id, start))
+
+
+@router.post("/stages/{stage_id}/review/{item_id}/edit")
+async def review_edit_submit(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
+    values, meta = await form_values(request)
+    start = int(meta["start"]) if (meta.get("start") or "").isdigit() else None
+
+    def work():
+        with transaction(request.app.state.sessions) as session:
+            stage = projects.get_stage(session, stage_id)
+            payload = get_workflow(stage.workflow).form_to_payload(values)
+            review.resolve(session, stage_id, item_id, user.id, payload=payload, comment=meta.get("comment") or "")
+
+    try:
+        await run_in_threadpool(work)
+    except DomainError as exc:
+        ctx = await run_in_threadpool(_editor_context, request, stage_id, item_id, start, values)
+        ctx.update({"error": exc.message, "errors": exc.errors, "comment": meta.get("comment") or ""})
+        return render(request, "review/edit.html", ctx, status_code=exc.status_code)
+    return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
+
+
+@router.post("/stages/{stage_id}/review/{item_id}/check")
+async def review_live_check(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
+    """The workflow's live check of the reviewer's version, as a fragment."""
+    return await live_check_fragment(request, lambda session: review.open_review(session, stage_id, item_id))
 
 
 @router.get("/items/{item_id}/history")
@@ -119,7 +193,12 @@ def _dashboard_context(request: Request, stage_id: int, **extra) -> dict:
                 {"x": j, "y": i, "value": v, "colour": _colour(v)} for i, row in enumerate(matrix) for j, v in enumerate(row)
             ]
             facets.append({"name": name, "figures": figures, "names": names, "cells": cells, "metric": metric})
-    return {"stage": stage, "project": project, "stored": stored, "facets": facets, **extra}
+    judging = None
+    if get_workflow(stage.workflow).equivalence_field:
+        with transaction(request.app.state.sessions) as session:
+            found = equivalence.judging_stage(session, stage)
+            judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
+    return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, **extra}
 
 
 @router.get("/stages/{stage_id}/agreement")
@@ -132,11 +211,21 @@ def dashboard(request: Request, stage_id: int, user: Principal = Depends(reviewe
 @router.post("/stages/{stage_id}/agreement")
 async def recompute(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
     """Queue the worker job that recomputes and stores the stage's agreement report."""
-    from starlette.concurrency import run_in_threadpool
-
     from app.worker import jobs
 
     job_id = await run_in_threadpool(jobs.defer_agreement, request.app.state.settings, stage_id)
     notice = f"Job {job_id} queued: the worker computes the figures." if job_id else "A computation is already queued."
     ctx = await run_in_threadpool(_dashboard_context, request, stage_id, notice=notice, pending=True)
     return render(request, "review/agreement.html", ctx)
+
+
+@router.post("/stages/{stage_id}/equivalence")
+def judge_equivalence(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
+    """Queue the differently worded answer pairs of the stage for equivalence judgements."""
+    with transaction(request.app.state.sessions) as session:
+        made = equivalence.create_judgements(session, stage_id, actor_id=user.id)
+    notice = (
+        f"{made['created']} new pairs to judge ({made['pairs']} pairs in all, {made['same_wording']} worded the same). "
+        "Recompute once they are judged."
+    )
+    return render(request, "review/agreement.html", _dashboard_context(request, stage_id, notice=notice))

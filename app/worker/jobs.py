@@ -28,6 +28,7 @@ from app.services import suggestions as suggestions_service
 from app.services.pipeline import results_by_stage
 from app.settings import Settings
 from app.storage import Storage, make_storage
+from app.worker import backends
 from app.worker.backends import ModelUnavailable
 from app.worker.producers import PRODUCERS, ItemInput
 from app.workflows import get_workflow
@@ -168,10 +169,24 @@ def compute_agreement(stage_id: int, *, samples: int = 1000, seed: int = 0) -> i
     from app.services import agreement as agreement_service
 
     with transaction(env().sessions) as s:
-        if s.get(Stage, stage_id) is None:
+        stage = s.get(Stage, stage_id)
+        if stage is None:
             raise JobFailed(f"Stage {stage_id} no longer exists.")
-        figures = agreement_service.stage_report(s, stage_id, samples=samples, seed=seed)
+        figures = agreement_service.stage_report(s, stage_id, samples=samples, seed=seed, embed=soft_match_embedder(stage.workflow))
         return agreement_service.store(s, stage_id, figures).id
+
+
+def soft_match_embedder(workflow: str):
+    """MiniLM's text embedding for soft-matched Jaccard when the workflow has text-set facets
+    and the worker extra is installed; None otherwise (the report then says where it comes from)."""
+    from app.workflows import get_workflow
+
+    if "set" not in get_workflow(workflow).agreement_facets().values():
+        return None
+    try:
+        return backends.text_similarity().embed
+    except backends.ModelUnavailable:
+        return None
 
 
 def defer_agreement(settings: Settings, stage_id: int) -> int | None:

@@ -114,6 +114,14 @@ class Workflow:
         """Turn a plain HTML form post (no JavaScript) into a payload."""
         return {k: v for k, v in form.items() if k in self.annotation_schema.model_fields}
 
+    def payload_values(
+        self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The form values that show `payload` on this workflow's screen, so that
+        `form_to_payload(payload_values(p))` gives `p` back. A reviewer's editor and an item
+        sent back to its annotator start from them."""
+        return {k: v for k, v in payload.items() if k in self.annotation_schema.model_fields}
+
     def is_discard(self, payload: Mapping[str, Any]) -> bool:
         return bool(payload.get("discard"))
 
@@ -121,6 +129,9 @@ class Workflow:
     def compare(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
         """Agreement of two annotations in [0, 1]."""
         return 1.0 if dict(a) == dict(b) else 0.0
+
+    # A free-text answer field whose agreement people judge (app.services.equivalence), or None.
+    equivalence_field: str | None = None
 
     def agreement_facets(self) -> dict[str, str]:
         """What agreement is measured on: facet name -> "nominal" (a label), "set" (texts),

@@ -184,6 +184,9 @@ class ColorSwapFilter(Workflow):
     def form_to_payload(self, form):
         return {k: _form_choice(v) for k, v in form.items() if k in ("choice_1", "choice_2")}
 
+    def payload_values(self, payload, item, config, results):
+        return {k: "none" if payload.get(k) is None else str(payload[k]) for k in ("choice_1", "choice_2") if k in payload}
+
     def is_discard(self, payload):
         return payload.get("choice_1") is None or payload.get("choice_2") is None
 

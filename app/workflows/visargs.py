@@ -164,6 +164,12 @@ class VisArgsPremises(Workflow):
         kept = [_clean(r["text"]) for r in premise_rows(form) if r["keep"] and _clean(r["text"])]
         return {"visual_premises": kept, "discard": _truthy(form.get("discard"))}
 
+    def payload_values(self, payload, item, config, results):
+        values: dict[str, Any] = {"discard": "on"} if payload.get("discard") else {}
+        for i, text in enumerate(payload.get("visual_premises") or []):
+            values.update({f"text_{i}": text, f"pos_{i}": str(i), f"keep_{i}": "on"})
+        return values
+
     def check(self, item, payload, config, results):
         if payload.discard:
             return []
@@ -261,6 +267,21 @@ def structure_from_form(form: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def structure_values(cps: list[str], conclusion: str, steps: list[str], *, discard: bool = False) -> dict[str, Any]:
+    """Form values showing commonsense premises, a conclusion and steps (structure_from_form's inverse)."""
+    values: dict[str, Any] = {"conclusion": conclusion}
+    if discard:
+        values["discard"] = "on"
+    for i, text in enumerate(cps):
+        values[f"cp_{i}"] = text
+    parsed, _ = parse_steps(list(steps))
+    for i, step in enumerate(parsed):
+        values[f"step_in_{i}"] = list(step.inputs)
+        values[f"step_out_{i}"] = step.output
+        values[f"step_text_{i}"] = step.text
+    return values
+
+
 def _structure_problems(vps: list[str], payload: Mapping[str, Any], config: Mapping[str, Any]):
     cps = payload.get("commonsense_premises") or []
     steps, syntax = parse_steps(list(payload.get("reasoning_steps") or []))
@@ -278,10 +299,18 @@ class VisArgsStructure(Workflow):
     annotation_schema = StructureAnnotation
     template = "workflows/visargs_structure.html"
     requires = PREMISES
+    # Conclusions worded differently may still agree: reviewers judge pairs in visargs.equivalence.
+    equivalence_field = "conclusion"
     keys_help = "click the chips to choose a step's inputs · the check below updates as you type · Enter submits"
 
     def form_to_payload(self, form):
         return structure_from_form(form)
+
+    def payload_values(self, payload, item, config, results):
+        return structure_values(
+            payload.get("commonsense_premises") or [], payload.get("conclusion") or "",
+            payload.get("reasoning_steps") or [], discard=bool(payload.get("discard")),
+        )
 
     def check(self, item, payload, config, results):
         if payload.discard:
@@ -332,15 +361,9 @@ class VisArgsStructure(Workflow):
         }
 
     def initial_values(self, item, config, *, results, suggestions):
-        values: dict[str, Any] = {"conclusion": item.get("candidate_conclusion") or ""}
-        for i, text in enumerate(item.get("candidate_commonsense") or []):
-            values[f"cp_{i}"] = text
-        steps, _ = parse_steps(list(item.get("candidate_steps") or []))
-        for i, step in enumerate(steps):
-            values[f"step_in_{i}"] = list(step.inputs)
-            values[f"step_out_{i}"] = step.output
-            values[f"step_text_{i}"] = step.text
-        return values
+        return structure_values(
+            item.get("candidate_commonsense") or [], item.get("candidate_conclusion") or "", item.get("candidate_steps") or []
+        )
 
     def live_check(self, item, values, config, results):
         vps = final_of(results, PREMISES).get("visual_premises") or []

@@ -62,6 +62,9 @@ class VisArgsGrounding(Workflow):
             boxes.append({k: _int(form.get(f"{f}_{i}")) for k, f in (("startX", "x"), ("startY", "y"), ("w", "w"), ("h", "h"))})
         return {"b_box": boxes}
 
+    def payload_values(self, payload, item, config, results):
+        return box_values(payload.get("b_box") or [])
+
     def validate_annotation(self, item, payload, config, results=None):
         boxes = payload.get("b_box")
         if isinstance(boxes, list):
@@ -145,12 +148,19 @@ class VisArgsGrounding(Workflow):
         drafts = item.get("candidate_boxes") or []
         values = {}
         if len(drafts) == len(vps) and final_of(results, PREMISES).get("visual_premises") == item.get("candidate_premises"):
-            for i, b in enumerate(drafts):
-                values.update({f"x_{i}": b["startX"], f"y_{i}": b["startY"], f"w_{i}": b["w"], f"h_{i}": b["h"]})
+            values = box_values(drafts)
         return values
 
     def export_record(self, item, results):
         return published_record(item, results)
+
+
+def box_values(boxes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Form values x_<i>, y_<i>, w_<i>, h_<i> of boxes in the published form."""
+    values: dict[str, Any] = {}
+    for i, b in enumerate(boxes):
+        values.update({f"x_{i}": b["startX"], f"y_{i}": b["startY"], f"w_{i}": b["w"], f"h_{i}": b["h"]})
+    return values
 
 
 # -- equivalence (for agreement on conclusions) -------------------------------------------------
@@ -187,6 +197,9 @@ class VisArgsEquivalence(Workflow):
     def form_to_payload(self, form):
         value = str(form.get("equivalent", "")).lower()
         return {"equivalent": value in ("yes", "true", "on", "1")} if value else {}
+
+    def payload_values(self, payload, item, config, results):
+        return {"equivalent": "yes" if payload["equivalent"] else "no"} if "equivalent" in payload else {}
 
     def screen_context(self, item, config, *, assets, results, suggestions, values):
         return {"image": image_urls(item.get("image"), assets.get("/image")) if item.get("image") else None}

@@ -39,20 +39,28 @@ def payload(item: int, rater: int) -> dict:
     return {"verdict": "hallucinated", "caption": corrected}
 
 
-def test_wikido_agreement_equals_reference_computations(client, app):
-    admin = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'boss', 'admin'))}"}
-    raters = [{"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, f'r{k}'))}"} for k in range(3)]
-    project = client.post("/api/v1/projects", headers=admin, json={"name": "WikiDO", "stages": [{"workflow": "wikido.verify", "overlap": 3}]}).json()
+def annotate_thirty(http, sessions) -> tuple[int, list[dict]]:
+    """Three annotators r0-r2 verify 30 WikiDO items through the HTTP API (a TestClient or an
+    httpx client on a live server), with the planted disagreements; returns the stage id and the
+    raters' auth headers."""
+    admin = {"Authorization": f"Bearer {make_token(sessions, make_user(sessions, 'boss', 'admin'))}"}
+    raters = [{"Authorization": f"Bearer {make_token(sessions, make_user(sessions, f'r{k}'))}"} for k in range(3)]
+    project = http.post("/api/v1/projects", headers=admin, json={"name": "WikiDO", "stages": [{"workflow": "wikido.verify", "overlap": 3}]}).json()
     stage_id = project["stages"][0]["id"]
     records = [{"image_id": str(i), "orig_cap": "A stone church in Paris.", "caption": CAPTION, "image": "a.png"} for i in range(30)]
-    r = client.post(f"/api/v1/projects/{project['id']}/items", headers=admin,
-                    files={"file": ("v.jsonl", "\n".join(json.dumps(x) for x in records).encode()), "images": ("i.zip", zip_bytes({"a.png": png_bytes()}))})
-    assert r.status_code == 201
+    r = http.post(f"/api/v1/projects/{project['id']}/items", headers=admin,
+                  files={"file": ("v.jsonl", "\n".join(json.dumps(x) for x in records).encode()), "images": ("i.zip", zip_bytes({"a.png": png_bytes()}))})
+    assert r.status_code == 201, r.text
     for k, headers in enumerate(raters):
-        while (claim := client.post(f"/api/v1/stages/{stage_id}/claim", headers=headers)).status_code == 200:
+        while (claim := http.post(f"/api/v1/stages/{stage_id}/claim", headers=headers)).status_code == 200:
             c = claim.json()
             body = {"payload": payload(int(c["data"]["image_id"]), k), "idempotency_key": uuid.uuid4().hex}
-            assert client.post(f"/api/v1/assignments/{c['assignment_id']}/submit", headers=headers, json=body).status_code == 200
+            assert http.post(f"/api/v1/assignments/{c['assignment_id']}/submit", headers=headers, json=body).status_code == 200
+    return stage_id, raters
+
+
+def test_wikido_agreement_equals_reference_computations(client, app):
+    stage_id, raters = annotate_thirty(client, app.state.sessions)
 
     assert client.get(f"/api/v1/stages/{stage_id}/agreement", headers=raters[0]).status_code == 403  # annotators may not
     reviewer = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'rev', 'reviewer'))}"}

@@ -7,7 +7,7 @@ import re
 import sqlalchemy as sa
 
 from app.db import transaction
-from app.models import AuditEvent, Item, ItemResult
+from app.models import Annotation, AuditEvent, Item, ItemResult
 from app.services import annotation
 from tests.conftest import csrf_from, login, make_choice_project, make_user
 
@@ -74,3 +74,76 @@ def test_reviewers_settle_disagreements(client, app, settings):
         ("annotation (revision 1)", "u1"), ("annotation (revision 1)", "u2"), ("final (review)", "rita"), ("item.review", "rita"),
     ]
     assert "u2 is right: it is a square" in history
+
+
+def test_a_reviewer_sends_an_item_back_and_the_annotators_revise_it(client, app, settings):
+    sessions = app.state.sessions
+    _, stage_id = make_choice_project(sessions, settings, app.state.storage, 1, overlap=2, name="Back")
+    u1, u2, u3 = (make_user(sessions, n) for n in ("u1", "u2", "u3"))
+    _annotate(sessions, stage_id, [u1, u2], [["a"], ["b"]])
+    item = _items(sessions)["it-0"]
+    assert item.status == "review"
+
+    make_user(sessions, "rita", "reviewer")
+    login(client, "rita")
+    url = f"/stages/{stage_id}/review/{item.id}"
+    token = csrf_from(client.get(url).text)
+    empty = client.post(url, data={"csrf_token": token, "action": "send_back", "comment": "  "})
+    assert empty.status_code == 422 and "Say what to change" in empty.text
+    assert _items(sessions)["it-0"].status == "review"
+    note = "Look at the corner: <b>it is a square</b>"
+    assert client.post(url, data={"csrf_token": token, "action": "send_back", "comment": note}, follow_redirects=False).status_code == 303
+    assert _items(sessions)["it-0"].status == "active"
+    assert client.post(url, data={"csrf_token": token, "accept": "1"}).status_code == 409  # no longer in review
+
+    with transaction(sessions) as s:
+        assert annotation.claim(s, stage_id, u3) is None  # only its annotators revise it
+    client.cookies.clear()
+    login(client, "u1")
+    screen = client.get(f"/stages/{stage_id}/annotate")
+    assert 'id="returned-note"' in screen.text and "rita" in screen.text
+    assert "&lt;b&gt;it is a square&lt;/b&gt;" in screen.text and "<b>it is a square</b>" not in screen.text
+    assert re.search(r'value="a"[^>]*checked', screen.text)  # their earlier answer is filled in
+    assignment = re.search(r'action="/assignments/(\d+)/submit"', screen.text).group(1)
+    form = {"csrf_token": csrf_from(screen.text), "idempotency_key": "again-1", "choice": "b"}
+    assert client.post(f"/assignments/{assignment}/submit", data=form, follow_redirects=False).status_code == 303
+    assert _items(sessions)["it-0"].status == "active"  # u2 has not revised yet
+
+    with transaction(sessions) as s:
+        claimed = annotation.claim(s, stage_id, u2)
+        assert claimed.item_id == item.id
+        annotation.submit(s, claimed.assignment_id, u2, {"choice": "b"}, "again-2")
+    with transaction(sessions) as s:
+        final = s.scalar(sa.select(ItemResult).where(ItemResult.item_id == item.id))
+        revisions = s.scalars(sa.select(Annotation.revision).where(Annotation.item_id == item.id).order_by(Annotation.id)).all()
+    assert (final.payload, final.source) == ({"choice": "b"}, "auto") and revisions == [1, 1, 2, 2]
+    client.cookies.clear()
+    login(client, "rita")
+    history = client.get(f"/items/{item.id}/history").text
+    assert "item.sent_back" in history and "&lt;b&gt;it is a square&lt;/b&gt;" in history
+
+
+def test_the_reviewer_writes_the_final_version_in_the_workflows_editor(client, app, settings):
+    sessions = app.state.sessions
+    _, stage_id = make_choice_project(sessions, settings, app.state.storage, 1, overlap=2, name="Edit")
+    _annotate(sessions, stage_id, [make_user(sessions, "u1"), make_user(sessions, "u2")], [["a"], ["b"]])
+    item = _items(sessions)["it-0"]
+    make_user(sessions, "rita", "reviewer")
+    login(client, "u1")
+    assert client.get(f"/stages/{stage_id}/review/{item.id}/edit").status_code == 403
+    client.cookies.clear()
+    login(client, "rita")
+    screen = client.get(f"/stages/{stage_id}/review/{item.id}").text
+    second = re.search(r'data-annotator="u2".*?edit\?start=(\d+)', screen, re.S).group(1)
+    editor = client.get(f"/stages/{stage_id}/review/{item.id}/edit?start={second}").text
+    assert re.search(r'value="b"[^>]*checked', editor) and not re.search(r'value="a"[^>]*checked', editor)
+    url = f"/stages/{stage_id}/review/{item.id}/edit"
+    bad = client.post(url, data={"csrf_token": csrf_from(editor), "start": second, "choice": "zzz", "comment": "mine"})
+    assert bad.status_code == 422 and "not one of the choices" in bad.text and 'value="mine"' in bad.text
+    assert client.post(url, data={"choice": "c"}).status_code == 403  # CSRF
+    ok = client.post(url, data={"csrf_token": csrf_from(editor), "start": second, "choice": "c", "comment": "both wrong"}, follow_redirects=False)
+    assert ok.status_code == 303
+    with transaction(sessions) as s:
+        final = s.scalar(sa.select(ItemResult).where(ItemResult.item_id == item.id))
+        event = s.scalar(sa.select(AuditEvent).where(AuditEvent.action == "item.review"))
+    assert (final.payload, final.source) == ({"choice": "c"}, "review") and event.detail["comment"] == "both wrong"

@@ -6,6 +6,8 @@ import json
 import re
 import uuid
 
+import numpy as np
+import pytest
 import sqlalchemy as sa
 
 from app.db import transaction
@@ -108,3 +110,117 @@ def test_grounding_shows_suggested_boxes_and_drafted_ones(client, app):
     assert "&#34;startX&#34;: 5" in html and "&#34;h&#34;: 8" in html
     # The published box of the unchanged premise starts in place.
     assert re.search(r'name="x_0" value="1"', html) and re.search(r'name="h_0" value="4"', html)
+
+
+def test_a_reviewer_settles_a_structure_in_the_structure_editor(client, app):
+    """Two annotators disagree on the conclusion; the reviewer edits one of them with the same screen annotators use."""
+    admin = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'boss', 'admin'))}"}
+    anns = [{"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, n))}"} for n in ("a1", "a2")]
+    stages = [{"workflow": "visargs.premises"}, {"workflow": "visargs.structure", "overlap": 2}]
+    project = client.post("/api/v1/projects", headers=admin, json={"name": "VisArgs review", "stages": stages}).json()
+    one = {"ad_7": PUBLISHED["ad_7"]}
+    files = {"images/ad_7.png": png_bytes((40, 90, 90), size=(160, 120))}
+    client.post(f"/api/v1/projects/{project['id']}/items", headers=admin,
+                files={"file": ("annotation.json", json.dumps(one).encode()), "images": ("i.zip", zip_bytes(files))})
+    premises, structure = (s["id"] for s in project["stages"])
+    claim = client.post(f"/api/v1/stages/{premises}/claim", headers=anns[0]).json()
+    client.post(f"/api/v1/assignments/{claim['assignment_id']}/submit", headers=anns[0],
+                json={"payload": {"visual_premises": one["ad_7"]["visual_premises"]}, "idempotency_key": "p"})
+    for headers, conclusion in zip(anns, ("Buy our freezer.", "Keep ice cream cold."), strict=True):
+        claim = client.post(f"/api/v1/stages/{structure}/claim", headers=headers).json()
+        payload = {"commonsense_premises": ["Heat melts ice cream"], "conclusion": conclusion,
+                   "reasoning_steps": ["(VP1, VP2, CP1 -> IC1): The heat melts the ice cream", f"(IC1 -> C): {conclusion}"]}
+        r = client.post(f"/api/v1/assignments/{claim['assignment_id']}/submit", headers=headers, json={"payload": payload, "idempotency_key": conclusion})
+        assert r.status_code == 200, r.text
+    with transaction(app.state.sessions) as s:
+        item = s.scalar(sa.select(Item))
+        assert item.status == "review"
+
+    make_user(app.state.sessions, "rita", "reviewer")
+    login(client, "rita")
+    screen = client.get(f"/stages/{structure}/review/{item.id}").text
+    start = re.search(r'data-annotator="a2".*?edit\?start=(\d+)', screen, re.S).group(1)
+    editor = client.get(f"/stages/{structure}/review/{item.id}/edit?start={start}").text
+    check_url = f"/stages/{structure}/review/{item.id}/check"
+    assert f'hx-post="{check_url}"' in editor and 'value="Keep ice cream cold."' in editor
+    assert 'value="The heat melts the ice cream"' in editor and 'value="Heat melts ice cream"' in editor
+    token = csrf_from(editor)
+    values = get_workflow("visargs.structure").payload_values(
+        {"commonsense_premises": ["Heat melts ice cream"], "conclusion": "Keep ice cream frozen.",
+         "reasoning_steps": ["(VP1, VP2, CP1 -> IC1): The heat melts the ice cream", "(IC1 -> C): Keep ice cream frozen."]},
+        item.data, {}, {},
+    )
+    form = {**values, "csrf_token": token}
+    live = client.post(check_url, data=form, headers={"X-CSRF-Token": token})
+    assert live.status_code == 200 and "Keep ice cream frozen." in live.text
+    broken = {k: v for k, v in form.items() if k != "step_out_1"}  # no step concludes C
+    bad = client.post(f"/stages/{structure}/review/{item.id}/edit", data=broken)
+    assert bad.status_code == 422 and 'value="Keep ice cream frozen."' in bad.text
+    ok = client.post(f"/stages/{structure}/review/{item.id}/edit", data=form, follow_redirects=False)
+    assert ok.status_code == 303, ok.text
+    with transaction(app.state.sessions) as s:
+        final = results_by_stage(s, item.id)["visargs.structure"]
+        assert s.get(Item, item.id).stage_id is None or s.get(Item, item.id).status == "done"
+    assert final["conclusion"] == "Keep ice cream frozen." and final["reasoning_steps"][1] == "(IC1 -> C): Keep ice cream frozen."
+
+
+def test_conclusion_equivalence_rate_from_reviewers_judgements(client, app):
+    """Three annotators write conclusions; differently worded pairs go to reviewers, and the report gives the rate."""
+    sessions = app.state.sessions
+    admin = {"Authorization": f"Bearer {make_token(sessions, make_user(sessions, 'boss', 'admin'))}"}
+    anns = [{"Authorization": f"Bearer {make_token(sessions, make_user(sessions, n))}"} for n in ("a1", "a2", "a3")]
+    stages = [{"workflow": "visargs.premises"}, {"workflow": "visargs.structure", "overlap": 3}]
+    project = client.post("/api/v1/projects", headers=admin, json={"name": "Conclusions", "stages": stages}).json()
+    records = {f"ad_{i}": {**PUBLISHED["ad_8"], "url": f"images/ad_{i}.png"} for i in range(4)}
+    files = {f"images/ad_{i}.png": png_bytes((i * 40, 90, 90), size=(64, 48)) for i in range(4)}
+    client.post(f"/api/v1/projects/{project['id']}/items", headers=admin,
+                files={"file": ("annotation.json", json.dumps(records).encode()), "images": ("i.zip", zip_bytes(files))})
+    premises, structure = (s["id"] for s in project["stages"])
+    while (claim := client.post(f"/api/v1/stages/{premises}/claim", headers=anns[0])).status_code == 200:
+        client.post(f"/api/v1/assignments/{claim.json()['assignment_id']}/submit", headers=anns[0],
+                    json={"payload": {"visual_premises": ["A wilted plant"]}, "idempotency_key": uuid.uuid4().hex})
+    conclusions = {  # item -> each annotator's conclusion (None: discards the image)
+        "ad_0": ["Water your plants.", "water your  plants.", "Water your plants."],
+        "ad_1": ["Water your plants.", "Water your plants.", "Plants need water."],
+        "ad_2": ["Water your plants.", "Plants need water.", "Buy a new plant."],
+        "ad_3": ["Water your plants.", None, "Give plants water."],
+    }
+    for k, headers in enumerate(anns):
+        while (claim := client.post(f"/api/v1/stages/{structure}/claim", headers=headers)).status_code == 200:
+            c = claim.json()
+            text = conclusions[c["data"]["id"]][k]
+            payload = {"discard": True} if text is None else {"conclusion": text, "reasoning_steps": [f"(VP1 -> C): {text}"]}
+            r = client.post(f"/api/v1/assignments/{c['assignment_id']}/submit", headers=headers, json={"payload": payload, "idempotency_key": uuid.uuid4().hex})
+            assert r.status_code == 200, r.text
+
+    reviewer = make_user(sessions, "rita", "reviewer")
+    login(client, "rita")
+    page = client.get(f"/stages/{structure}/agreement").text
+    made = client.post(f"/stages/{structure}/equivalence", data={"csrf_token": csrf_from(page)})
+    assert made.status_code == 200 and "6 new pairs to judge (10 pairs in all, 4 worded the same)" in made.text
+    again = client.post(f"/stages/{structure}/equivalence", data={"csrf_token": csrf_from(page)})
+    assert "0 new pairs to judge" in again.text
+    judge_stage = int(re.search(r'href="/stages/(\d+)/annotate">judge now', again.text).group(1))
+
+    def equivalent(a: str, b: str) -> bool:  # the reviewer's reading: only "Buy a new plant." says something else
+        return "Buy a new plant." not in (a, b)
+
+    rita = {"Authorization": f"Bearer {make_token(sessions, reviewer)}"}
+    judged = 0
+    while (claim := client.post(f"/api/v1/stages/{judge_stage}/claim", headers=rita)).status_code == 200:
+        c = claim.json()
+        assert c["data"]["source"]["stage"] == structure and c["data"]["image"].startswith("images/ad_")
+        answer = {"equivalent": equivalent(c["data"]["conclusion_a"], c["data"]["conclusion_b"])}
+        client.post(f"/api/v1/assignments/{c['assignment_id']}/submit", headers=rita, json={"payload": answer, "idempotency_key": uuid.uuid4().hex})
+        judged += 1
+    assert judged == 6
+
+    report = client.get(f"/api/v1/stages/{structure}/agreement?samples=100", headers=rita).json()
+    figures = report["facets"]["conclusion equivalence"]
+    # Per item: ad_0 3/3 same wording; ad_1 1 same + 2 judged yes; ad_2 1 yes, 2 no; ad_3 one pair, yes.
+    expected = np.mean([1.0, 1.0, 1 / 3, 1.0])
+    assert figures["pairs"] == 10 and figures["same wording"] == 4 and figures["judged"] == 6 and figures["pending"] == 0
+    assert figures["metrics"]["equivalence rate"]["estimate"] == pytest.approx(expected)
+    low, high = figures["metrics"]["equivalence rate"]["low"], figures["metrics"]["equivalence rate"]["high"]
+    assert low <= expected <= high
+    assert figures["pairwise"]["a1 / a3"] == {"items": 4, "equivalence rate": pytest.approx(3 / 4)}

@@ -33,3 +33,37 @@ def test_unknown_workflow_names_the_known_ones():
     with pytest.raises(Invalid) as err:
         get_workflow("colorswap.nope")
     assert err.value.message == f"Unknown workflow 'colorswap.nope'. Known workflows: {', '.join(names)}."
+
+
+# Stored payloads of every workflow, in the shapes annotators and reviewers give: the editors
+# start from payload_values(payload) and must give the same payload back.
+STORED = {
+    "generic.choice": [{"choice": "b"}],
+    "colorswap.filter": [{"choice_1": 3, "choice_2": 0}, {"choice_1": None, "choice_2": 12}, {"choice_1": None, "choice_2": None}],
+    "colorswap.recaption": [{"caption_1": "a red cup on a blue mat", "caption_2": "a blue cup on a red mat"}],
+    "wikido.verify": [{"verdict": "correct"}, {"verdict": "wrong"}, {"verdict": "hallucinated", "caption": "A church in Paris."}],
+    "visargs.premises": [
+        {"visual_premises": ["A melting cone", "The sun, low in the corner", "Text: -> buy now"], "discard": False},
+        {"visual_premises": [], "discard": True},
+    ],
+    "visargs.structure": [
+        {"commonsense_premises": ["Heat melts ice", "Freezers keep things cold"], "conclusion": "Buy our freezer.",
+         "reasoning_steps": ["(VP1, VP2, CP1 -> IC1): The heat melts it", "(IC1, CP2 -> C): Buy our freezer (now)."], "discard": False},
+        {"commonsense_premises": [], "conclusion": "", "reasoning_steps": [], "discard": True},
+    ],
+    "visargs.grounding": [{"b_box": [{"startX": 0, "startY": 5, "w": 10, "h": 20}, {"startX": 33, "startY": 1, "w": 2, "h": 2}]}],
+    "visargs.equivalence": [{"equivalent": True}, {"equivalent": False}],
+}
+
+
+@pytest.mark.parametrize("workflow", [w.name for w in all_workflows()])
+def test_editors_show_a_stored_payload_and_give_it_back(workflow):
+    w = get_workflow(workflow)
+    assert workflow in STORED, f"add stored payloads of {workflow} to STORED"
+    for payload in STORED[workflow]:
+        stored = w.annotation_schema.model_validate(payload).model_dump(mode="json")
+        values = w.payload_values(stored, {}, {}, {})
+        # The browser posts strings: numbers in inputs come back as text.
+        posted = {k: ([str(x) for x in v] if isinstance(v, list) else str(v)) for k, v in values.items()}
+        again = w.annotation_schema.model_validate(w.form_to_payload(posted)).model_dump(mode="json")
+        assert again == stored
