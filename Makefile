@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python bench/wikido_bench.py
 	$(BIN)/python bench/worker_bench.py
 	$(BIN)/python bench/agreement_bench.py
+	$(BIN)/python bench/export_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -262,7 +262,7 @@ def import_cmd(
 @app.command()
 def worker(
     concurrency: int = typer.Option(1, min=1, help="Jobs run at once (model jobs are best run one at a time)."),
-    queues: Optional[str] = typer.Option(None, help="Comma-separated queues (default: suggest,maintenance)."),
+    queues: Optional[str] = typer.Option(None, help="Comma-separated queues (default: suggest,maintenance,export)."),
 ) -> None:
     """Run background jobs: suggestions, and the reconcile job that catches up on missing work."""
     from app.worker import backends, jobs
@@ -420,6 +420,84 @@ def equivalence_cmd(
         f"{made['created']} new pairs to judge in project {made['project_id']} "
         f"({made['pairs']} pairs in all, {made['same_wording']} worded the same): /stages/{made['stage_id']}/annotate"
     )
+
+
+@app.command("splits")
+def splits_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    ratios: Optional[str] = typer.Option(None, help="Split by ratio, e.g. train=0.8,validation=0.1,test=0.1."),
+    counts: Optional[str] = typer.Option(None, help="Split by counts, e.g. train=700,test=300 (test=3000 alone: a fixed-size sample)."),
+    rest: Optional[str] = typer.Option(None, help="With --counts: the split for the items past the counts."),
+    seed: int = typer.Option(0, help="Seed of the random order."),
+    held_out: Optional[str] = typer.Option(None, "--held-out", help="FIELD=V1,V2,...: items with these values form their own split."),
+    held_out_split: str = typer.Option("test_ood", help="Name of the held-out split."),
+    stratify: Optional[str] = typer.Option(None, help="With --ratios: cut each value of this field in the same proportions."),
+    show: bool = typer.Option(False, "--list", help="List the saved versions instead of saving one."),
+) -> None:
+    """Save a new version of the project's split definition and show its counts (or --list them)."""
+    from rich.table import Table
+
+    from app.services import projects, splits
+
+    settings, sessions = _sessions()
+    config: dict = {"seed": seed}
+    try:
+        if not show:
+            sizes = (("ratios", splits.parse_sizes(ratios, float)), ("counts", splits.parse_sizes(counts, int)), ("rest", rest), ("stratify", stratify))
+            config.update({k: v for k, v in sizes if v is not None})
+            if held_out:
+                field_name, _, values = held_out.partition("=")
+                config["held_out"] = {"field": field_name.strip(), "values": [v.strip() for v in values.split(",") if v.strip()], "split": held_out_split}
+        with transaction(sessions) as session:
+            target = projects.find_project(session, project)
+            if show:
+                rows = [(d.version, d.ordered_counts, d.config, d.created_at) for d in splits.definitions(session, target.id)]
+            else:
+                d = splits.save_definition(session, target.id, config)
+                rows = [(d.version, d.ordered_counts, d.config, d.created_at)]
+                left = splits.unassigned(session, d)
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    table = Table(title=f"Splits of {target.name}")
+    for column in ("version", "counts", "config"):
+        table.add_column(column)
+    for version, found, cfg, _ in rows:
+        table.add_row(str(version), ", ".join(f"{k} {v:,}" for k, v in found.items()), json.dumps(cfg, ensure_ascii=False))
+    console.print(table)
+    if not show and left:
+        console.print(f"{left:,} finished items are in no split (past the counts).")
+
+
+@app.command("export")
+def export_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    fmt: str = typer.Option(..., "--format", help="published, jsonl, parquet or coco."),
+    out: str = typer.Option(..., "--out", help="A directory, or s3://bucket/prefix."),
+    version: Optional[int] = typer.Option(None, help="Split definition version (default: the newest)."),
+    no_splits: bool = typer.Option(False, "--no-splits", help="Ignore split definitions: one split, 'all'."),
+) -> None:
+    """Export the project's finished items in a format, split by its split definition, with a manifest."""
+    from rich.progress import MofNCompleteColumn
+
+    from app.services import export, projects
+    from app.storage import make_storage
+
+    settings, sessions = _sessions()
+    target = out if out.startswith("s3://") else str(Path(out).resolve())
+    try:
+        with transaction(sessions) as session:
+            row = export.create_export(
+                session, projects.find_project(session, project).id, fmt, settings=settings,
+                version=version, use_splits=not no_splits, target=target,
+            )
+            export_id = row.id
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
+            task = bar.add_task(f"export {export_id} ({fmt})", total=None)
+            manifest = export.run_export(sessions, make_storage(settings), settings, export_id, lambda d, t: bar.update(task, completed=d, total=t))
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
+    console.print(f"Exported {counts} to {target} ({len(manifest['files'])} files, manifest.json).")
 
 
 def main() -> None:

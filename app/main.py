@@ -27,6 +27,7 @@ from app.web import (
     api,
     assets,
     auth_pages,
+    export_pages,
     project_pages,
     review_pages,
 )
@@ -92,7 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
-    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, assets, api):
+    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["meta"])

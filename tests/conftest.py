@@ -304,3 +304,25 @@ def live_server(settings, committed) -> Iterator[str]:
            "--port", str(port), "--log-level", "warning"]
     with running(cmd, base + "/healthz", env):
         yield base
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    """A real S3 API (a moto server process) for the whole session."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with running([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], url + "/moto-api/"):
+        yield url
+
+
+@pytest.fixture
+def s3_client(moto_endpoint, monkeypatch):
+    """A boto3 client on the moto server with the bucket `vlc-exports`."""
+    import boto3
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="vlc-exports")
+    client.endpoint = moto_endpoint
+    return client

@@ -149,3 +149,29 @@ def test_sampled_project_and_equivalence_commands(env, tmp_path):
     assert r.exit_code == 0 and "0 new pairs to judge" in r.output, r.output
     r = invoke("equivalence", "Args")  # the judgement project exists: reused
     assert r.exit_code == 0 and "0 new pairs" in r.output
+
+
+def test_splits_and_export_commands(env, settings, storage, tmp_path):
+    from tests.services.test_splits import finished_project
+
+    finished_project(env, settings, storage, tmp_path, 10, name="Done")
+    r = invoke("splits", "Done", "--counts", "train=6,test=4", "--seed", "3")
+    assert r.exit_code == 0, r.output
+    assert "train 6, test 4" in r.output
+    r = invoke("splits", "Done", "--ratios", "train=0.5,test=0.4")
+    assert r.exit_code == 1 and "add up to 0.9" in r.output
+    r = invoke("splits", "Done", "--ratios", "train=half")
+    assert r.exit_code == 1 and "NAME=SIZE" in r.output
+    r = invoke("splits", "Done", "--list")
+    assert r.exit_code == 0 and "train 6, test 4" in r.output
+
+    r = invoke("export", "Done", "--format", "jsonl", "--out", str(tmp_path / "out"))
+    assert r.exit_code == 0, r.output
+    assert "Exported train 6, test 4" in r.output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["split_definition"]["version"] == 1 and sorted(manifest["files"]) == ["test.jsonl", "train.jsonl"]
+    assert len((tmp_path / "out" / "train.jsonl").read_text().splitlines()) == 6
+    r = invoke("export", "Done", "--format", "coco", "--out", str(tmp_path / "coco"))
+    assert r.exit_code == 1 and "only VisArgs" in r.output
+    r = invoke("export", "Done", "--format", "xml", "--out", str(tmp_path / "x"))
+    assert r.exit_code == 1 and "Unknown export format" in r.output

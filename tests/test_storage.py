@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import boto3
 import pytest
 import sqlalchemy as sa
@@ -12,15 +10,7 @@ from app.errors import Invalid
 from app.models import Asset
 from app.services import imports, projects
 from app.storage import LocalStorage, S3Storage, StorageKeyError
-from tests.conftest import free_port, png_bytes, running
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with running([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], url + "/moto-api/"):
-        yield url
+from tests.conftest import png_bytes
 
 
 @pytest.fixture

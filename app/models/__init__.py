@@ -3,6 +3,7 @@
 from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
+from app.models.exports import Export, ItemSplit, SplitDefinition
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRun
 from app.models.projects import Project, Stage, StageSample
@@ -18,11 +19,14 @@ __all__ = [
     "AuditEvent",
     "Base",
     "Draft",
+    "Export",
     "Item",
     "ItemResult",
+    "ItemSplit",
     "JobRun",
     "Project",
     "Role",
+    "SplitDefinition",
     "Stage",
     "StageSample",
     "Suggestion",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, File, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Body, Depends, File, Query, Request, Response, UploadFile
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 
 from app.db import transaction
-from app.errors import NotFound
-from app.models import Role
-from app.services import agreement, annotation, projects
+from app.errors import Invalid, NotFound
+from app.models import Export, Role
+from app.services import agreement, annotation, export, projects, splits
 from app.services import users as users_service
 from app.web.deps import Principal, api_role, api_user
 from app.web.uploads import run_upload_import
@@ -167,6 +168,71 @@ def stage_agreement(
                 raise NotFound("No stored agreement report for this stage yet: recompute it on the dashboard.")
             return {**row.report, "computed_at": row.created_at.isoformat()}
         return agreement.stage_report(session, stage_id, samples=samples, seed=seed)
+
+
+@router.get("/projects/{project_id}/splits")
+def list_splits(request: Request, project_id: int, user: Principal = Depends(admin)) -> list[dict[str, Any]]:
+    """The project's split definition versions, newest first, with their counts."""
+    with _tx(request) as session:
+        projects.get_project(session, project_id)
+        return [{"version": d.version, "config": d.config, "counts": d.ordered_counts, "created_at": d.created_at.isoformat()}
+                for d in splits.definitions(session, project_id)]
+
+
+@router.post("/projects/{project_id}/splits", status_code=201)
+def save_splits(request: Request, project_id: int, config: dict[str, Any] = Body(...), user: Principal = Depends(admin)) -> dict[str, Any]:
+    """Save a new split version: {"ratios"|"counts": {...}, "seed", "rest", "held_out": {"field", "values", "split"}, "stratify"}."""
+    with _tx(request) as session:
+        d = splits.save_definition(session, project_id, config, actor_id=user.id)
+        return {"version": d.version, "config": d.config, "counts": d.ordered_counts}
+
+
+class ExportIn(BaseModel):
+    format: str
+    version: int | None = Field(default=None, description="Split version; default the newest")
+    splits: bool = Field(default=True, description="False: one split, 'all'")
+    target: str | None = Field(default=None, description="s3://bucket/prefix; default this server (download from /api/v1/exports/{id}/files/...)")
+
+
+def _export_out(row) -> dict[str, Any]:
+    return {"id": row.id, "project_id": row.project_id, "format": row.format, "status": row.status, "done": row.done,
+            "total": row.total, "error": row.error, "target": row.target if row.target.startswith("s3://") else None,
+            "manifest": row.manifest}
+
+
+@router.post("/projects/{project_id}/exports", status_code=202)
+def start_export(request: Request, project_id: int, body: ExportIn, user: Principal = Depends(admin)) -> dict[str, Any]:
+    """Queue an export on the worker; poll GET /api/v1/exports/{id}."""
+    from app.worker import jobs
+
+    if body.target and not body.target.startswith("s3://"):
+        raise Invalid("target is s3://bucket/prefix, or absent for this server.")
+    with _tx(request) as session:
+        row = export.create_export(session, project_id, body.format, settings=request.app.state.settings, version=body.version,
+                                   use_splits=body.splits, target=body.target, actor_id=user.id)
+        out = _export_out(row)
+    jobs.defer_export(request.app.state.settings, out["id"])
+    return out
+
+
+@router.get("/exports/{export_id}")
+def get_export(request: Request, export_id: int, user: Principal = Depends(admin)) -> dict[str, Any]:
+    with _tx(request) as session:
+        row = session.get(Export, export_id)
+        if row is None:
+            raise NotFound(f"No export with id {export_id}.")
+        return _export_out(row)
+
+
+@router.get("/exports/{export_id}/files/{path:path}")
+def export_file(request: Request, export_id: int, path: str, user: Principal = Depends(admin)):
+    """A file of a finished export, by its path in the manifest."""
+    with _tx(request) as session:
+        row = session.get(Export, export_id)
+        if row is None:
+            raise NotFound(f"No export with id {export_id}.")
+        target = export.file_path(request.app.state.settings, row, path)
+    return FileResponse(target, filename=path.rsplit("/", 1)[-1])
 
 
 @router.get("/users")

@@ -23,6 +23,7 @@ from procrastinate.exceptions import AlreadyEnqueued
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import database_url, get_engine, session_factory, transaction
+from app.errors import DomainError
 from app.models import Asset, Item, JobRun, Stage, Suggestion
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import results_by_stage
@@ -35,7 +36,7 @@ from app.workflows import get_workflow
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint()
-QUEUES = ("suggest", "maintenance")
+QUEUES = ("suggest", "maintenance", "export")
 
 
 class JobFailed(RuntimeError):
@@ -163,6 +164,26 @@ def agreement(context: JobContext, stage_id: int, samples: int = 1000, seed: int
     """Compute a stage's agreement report and store it with its time (the dashboard reads it)."""
     with report(context.job.id, "agreement", f"stage {stage_id}", 1):
         return compute_agreement(stage_id, samples=samples, seed=seed)
+
+
+@blueprint.task(name="export", queue="export", pass_context=True)
+def export(context: JobContext, export_id: int) -> int:
+    """Write a recorded export (its row shows progress on the project's export page)."""
+    from app.services import export as export_service
+
+    e = env()
+    with report(context.job.id, "export", f"export {export_id}", 0):
+        try:
+            manifest = export_service.run_export(e.sessions, e.storage, e.settings, export_id)
+        except DomainError as exc:
+            raise JobFailed(exc.message) from None
+        return sum(manifest["splits"].values())
+
+
+def defer_export(settings: Settings, export_id: int) -> int:
+    app = make_app(settings)
+    with app.open():
+        return export.defer(export_id=export_id)
 
 
 def compute_agreement(stage_id: int, *, samples: int = 1000, seed: int = 0) -> int:

@@ -165,6 +165,21 @@ class Workflow:
         """The item's record in the dataset's published format."""
         return {**item, **{k: v for r in results.values() for k, v in r.items()}}
 
+    # How the published layout writes records: "jsonl" ({split}.jsonl), "json" (an array in
+    # {split}.json) or "annotation.json" (an object keyed by id in {split}/annotation.json).
+    published_layout: ClassVar[str] = "jsonl"
+    # The published log file (written for every finished item by export_log), or None.
+    export_log_name: ClassVar[str | None] = None
+
+    @property
+    def export_image_columns(self) -> tuple[str, ...]:
+        """Columns of the Parquet export that hold images (Hugging Face `Image` features)."""
+        return tuple(p.strip("/").replace("/", "_") for p in self.image_fields)
+
+    def export_images(self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any]) -> dict[str, str | None]:
+        """Image column -> sha256 of the stored image (None where there is none, e.g. a URL only)."""
+        return {p.strip("/").replace("/", "_"): assets.get(p) for p in self.image_fields}
+
     def export_log(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any] | None:
         """A line of the published format's log (WikiDO's verification log), or None where it has none.
         Written for every finished item, discarded ones included."""

@@ -139,8 +139,25 @@ def _form_choice(value: Any) -> Any:
     return value
 
 
+class ColorSwapExport:
+    """The ColorSwap release: {split}.json records and the chosen images as images/img_{id}_{1|2}.png."""
+
+    published_layout = "json"
+    export_image_columns = ("image_1", "image_2")
+
+    def export_record(self, item, results):
+        return published_record(item, results)
+
+    def export_files(self, item, assets, results):
+        return published_files(item, assets, results)
+
+    def export_images(self, item, assets, results):
+        chosen = results.get(FILTER) or {}
+        return {f"image_{n}": assets.get(_pointer(chosen[f"choice_{n}"])) if chosen.get(f"choice_{n}") is not None else None for n in (1, 2)}
+
+
 @register
-class ColorSwapFilter(Workflow):
+class ColorSwapFilter(ColorSwapExport, Workflow):
     name = FILTER
     title = "ColorSwap: choose the image for each caption"
     description = "See all candidate images of a caption pair; pick the best image per caption, or discard the pair."
@@ -252,11 +269,6 @@ class ColorSwapFilter(Workflow):
         same = (payload.get("choice_1") == pre.choice_1) + (payload.get("choice_2") == pre.choice_2)
         return ("rejected", "edited", "accepted")[same]
 
-    def export_record(self, item, results):
-        return published_record(item, results)
-
-    def export_files(self, item, assets, results):
-        return published_files(item, assets, results)
 
 
 # -- recaption ------------------------------------------------------------------------
@@ -291,7 +303,7 @@ def _unchanged(item: Mapping[str, Any], caption_1: str, caption_2: str) -> list[
 
 
 @register
-class ColorSwapRecaption(Workflow):
+class ColorSwapRecaption(ColorSwapExport, Workflow):
     name = RECAPTION
     title = "ColorSwap: rewrite a caption pair"
     description = "See the two chosen images; rewrite both captions naturally, keeping them a colour-swap pair."
@@ -362,11 +374,6 @@ class ColorSwapRecaption(Workflow):
             "unchanged": unchanged,
         }
 
-    def export_record(self, item, results):
-        return published_record(item, results)
-
-    def export_files(self, item, assets, results):
-        return published_files(item, assets, results)
 
 
 # -- the published record -----------------------------------------------------------------

@@ -144,8 +144,36 @@ def premise_rows(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+class VisArgsExport:
+    """The VisArgs release: {split}/annotation.json keyed by id, the images at their `url`, and
+    COCO boxes (one per visual premise)."""
+
+    published_layout = "annotation.json"
+    export_image_columns = ("image",)
+    coco_categories = [{"id": 1, "name": "visual premise", "supercategory": "premise"}]
+
+    def export_record(self, item, results):
+        return published_record(item, results)
+
+    def export_files(self, item, assets, results):
+        path = str(item.get("url") or item.get("image") or "")
+        if assets.get("/image") and path and "://" not in path and not path.startswith("/"):
+            return {path: assets["/image"]}
+        return {}
+
+    def export_images(self, item, assets, results):
+        return {"image": assets.get("/image")}
+
+    def coco_boxes(self, item, results) -> list[dict[str, Any]]:
+        record = published_record(item, results)
+        return [
+            {"bbox": [b["startX"], b["startY"], b["w"], b["h"]], "attributes": {"vp": n, "premise": premise}}
+            for n, (premise, b) in enumerate(zip(record["visual_premises"], record["b_box"]), 1)
+        ]
+
+
 @register
-class VisArgsPremises(Workflow):
+class VisArgsPremises(VisArgsExport, Workflow):
     name = PREMISES
     title = "VisArgs: choose and fix the visual premises"
     description = "Keep, edit, split, add and order the visual premises a model drafted; discard unusable images."
@@ -229,8 +257,6 @@ class VisArgsPremises(Workflow):
                 values[f"keep_{i}"] = "on"
         return values
 
-    def export_record(self, item, results):
-        return published_record(item, results)
 
 
 # -- structure ------------------------------------------------------------------------------
@@ -291,7 +317,7 @@ def _structure_problems(vps: list[str], payload: Mapping[str, Any], config: Mapp
 
 
 @register
-class VisArgsStructure(Workflow):
+class VisArgsStructure(VisArgsExport, Workflow):
     name = STRUCTURE
     title = "VisArgs: commonsense premises, conclusion and reasoning tree"
     description = "Write the commonsense premises, check the conclusion, and build the reasoning tree."
@@ -379,8 +405,6 @@ class VisArgsStructure(Workflow):
             "printed": [print_step(s) for s in steps],
         }
 
-    def export_record(self, item, results):
-        return published_record(item, results)
 
 
 # -- the published record ------------------------------------------------------------------------

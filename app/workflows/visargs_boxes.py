@@ -19,9 +19,9 @@ from app.workflows.visargs import (
     PREMISES,
     REGION_KIND,
     Box,
+    VisArgsExport,
     VisArgsItem,
     final_of,
-    published_record,
     row_indices,
 )
 
@@ -42,7 +42,7 @@ def _int(value: Any) -> int | None:
 
 
 @register
-class VisArgsGrounding(Workflow):
+class VisArgsGrounding(VisArgsExport, Workflow):
     name = GROUNDING
     title = "VisArgs: one box per visual premise"
     description = "Draw one tight box around what each visual premise describes."
@@ -151,8 +151,6 @@ class VisArgsGrounding(Workflow):
             values = box_values(drafts)
         return values
 
-    def export_record(self, item, results):
-        return published_record(item, results)
 
 
 def box_values(boxes: list[dict[str, Any]]) -> dict[str, Any]:

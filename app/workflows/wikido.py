@@ -74,6 +74,7 @@ class WikiDOVerify(Workflow):
     annotation_schema = VerifyAnnotation
     template = "workflows/wikido_verify.html"
     image_fields = ("/image",)
+    export_log_name = "verification_log.jsonl"
     suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
     figure_answer = "verdict"
     figure_answers = VERDICTS

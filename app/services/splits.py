@@ -1,0 +1,230 @@
+"""Split definitions: which finished items go to train, validation, test (and held-out) splits.
+
+A definition is a saved, versioned configuration; saving it assigns every finished item of the
+project to a split in one SQL statement (memory stays flat whatever the project's size) and
+stores the assignment, so exports of that version always contain the same items. Finished items
+that arrive later are not in it: save a new version.
+
+The assignment works on units: the items sharing a `group_id` form one unit, every other item
+is a unit of its own, so a group never lands in two splits. In order:
+
+1. held out: units with an item whose `field` has one of `values` go to `split` (WikiDO's
+   out-of-domain topics);
+2. the rest are ordered by md5(seed, unit) within each stratum (the value of `stratify`, or
+   one stratum) and cut by cumulative item count: `ratios` cut each stratum proportionally,
+   `counts` cut at absolute sizes (700 / 300; a fixed-size sample is one count), and units past
+   the counts go to `rest` when it is named, and are left out otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from sqlalchemy.orm import Session
+
+from app.errors import Invalid, NotFound
+from app.models import ItemSplit, SplitDefinition
+from app.services.audit import record
+from app.services.projects import get_project
+from app.workflows.base import format_validation_error
+
+SPLIT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # split names become file names
+FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+def _split_name(name: str) -> str:
+    if not SPLIT_NAME.match(name):
+        raise ValueError(f"split name {name!r}: use lower-case letters, digits, - and _ (they become file names)")
+    return name
+
+
+def _field_name(name: str | None) -> str | None:
+    if name is not None and not FIELD_NAME.match(name):
+        raise ValueError(f"field {name!r}: a top-level field name of the items")
+    return name
+
+
+class HeldOut(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    values: list[str] = Field(min_length=1)
+    split: str = "test_ood"
+
+    _check_field = field_validator("field")(_field_name)
+    _check_split = field_validator("split")(_split_name)
+
+
+class SplitConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ratios: dict[str, float] | None = None
+    counts: dict[str, int] | None = None
+    rest: str | None = None
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    held_out: HeldOut | None = None
+    stratify: str | None = None
+
+    _check_stratify = field_validator("stratify")(_field_name)
+
+    @field_validator("ratios", "counts")
+    @classmethod
+    def _names(cls, value):
+        if value is not None:
+            for name, size in value.items():
+                _split_name(name)
+                if size <= 0:
+                    raise ValueError(f"split {name!r}: give a size above zero")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "SplitConfig":
+        if (self.ratios is None) == (self.counts is None) and not (self.ratios is None and self.held_out):
+            raise ValueError("give either ratios (e.g. train 0.8, test 0.2) or counts (e.g. train 700, test 300)")
+        if self.ratios is not None and abs(sum(self.ratios.values()) - 1) > 1e-6:
+            raise ValueError(f"the ratios add up to {sum(self.ratios.values()):g}; they must add up to 1")
+        if self.stratify and self.counts is not None:
+            raise ValueError("stratify works with ratios (each stratum is cut in the same proportions)")
+        if self.rest is not None:
+            _split_name(self.rest)
+            if self.counts is None:
+                raise ValueError("rest names the split for items past the counts; it needs counts")
+        names = list(self.ratios or self.counts or {}) + ([self.rest] if self.rest else []) + ([self.held_out.split] if self.held_out else [])
+        if len(set(names)) != len(names):
+            raise ValueError("each split name may appear once")
+        return self
+
+    def split_names(self) -> list[str]:
+        """Splits in the order exports write them."""
+        names = list(self.ratios or self.counts or {})
+        if self.rest:
+            names.append(self.rest)
+        if self.held_out:
+            names.append(self.held_out.split)
+        return names
+
+
+def parse_sizes(text: str | None, kind: type) -> dict[str, Any] | None:
+    """"train=0.8, test=0.2" -> {"train": 0.8, "test": 0.2} (forms and the command line)."""
+    if not text or not text.strip():
+        return None
+    out = {}
+    for part in text.split(","):
+        name, _, size = part.partition("=")
+        try:
+            out[name.strip()] = kind(size)
+        except ValueError:
+            raise Invalid(f"{part.strip()!r}: write NAME=SIZE separated by commas, e.g. train=0.8,test=0.2 or train=700,test=300.") from None
+    return out
+
+
+def parse_config(raw: dict[str, Any]) -> SplitConfig:
+    from pydantic import ValidationError
+
+    order = raw.get("order") if isinstance(raw.get("order"), list) else []
+    raw = {k: v for k, v in raw.items() if k != "order"}
+    for key in ("ratios", "counts"):  # a stored config read back from JSONB: restore its order
+        if isinstance(raw.get(key), dict) and order:
+            raw[key] = dict(sorted(raw[key].items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    try:
+        return SplitConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise Invalid("The split definition is not valid.", format_validation_error(exc)) from None
+
+
+def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:
+    params: dict[str, Any] = {"seed": str(config.seed)}
+    cuts, position = [], 0.0
+    sizes = config.ratios or config.counts or {}
+    scale = "r.total" if config.ratios is not None else "1"
+    for n, (name, size) in enumerate(sizes.items()):
+        position += size
+        params[f"name{n}"], params[f"cut{n}"] = name, position
+        cuts.append(f"WHEN r.start < :cut{n} * {scale} THEN :name{n}")
+    if config.ratios is not None and cuts:
+        cuts[-1] = f"ELSE :name{len(cuts) - 1}"  # rounding never leaves an item out
+    elif config.rest:
+        params["rest"] = config.rest
+        cuts.append("ELSE :rest")
+    held = "false"
+    if config.held_out:
+        params["held_field"], params["held_values"], params["held_split"] = config.held_out.field, config.held_out.values, config.held_out.split
+        held = "bool_or(e.data ->> :held_field = ANY(:held_values))"
+        cuts.insert(0, "WHEN r.held THEN :held_split")
+    stratum = "NULL::text"
+    if config.stratify:
+        params["stratum_field"] = config.stratify
+        stratum = "min(e.data ->> :stratum_field)"
+    case = f"CASE {' '.join(cuts)} END" if cuts else "NULL"
+    sql = f"""
+        WITH eligible AS (
+            SELECT i.id, i.data, coalesce('g:' || i.group_id, 'i:' || i.external_id) AS unit
+            FROM items i WHERE i.project_id = :project AND i.status = 'done'
+        ), units AS (
+            SELECT e.unit, count(*) AS n, {held} AS held, {stratum} AS stratum
+            FROM eligible e GROUP BY e.unit
+        ), ranked AS (
+            SELECT u.unit, u.held,
+                   sum(u.n) OVER (PARTITION BY u.held, u.stratum ORDER BY md5(:seed || ':' || u.unit), u.unit
+                                  ROWS UNBOUNDED PRECEDING) - u.n AS start,
+                   sum(u.n) OVER (PARTITION BY u.held, u.stratum) AS total
+            FROM units u
+        ), assigned AS (
+            SELECT r.unit, {case} AS split FROM ranked r
+        )
+        INSERT INTO item_splits (definition_id, item_id, split)
+        SELECT :definition, e.id, a.split FROM eligible e JOIN assigned a ON a.unit = e.unit
+        WHERE a.split IS NOT NULL
+    """
+    return sql, params
+
+
+def save_definition(session: Session, project_id: int, raw: dict[str, Any], *, actor_id: int | None = None) -> SplitDefinition:
+    """Validate, store as the project's next version, and assign the finished items."""
+    get_project(session, project_id)
+    config = parse_config(raw)
+    # The project row lock numbers versions one at a time.
+    session.execute(sa.text("SELECT 1 FROM projects WHERE id = :p FOR UPDATE"), {"p": project_id})
+    version = (session.scalar(sa.select(sa.func.max(SplitDefinition.version)).where(SplitDefinition.project_id == project_id)) or 0) + 1
+    stored = {**config.model_dump(mode="json", exclude_none=True), "order": config.split_names()}
+    definition = SplitDefinition(project_id=project_id, version=version, config=stored, created_by=actor_id)
+    session.add(definition)
+    session.flush()
+    sql, params = _assignment_sql(config)
+    session.execute(sa.text(sql), {**params, "project": project_id, "definition": definition.id})
+    found = dict(
+        session.execute(
+            sa.select(ItemSplit.split, sa.func.count()).where(ItemSplit.definition_id == definition.id).group_by(ItemSplit.split)
+        ).all()
+    )
+    definition.counts = {name: found.get(name, 0) for name in config.split_names()}
+    record(session, "splits.save", actor_id=actor_id, target=f"project:{project_id}", version=version, counts=definition.counts)
+    return definition
+
+
+def get_definition(session: Session, project_id: int, version: int | None = None) -> SplitDefinition:
+    """A version of the project's split definition (the newest when `version` is None)."""
+    query = sa.select(SplitDefinition).where(SplitDefinition.project_id == project_id)
+    query = query.where(SplitDefinition.version == version) if version is not None else query.order_by(SplitDefinition.version.desc())
+    definition = session.scalar(query.limit(1))
+    if definition is None:
+        raise NotFound("This project has no split definition yet." if version is None else f"This project has no split version {version}.")
+    return definition
+
+
+def definitions(session: Session, project_id: int) -> list[SplitDefinition]:
+    return list(session.scalars(sa.select(SplitDefinition).where(SplitDefinition.project_id == project_id).order_by(SplitDefinition.version.desc())))
+
+
+def unassigned(session: Session, definition: SplitDefinition) -> int:
+    """Finished items of the project that this version does not place (finished after it, or past its counts)."""
+    return session.scalar(
+        sa.text(
+            "SELECT count(*) FROM items i WHERE i.project_id = :p AND i.status = 'done'"
+            " AND NOT EXISTS (SELECT 1 FROM item_splits s WHERE s.definition_id = :d AND s.item_id = i.id)"
+        ),
+        {"p": definition.project_id, "d": definition.id},
+    )
