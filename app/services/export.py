@@ -533,8 +533,8 @@ def run_export(sessions, storage: Storage, settings, export_id: int, progress: P
             definition = s.get(SplitDefinition, definition_id) if definition_id else None
             manifest = export_to(s, project_id, fmt, target, storage, settings, definition=definition, progress=report)
             s.rollback()  # read only
-    except Exception as exc:
-        message = exc.message if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
+    except BaseException as exc:  # an interrupted CLI export is marked failed too
+        message = exc.message if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
         with sessions.begin() as s:
             s.execute(sa.update(Export).where(Export.id == export_id).values(status="failed", error=message[:2000], finished_at=sa.func.now()))
         raise
