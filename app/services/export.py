@@ -27,6 +27,7 @@ import json
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -558,3 +559,36 @@ def file_path(settings, row: Export, relative: str) -> Path:
 
 def exports_of(session: Session, project_id: int, limit: int = 50) -> list[Export]:
     return list(session.scalars(sa.select(Export).where(Export.project_id == project_id).order_by(Export.id.desc()).limit(limit)))
+
+
+class _Chunks(io.RawIOBase):
+    """A write-only stream that hands out what was written so far (zipfile writes to it)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def drain(self) -> Iterator[bytes]:
+        parts, self.parts = self.parts, []
+        yield from parts
+
+
+def zip_stream(root: Path, paths: list[str], chunk: int = 1 << 20) -> Iterator[bytes]:
+    """The export's files as one zip, produced while it is sent: nothing is held in memory or
+    written to disk beyond a chunk (stored, not recompressed: images and Parquet are already)."""
+    sink = _Chunks()
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for relative in paths:
+            info = zipfile.ZipInfo(relative, date_time=(1980, 1, 1, 0, 0, 0))  # no clock: same bytes each time
+            with archive.open(info, "w", force_zip64=True) as dst, (root / PurePosixPath(relative)).open("rb") as src:
+                while data := src.read(chunk):
+                    dst.write(data)
+                    yield from sink.drain()
+        yield from sink.drain()
+    yield from sink.drain()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import APIRouter, Depends, Form, Request
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.db import transaction
@@ -111,6 +113,21 @@ async def start_export(request: Request, project_id: int, user: Principal = Depe
 
     await run_in_threadpool(jobs.defer_export, request.app.state.settings, export_id)
     return RedirectResponse(f"/projects/{project_id}/export", status_code=303)
+
+
+@router.get("/exports/{export_id}.zip")
+def download_zip(request: Request, export_id: int, user: Principal = Depends(admin_only)):
+    """Every file of a finished export, manifest included, as one zip streamed as it is made."""
+    with transaction(request.app.state.sessions) as session:
+        row = session.get(Export, export_id)
+        if row is None:
+            raise NotFound("No such export.")
+        export.file_path(request.app.state.settings, row, "manifest.json")  # done, local, or 404
+        paths = sorted(row.manifest["files"]) + ["manifest.json"]
+        root = Path(row.target)
+    name = f"export-{export_id}.zip"
+    return StreamingResponse(export.zip_stream(root, paths), media_type="application/zip",
+                             headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 @router.get("/exports/{export_id}/files/{path:path}")

@@ -239,6 +239,15 @@ def test_the_export_page_saves_splits_and_downloads_files(client, app, api, tmp_
     assert image.status_code == 200 and Image.open(io.BytesIO(image.content)).format == "PNG"
     manifest = client.get(f"/exports/{row.id}/files/manifest.json").json()
     assert hashlib.sha256(image.content).hexdigest() == manifest["files"][link.split("/files/")[1]]["sha256"]
+    whole = client.get(f"/exports/{row.id}.zip")
+    assert whole.status_code == 200 and whole.headers["content-type"] == "application/zip"
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(whole.content)) as archive:
+        assert sorted(archive.namelist()) == sorted([*manifest["files"], "manifest.json"])
+        for name, meta in manifest["files"].items():
+            assert hashlib.sha256(archive.read(name)).hexdigest() == meta["sha256"]
+    assert client.get(f"/exports/{row.id}.zip").content == whole.content  # the same bytes every time
     assert client.get(f"/exports/{row.id}/files/../../etc/passwd").status_code == 404
     assert client.get(f"/exports/{row.id}/files/secret.txt").status_code == 404
 
