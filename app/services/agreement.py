@@ -156,28 +156,41 @@ def _nominal(values, items, annotators, facet, weights, samples, seed) -> dict[s
     return out
 
 
-def _pairwise(values, items, annotators, facet, kind, weights, samples, seed) -> dict[str, Any]:
+def _given(values, i, annotators, facet) -> list[tuple[str, Any]]:
+    return [(u, values[i][u].get(facet)) for u in annotators if u in values[i] and values[i][u].get(facet) is not None]
+
+
+def _pair_scores(values, items, annotators, facet, score) -> tuple[list[float], dict[str, list[float]]]:
+    """score(a, b) for every pair of annotators on every item: the per-item means and the scores by pair."""
     per_item, per_pair = [], defaultdict(list)
-    accuracy = []
     for i in items:
-        given = [(u, values[i][u].get(facet)) for u in annotators if u in values[i] and values[i][u].get(facet) is not None]
         scores = []
-        for (a, va), (b, vb) in itertools.combinations(given, 2):
-            s = _pair_score(kind, va, vb)
-            scores.append(s)
-            per_pair[f"{a} / {b}"].append(s)
-            if kind == "boxes":
-                accuracy.append(boxes.accuracy_at(va, vb))
+        for (a, va), (b, vb) in itertools.combinations(_given(values, i, annotators, facet), 2):
+            scores.append(score(va, vb))
+            per_pair[f"{a} / {b}"].append(scores[-1])
         if scores:
             per_item.append(float(np.mean(scores)))
+    return per_item, per_pair
+
+
+def _add_mean(out, name, per_item, per_pair, weights, samples, seed) -> None:
+    """The metric's bootstrapped mean over items, and its mean per annotator pair."""
+    if not per_item:
+        return
+    w = weights if len(per_item) == weights.shape[1] else None
+    out["metrics"][name] = _interval(bootstrap(mean_stats(np.array(per_item)), mean_from, weights=w, samples=samples, seed=seed))
+    for pair, scores in per_pair.items():
+        out["pairwise"].setdefault(pair, {"items": len(scores)})[name] = float(np.mean(scores))
+
+
+def _pairwise(values, items, annotators, facet, kind, weights, samples, seed) -> dict[str, Any]:
+    per_item, per_pair = _pair_scores(values, items, annotators, facet, lambda a, b: _pair_score(kind, a, b))
     name = {"set": "Jaccard", "token_set": "Jaccard", "boxes": "IoU (Hungarian)"}[kind]
-    out: dict[str, Any] = {"kind": kind, "metrics": {}, "items": len(per_item)}
-    if per_item:
-        w = weights if len(per_item) == weights.shape[1] else None
-        out["metrics"][f"mean {name}"] = _interval(bootstrap(mean_stats(np.array(per_item)), mean_from, weights=w, samples=samples, seed=seed))
-        if accuracy:
-            out["metrics"]["accuracy at IoU >= 0.5"] = {"estimate": float(np.mean(accuracy))}
-    out["pairwise"] = {p: {"items": len(v), f"mean {name}": float(np.mean(v))} for p, v in per_pair.items()}
+    out: dict[str, Any] = {"kind": kind, "metrics": {}, "items": len(per_item), "pairwise": {}}
+    _add_mean(out, f"mean {name}", per_item, per_pair, weights, samples, seed)
+    if kind == "boxes" and per_item:
+        _, hits = _pair_scores(values, items, annotators, facet, boxes.accuracy_at)
+        out["metrics"]["accuracy at IoU >= 0.5"] = {"estimate": float(np.mean([h for v in hits.values() for h in v]))}
     return out
 
 
@@ -188,30 +201,17 @@ def _soft(out, values, items, annotators, facet, embed, threshold, weights, samp
     if embed is None:
         out["notes"] = [f"{name}: computed by the worker job (it needs the worker extra's MiniLM model)."]
         return
-    given = {i: [(u, list(values[i][u].get(facet))) for u in annotators if u in values[i] and values[i][u].get(facet) is not None] for i in items}
-    texts = sorted({t for g in given.values() for _, v in g for t in v})
+    texts = sorted({t for i in items for _, v in _given(values, i, annotators, facet) for t in v})
     if not texts:
         return
     index = {t: n for n, t in enumerate(texts)}
-    vectors = np.asarray(embed(texts), dtype=float)
+    vectors = np.asarray(embed(texts), dtype=float)  # each text embedded once for the whole report
 
     def similarity(a, b):
         return vectors[[index[t] for t in a]] @ vectors[[index[t] for t in b]].T
 
-    per_item, per_pair = [], defaultdict(list)
-    for i in items:
-        scores = []
-        for (a, va), (b, vb) in itertools.combinations(given[i], 2):
-            score = sets.soft_jaccard(va, vb, similarity, threshold)
-            scores.append(score)
-            per_pair[f"{a} / {b}"].append(score)
-        if scores:
-            per_item.append(float(np.mean(scores)))
-    if per_item:
-        w = weights if len(per_item) == weights.shape[1] else None
-        out["metrics"][name] = _interval(bootstrap(mean_stats(np.array(per_item)), mean_from, weights=w, samples=samples, seed=seed))
-        for pair, scores in per_pair.items():
-            out["pairwise"].setdefault(pair, {"items": len(scores)})[name] = float(np.mean(scores))
+    per_item, per_pair = _pair_scores(values, items, annotators, facet, lambda a, b: sets.soft_jaccard(list(a), list(b), similarity, threshold))
+    _add_mean(out, name, per_item, per_pair, weights, samples, seed)
 
 
 def _with_consensus(values, items, facet) -> dict[str, float]:

@@ -548,7 +548,15 @@ def run_export(sessions, storage: Storage, settings, export_id: int, progress: P
     return manifest
 
 
-def file_path(settings, row: Export, relative: str) -> Path:
+def find_file(session: Session, export_id: int, relative: str) -> Path:
+    """A file of a finished local export by its id and path (only paths its manifest lists)."""
+    row = session.get(Export, export_id)
+    if row is None:
+        raise NotFound(f"No export with id {export_id}.")
+    return file_path(row, relative)
+
+
+def file_path(row: Export, relative: str) -> Path:
     """A file of a finished local export, only if its manifest lists it."""
     if row.status != "done" or not row.manifest or relative not in row.manifest["files"] and relative != "manifest.json":
         raise NotFound("No such file in this export.")

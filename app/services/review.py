@@ -10,7 +10,7 @@ moves the item on through the pipeline exactly as an automatic consolidation wou
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -70,6 +70,7 @@ class ReviewScreen:
     annotations: list[Submitted]
     differing: set[str]  # payload keys on which the annotations differ
     results: dict[str, dict[str, Any]]
+    suggestions: dict[str, Any] = field(default_factory=dict)  # by kind, for the editor (filled on demand)
 
 
 def open_review(session: Session, stage_id: int, item_id: int) -> ReviewScreen:

@@ -54,23 +54,32 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
         else:
             values = workflow.initial_values(item, config, results=screen.results, suggestions=screen.suggestions)
     return {
+        **workflow_screen(workflow, screen, values, f"/assignments/{assignment_id}/check"),
         "assignment": screen.assignment,
-        "item": screen.item.data,
+        "project": {"id": project.id, "name": project.name},
+        "mine": mine,
+        "returned": screen.returned,
+        "idempotency_key": uuid.uuid4().hex,
+        "opened_at": time.time(),
+    }
+
+
+def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
+    """What a workflow's template needs, for an annotator's screen or a reviewer's editor;
+    `screen` has the item, stage, earlier results and suggestions."""
+    item, config = screen.item.data, screen.stage.config
+    return {
+        "item": item,
         "item_id": screen.item.id,
         "assets": screen.item.assets,
         "stage": screen.stage,
-        "project": {"id": project.id, "name": project.name},
-        "mine": mine,
         "workflow": workflow,
         "values": values,
         "extra": workflow.screen_context(
             item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions, values=values
         ),
         "live": workflow.live_check(item, values, config, screen.results),
-        "check_url": f"/assignments/{assignment_id}/check",
-        "returned": screen.returned,
-        "idempotency_key": uuid.uuid4().hex,
-        "opened_at": time.time(),
+        "check_url": check_url,
     }
 
 

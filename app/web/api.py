@@ -228,10 +228,7 @@ def get_export(request: Request, export_id: int, user: Principal = Depends(admin
 def export_file(request: Request, export_id: int, path: str, user: Principal = Depends(admin)):
     """A file of a finished export, by its path in the manifest."""
     with _tx(request) as session:
-        row = session.get(Export, export_id)
-        if row is None:
-            raise NotFound(f"No export with id {export_id}.")
-        target = export.file_path(request.app.state.settings, row, path)
+        target = export.find_file(session, export_id, path)
     return FileResponse(target, filename=path.rsplit("/", 1)[-1])
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.db import transaction
-from app.errors import DomainError, Invalid, NotFound
+from app.errors import DomainError, Invalid
 from app.models import Export, Role
 from app.services import export, projects, splits
 from app.web.deps import Principal, csrf_protect, page_role
@@ -119,12 +117,8 @@ async def start_export(request: Request, project_id: int, user: Principal = Depe
 def download_zip(request: Request, export_id: int, user: Principal = Depends(admin_only)):
     """Every file of a finished export, manifest included, as one zip streamed as it is made."""
     with transaction(request.app.state.sessions) as session:
-        row = session.get(Export, export_id)
-        if row is None:
-            raise NotFound("No such export.")
-        export.file_path(request.app.state.settings, row, "manifest.json")  # done, local, or 404
-        paths = sorted(row.manifest["files"]) + ["manifest.json"]
-        root = Path(row.target)
+        root = export.find_file(session, export_id, "manifest.json").parent  # done, local, or 404
+        paths = sorted(session.get(Export, export_id).manifest["files"]) + ["manifest.json"]
     name = f"export-{export_id}.zip"
     return StreamingResponse(export.zip_stream(root, paths), media_type="application/zip",
                              headers={"Content-Disposition": f'attachment; filename="{name}"'})
@@ -134,9 +128,6 @@ def download_zip(request: Request, export_id: int, user: Principal = Depends(adm
 def download(request: Request, export_id: int, path: str, user: Principal = Depends(admin_only)):
     """One file of a finished export (only files its manifest lists)."""
     with transaction(request.app.state.sessions) as session:
-        row = session.get(Export, export_id)
-        if row is None:
-            raise NotFound("No such export.")
-        target = export.file_path(request.app.state.settings, row, path)
+        target = export.find_file(session, export_id, path)
     media = "application/json" if path.endswith(".json") else None
     return FileResponse(target, media_type=media, filename=path.rsplit("/", 1)[-1])

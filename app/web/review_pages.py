@@ -12,7 +12,7 @@ from app.db import transaction
 from app.errors import DomainError, Invalid
 from app.models import Role
 from app.services import agreement, equivalence, projects, review, suggestions
-from app.web.annotate_pages import live_check_fragment
+from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Principal, csrf_protect, form_values, page_role
 from app.web.templating import render
 from app.workflows import get_workflow
@@ -103,28 +103,17 @@ def _editor_context(request: Request, stage_id: int, item_id: int, start: int | 
     with transaction(request.app.state.sessions) as session:
         screen = review.open_review(session, stage_id, item_id)
         project = projects.get_project(session, screen.stage.project_id)
-        shown = suggestions.for_item(session, item_id, stage_id)
+        screen.suggestions = suggestions.for_item(session, item_id, stage_id)
     workflow = get_workflow(screen.stage.workflow)
-    item, config = screen.item.data, screen.stage.config
     chosen = next((a for a in screen.annotations if a.annotation_id == start), screen.annotations[0] if screen.annotations else None)
     if values is None:
-        values = workflow.payload_values(chosen.payload, item, config, screen.results) if chosen else {}
+        values = workflow.payload_values(chosen.payload, screen.item.data, screen.stage.config, screen.results) if chosen else {}
     return {
-        "stage": screen.stage,
+        **workflow_screen(workflow, screen, values, f"/stages/{stage_id}/review/{item_id}/check"),
         "project": project,
-        "item": item,
-        "item_id": item_id,
-        "assets": screen.item.assets,
         "status": screen.item.status,
-        "workflow": workflow,
-        "values": values,
         "start": chosen,
         "annotations": screen.annotations,
-        "extra": workflow.screen_context(
-            item, config, assets=screen.item.assets, results=screen.results, suggestions=shown, values=values
-        ),
-        "live": workflow.live_check(item, values, config, screen.results),
-        "check_url": f"/stages/{stage_id}/review/{item_id}/check",
     }
 
 
