@@ -28,6 +28,7 @@ from app.models import (
     Suggestion,
     User,
 )
+from app.services.annotation import sent_back_note
 from app.services.audit import record
 from app.services.pipeline import (
     Submitted,
@@ -146,6 +147,47 @@ def send_back(session: Session, stage_id: int, item_id: int, reviewer_id: int, c
         session, "item.sent_back", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id,
         comment=comment[:1000], annotators=len(returned),
     )
+    return item
+
+
+@dataclass
+class SentBack:
+    item_id: int
+    external_id: str
+    waiting: int  # annotators who have not resubmitted yet
+    comment: str
+
+
+def sent_back(session: Session, stage_id: int, limit: int = 500) -> list[SentBack]:
+    """Items of the stage that a reviewer sent back and that still wait for their annotators."""
+    rows = session.execute(
+        sa.select(Item.id, Item.external_id, sa.func.count(Assignment.id))
+        .join(Assignment, sa.and_(Assignment.item_id == Item.id, Assignment.stage_id == stage_id))
+        .where(Item.stage_id == stage_id, Item.status == "active", Assignment.status == "returned")
+        .group_by(Item.id)
+        .order_by(Item.id)
+        .limit(limit)
+    ).all()
+    return [SentBack(i, e, n, (sent_back_note(session, i, stage_id) or {}).get("comment", "")) for i, e, n in rows]
+
+
+def take_back(session: Session, stage_id: int, item_id: int, reviewer_id: int) -> Item:
+    """Bring a sent-back item back to review (its annotators are not coming back, or the reviewer
+    changed their mind): each annotator's latest annotation counts again, open leases end."""
+    item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
+    if item is None or item.stage_id != stage_id:
+        raise NotFound("No such item in this stage.")
+    assignments = session.scalars(
+        sa.select(Assignment).where(Assignment.item_id == item_id, Assignment.stage_id == stage_id).with_for_update()
+    ).all()
+    if item.status != "active" or not any(a.status == "returned" for a in assignments):
+        raise Conflict("This item is not waiting for its annotators after a send-back.")
+    answered = set(session.scalars(sa.select(Annotation.assignment_id).where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)))
+    for a in assignments:
+        if a.status != "submitted":
+            a.status = "submitted" if a.id in answered else "released"
+    item.status, item.slots_left = "review", 0
+    record(session, "item.taken_back", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id)
     return item
 
 

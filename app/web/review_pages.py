@@ -27,7 +27,16 @@ def review_list(request: Request, stage_id: int, user: Principal = Depends(revie
         stage = projects.get_stage(session, stage_id)
         project = projects.get_project(session, stage.project_id)
         rows = review.review_queue(session, stage_id)
-    return render(request, "review/list.html", {"stage": stage, "project": project, "rows": rows})
+        waiting = review.sent_back(session, stage_id)
+    return render(request, "review/list.html", {"stage": stage, "project": project, "rows": rows, "waiting": waiting})
+
+
+@router.post("/stages/{stage_id}/review/{item_id}/take-back")
+def take_back(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
+    """Stop waiting for the annotators of a sent-back item and review it again."""
+    with transaction(request.app.state.sessions) as session:
+        review.take_back(session, stage_id, item_id, user.id)
+    return RedirectResponse(f"/stages/{stage_id}/review/{item_id}", status_code=303)
 
 
 def _screen_context(request: Request, stage_id: int, item_id: int, **extra) -> dict:

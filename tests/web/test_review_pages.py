@@ -147,3 +147,32 @@ def test_the_reviewer_writes_the_final_version_in_the_workflows_editor(client, a
         final = s.scalar(sa.select(ItemResult).where(ItemResult.item_id == item.id))
         event = s.scalar(sa.select(AuditEvent).where(AuditEvent.action == "item.review"))
     assert (final.payload, final.source) == ({"choice": "c"}, "review") and event.detail["comment"] == "both wrong"
+
+
+def test_a_sent_back_item_can_be_taken_back_when_annotators_do_not_return(client, app, settings):
+    sessions = app.state.sessions
+    _, stage_id = make_choice_project(sessions, settings, app.state.storage, 1, overlap=2, name="Take back")
+    u1, u2 = make_user(sessions, "u1"), make_user(sessions, "u2")
+    _annotate(sessions, stage_id, [u1, u2], [["a"], ["b"]])
+    item = _items(sessions)["it-0"]
+    make_user(sessions, "rita", "reviewer")
+    login(client, "rita")
+    token = csrf_from(client.get(f"/stages/{stage_id}/review/{item.id}").text)
+    client.post(f"/stages/{stage_id}/review/{item.id}", data={"csrf_token": token, "action": "send_back", "comment": "Is it really a circle?"})
+    with transaction(sessions) as s:  # u1 revises; u2 never comes back
+        claimed = annotation.claim(s, stage_id, u1)
+        annotation.submit(s, claimed.assignment_id, u1, {"choice": "c"}, "u1-again")
+
+    queue = client.get(f"/stages/{stage_id}/review").text
+    assert "Nothing waits for review" in queue
+    waiting = re.search(r'<tr data-sent-back="it-0">.*?</tr>', queue, re.S).group(0)
+    assert "1 annotator<" in waiting and "Is it really a circle?" in waiting
+    r = client.post(f"/stages/{stage_id}/review/{item.id}/take-back", data={"csrf_token": token}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/stages/{stage_id}/review/{item.id}"
+    assert _items(sessions)["it-0"].status == "review"
+    screen = client.get(f"/stages/{stage_id}/review/{item.id}").text
+    assert re.search(r'data-annotator="u1".*?&#34;c&#34;', screen, re.S) and re.search(r'data-annotator="u2".*?&#34;b&#34;', screen, re.S)
+    with transaction(sessions) as s:
+        assert annotation.claim(s, stage_id, u2) is None  # nothing is waiting for u2 any more
+    again = client.post(f"/stages/{stage_id}/review/{item.id}/take-back", data={"csrf_token": token})
+    assert again.status_code == 409 and "not waiting for its annotators" in again.text
