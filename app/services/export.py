@@ -307,8 +307,7 @@ def _write_coco(ctx: Context) -> dict[str, int]:
         with tempfile.TemporaryFile("w+", encoding="utf-8") as images_part, tempfile.TemporaryFile("w+", encoding="utf-8") as boxes_part:
             images_doc, boxes_doc = JsonArray(images_part), JsonArray(boxes_part)
             for batch in split_rows(ctx.session, ctx.project.id, ctx.definition, split):
-                shas = {row.assets.get("/image") for row in batch} - {None}
-                ctx.images.prefetch(shas)
+                shas = {row.assets.get("/image") for row in batch} - {None}  # only their sizes are read
                 found = ctx.session.execute(sa.select(Asset.sha256, Asset.width, Asset.height).where(Asset.sha256.in_(shas))) if shas else []
                 dims = {sha: (w, h) for sha, w, h in found}
                 for row in batch:
