@@ -265,13 +265,14 @@ def worker(
     queues: Optional[str] = typer.Option(None, help="Comma-separated queues (default: suggest,maintenance,export)."),
 ) -> None:
     """Run background jobs: suggestions, and the reconcile job that catches up on missing work."""
+    from app.datasets import producers
     from app.worker import backends, jobs
 
     settings, _ = _sessions()
     jobs.configure(settings)
     names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
-    for kind in sorted(jobs.PRODUCERS):
+    for kind in sorted(producers()):
         why = jobs.unavailable(kind, settings)
         console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False)
     recovered = jobs.recover_stalled(settings)
@@ -400,8 +401,8 @@ def equivalence_cmd(
     overlap: int = typer.Option(1, min=1, help="Judges per pair (when the judgement project is created)."),
 ) -> None:
     """Queue differently worded answer pairs (VisArgs conclusions) for reviewers' equivalence judgements."""
+    from app.datasets import get_task
     from app.services import equivalence, projects
-    from app.workflows import get_workflow
 
     settings, sessions = _sessions()
     try:
@@ -409,7 +410,7 @@ def equivalence_cmd(
             target = projects.find_project(session, project)
             chosen = [
                 st for st in projects.stages_of(session, target.id)
-                if (stage is None or stage in (st.name, str(st.id))) and get_workflow(st.workflow).equivalence_field
+                if (stage is None or stage in (st.name, str(st.id))) and get_task(st.workflow).equivalence
             ]
             if not chosen:
                 _fail(f"Project '{target.name}' has no stage{f' {stage!r}' if stage else ''} with free-text answers to judge.")

@@ -30,3 +30,12 @@ class Invalid(DomainError):
 
 class RateLimited(DomainError):
     status_code = 429
+
+
+def format_validation_error(exc, prefix: str = "") -> list[str]:
+    """A pydantic ValidationError as messages naming each field: "field 'a.b': why"."""
+    messages = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "record"
+        messages.append(f"{prefix}field '{loc}': {err['msg']}")
+    return messages

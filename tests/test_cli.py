@@ -172,6 +172,6 @@ def test_splits_and_export_commands(env, settings, storage, tmp_path):
     assert manifest["split_definition"]["version"] == 1 and sorted(manifest["files"]) == ["test.jsonl", "train.jsonl"]
     assert len((tmp_path / "out" / "train.jsonl").read_text().splitlines()) == 6
     r = invoke("export", "Done", "--format", "coco", "--out", str(tmp_path / "coco"))
-    assert r.exit_code == 1 and "only VisArgs" in r.output
+    assert r.exit_code == 1 and "coco format can't express" in r.output and "use one of: published, jsonl, parquet" in r.output
     r = invoke("export", "Done", "--format", "xml", "--out", str(tmp_path / "x"))
     assert r.exit_code == 1 and "Unknown export format" in r.output

@@ -37,3 +37,20 @@ def test_every_cli_command_is_documented():
     assert "import" in names and "user create" in names
     for name in names:
         assert re.search(rf"`vlcurate {re.escape(name)}\b", README), f"vlcurate {name} is not in the README"
+
+
+def _members(cls) -> set[str]:
+    names = set(getattr(cls, "__annotations__", {})) | set(vars(cls))
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_every_plugin_hook_is_documented():
+    """Every hook of the dataset, task and export-format shapes is in the README's plugin section."""
+    from app.datasets.dataset import Dataset
+    from app.datasets.task import Task
+    from app.exporters.base import Format
+
+    section = README.split("### Dataset plugins", 1)[1].split("\n## ", 1)[0]
+    for cls in (Dataset, Task, Format):
+        missing = sorted(n for n in _members(cls) if f"`{n}`" not in section and f"`{n}(" not in section)
+        assert not missing, f"{cls.__name__} hooks missing from the README's plugin section: {missing}"

@@ -19,11 +19,12 @@ from sqlalchemy.orm import Session
 
 from app.agreement import boxes, categorical, sets
 from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_weights
+from app.agreement.pairs import facet_score
+from app.datasets import get_task
 from app.models import AgreementReport, Stage
 from app.services import equivalence
 from app.services.pipeline import submitted_annotations
 from app.services.projects import get_stage
-from app.workflows import get_workflow
 
 
 def stage_annotations(session: Session, stage_id: int, seconds: dict | None = None) -> dict[int, dict[str, dict[str, Any]]]:
@@ -41,14 +42,6 @@ def _interval(ci) -> dict[str, float]:
     return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in ci.as_dict().items()}
 
 
-def _pair_score(kind: str, a: Any, b: Any) -> float:
-    if kind == "set":
-        return sets.jaccard(a, b)
-    if kind == "token_set":
-        return sets.token_set_jaccard([tuple(x) for x in a], [tuple(x) for x in b])
-    return boxes.mean_iou(a, b)
-
-
 SOFT_THRESHOLD = 0.8  # cosine similarity at which two texts count as the same (stage config: soft_match_threshold)
 
 
@@ -63,7 +56,7 @@ def stage_report(
     """The stage's agreement figures. With `embed` (texts -> unit vectors, the worker's MiniLM),
     set facets also get Jaccard soft-matched by text similarity."""
     stage: Stage = get_stage(session, stage_id)
-    workflow = get_workflow(stage.workflow)
+    workflow = get_task(stage.workflow)
     seconds: dict[str, list[float]] = {}
     everything = stage_annotations(session, stage_id, seconds)
     by_item = {i: a for i, a in everything.items() if len(a) >= 2}
@@ -89,7 +82,7 @@ def stage_report(
         return report
     weights = resample_weights(len(items), samples, seed)
     values = {i: {u: workflow.facet_values(p) for u, p in by_item[i].items()} for i in items}
-    for facet, kind in workflow.agreement_facets().items():
+    for facet, kind in workflow.facets.items():
         if kind == "nominal":
             report["facets"][facet] = _nominal(values, items, annotators, facet, weights, samples, seed)
             for u, share in _with_consensus(values, items, facet).items():
@@ -99,8 +92,8 @@ def stage_report(
             if kind == "set":
                 threshold = float(stage.config.get("soft_match_threshold", SOFT_THRESHOLD))
                 _soft(report["facets"][facet], values, items, annotators, facet, embed, threshold, weights, samples, seed)
-    if workflow.equivalence_field:
-        report["facets"][f"{workflow.equivalence_field} equivalence"] = _equivalence(session, stage, samples, seed)
+    if workflow.equivalence:
+        report["facets"][f"{workflow.equivalence.field} equivalence"] = _equivalence(session, stage, samples, seed)
     return report
 
 
@@ -184,7 +177,7 @@ def _add_mean(out, name, per_item, per_pair, weights, samples, seed) -> None:
 
 
 def _pairwise(values, items, annotators, facet, kind, weights, samples, seed) -> dict[str, Any]:
-    per_item, per_pair = _pair_scores(values, items, annotators, facet, lambda a, b: _pair_score(kind, a, b))
+    per_item, per_pair = _pair_scores(values, items, annotators, facet, lambda a, b: facet_score(kind, a, b))
     name = {"set": "Jaccard", "token_set": "Jaccard", "boxes": "IoU (Hungarian)"}[kind]
     out: dict[str, Any] = {"kind": kind, "metrics": {}, "items": len(per_item), "pairwise": {}}
     _add_mean(out, f"mean {name}", per_item, per_pair, weights, samples, seed)

@@ -10,13 +10,13 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import queue
+from app.datasets import get_task
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.models import Annotation, Assignment, AuditEvent, Draft, Item, Stage, User
 from app.services import sampling
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import complete_stage, results_by_stage
 from app.services.projects import get_stage
-from app.workflows import get_workflow
 
 MAX_KEY_LENGTH = 100
 
@@ -62,7 +62,7 @@ def submit(
     stage = session.get(Stage, assignment.stage_id)
     if item.stage_id != stage.id or item.status not in ("active", "review"):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
-    clean = get_workflow(stage.workflow).validate_annotation(
+    clean = get_task(stage.workflow).validate_annotation(
         item.data, payload, stage.config, results_by_stage(session, item.id)
     )
 
@@ -98,7 +98,7 @@ def submit(
     session.flush()
 
     if first_submit:
-        workflow = get_workflow(stage.workflow)
+        workflow = get_task(stage.workflow)
         shown = suggestions_service.for_item(session, item.id, stage.id)
         if shown:
             suggestions_service.record_outcomes(session, annotation.id, stage.id, shown, clean, item.data, workflow)

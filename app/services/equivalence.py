@@ -1,9 +1,8 @@
 """Equivalence judgements: do two annotators' free-text answers say the same thing?
 
-A workflow whose answers are free text (VisArgs' conclusion) names the field in
-`equivalence_field`. For every item two or more annotators answered, each pair of answers
-worded differently becomes an item of a companion project with one `visargs.equivalence`
-stage, where reviewers judge Y/N; pairs worded the same (after case and space
+A task whose answers are free text (VisArgs' conclusion) declares `equivalence`: the field, and
+the task that judges pairs. For every item two or more annotators answered, each pair of answers
+worded differently becomes an item of a companion project with one stage of that judging task, where reviewers judge Y/N; pairs worded the same (after case and space
 normalisation) count as equivalent without a judgement. The stage's agreement report then
 gives the equivalence rate: equivalent pairs / judged-or-identical pairs, per item averaged
 and bootstrapped like the other figures, with how many pairs still wait for a judgement.
@@ -21,14 +20,13 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.agreement.sets import normalize
+from app.datasets import get_task
+from app.datasets.task import Equivalence
 from app.errors import Invalid
 from app.models import Item, ItemResult, Project, Stage
 from app.services import projects
 from app.services.audit import record
 from app.services.pipeline import submitted_annotations
-from app.workflows import get_workflow
-
-JUDGE = "visargs.equivalence"
 
 
 @dataclass
@@ -48,16 +46,17 @@ class Pair:
         return normalize(self.texts[0]) == normalize(self.texts[1])
 
 
-def field_of(stage: Stage) -> str:
-    field = getattr(get_workflow(stage.workflow), "equivalence_field", None)
-    if not field:
+def declared(stage: Stage) -> Equivalence:
+    """The stage task's declared equivalence judgement."""
+    equivalence = get_task(stage.workflow).equivalence
+    if equivalence is None:
         raise Invalid(f"The workflow {stage.workflow} has no free-text answer to judge for equivalence.")
-    return field
+    return equivalence
 
 
 def answer_pairs(session: Session, stage: Stage) -> list[Pair]:
     """Each pair of annotators' answers on each item (discarded answers and empty ones left out)."""
-    field, workflow = field_of(stage), get_workflow(stage.workflow)
+    field, workflow = declared(stage).field, get_task(stage.workflow)
     by_item: dict[int, list] = defaultdict(list)
     for a in submitted_annotations(session, None, stage.id):
         text = str(a.payload.get(field) or "").strip()
@@ -79,7 +78,7 @@ def judging_stage(session: Session, stage: Stage) -> Stage | None:
     return session.scalar(
         sa.select(Stage)
         .join(Project, Project.id == Stage.project_id)
-        .where(Stage.workflow == JUDGE, Stage.config["judges_stage"].as_integer() == stage.id)
+        .where(Stage.workflow == declared(stage).judge, Stage.config["judges_stage"].as_integer() == stage.id)
         .limit(1)
     )
 
@@ -94,7 +93,7 @@ def create_judgements(session: Session, stage_id: int, *, overlap: int = 1, acto
         project = projects.create_project(
             session,
             f"{owner.name} · {stage.name} equivalence",
-            [projects.StageSpec(workflow=JUDGE, overlap=overlap, config={"judges_stage": stage.id})],
+            [projects.StageSpec(workflow=declared(stage).judge, overlap=overlap, config={"judges_stage": stage.id})],
             description=f"Are two annotators' answers in stage '{stage.name}' of {owner.name} equivalent? "
             "Created for the agreement report.",
             actor_id=actor_id,

@@ -1,4 +1,4 @@
-"""Project figures: kept and discarded items by item fields, and workflows' answer shares and edit means."""
+"""Project figures: kept and discarded items by item fields, and tasks' answer shares and edit means."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
+from app.datasets import dataset_of
 from app.models import Item, ItemResult, Stage, SuggestionOutcome
 from app.services.projects import stages_of
-from app.workflows import get_workflow
 
 
 @dataclass
@@ -57,11 +57,11 @@ class Breakdown:
 
 
 def breakdown(session: Session, project_id: int) -> Breakdown | None:
-    """Counts by the first stage's workflow's breakdown fields; None when it declares none."""
+    """Counts by the dataset's breakdown fields; None when it declares none."""
     stages = stages_of(session, project_id)
     if not stages:
         return None
-    fields = get_workflow(stages[0].workflow).breakdown[:2]
+    fields = dataset_of(stages[0].workflow).breakdown[:2]
     if not fields:
         return None
     first = stages[0].id
@@ -119,17 +119,17 @@ class StageFigures:
 
 
 def figures(session: Session, project_id: int) -> list[StageFigures]:
-    """Figures for every stage whose workflow declares them, aggregated in the database."""
+    """Figures for every stage whose dataset declares them, aggregated in the database."""
     out = []
     for stage in stages_of(session, project_id):
-        workflow = get_workflow(stage.workflow)
-        if not workflow.figure_answer:
+        spec = dataset_of(stage.workflow).figures.get(stage.workflow)
+        if spec is None:
             continue
         # The latest final record of each item in this stage.
         final = _latest_results(stage.id)
-        answer = final.c.payload[workflow.figure_answer].astext
+        answer = final.c.payload[spec.answer].astext
         groups = []
-        for field_name in workflow.figure_by:
+        for field_name in spec.by:
             value = sa.func.coalesce(Item.data[field_name].astext, "—")
             rows: dict[str, ShareRow] = {}
             for v, a, n in session.execute(
@@ -142,7 +142,7 @@ def figures(session: Session, project_id: int) -> list[StageFigures]:
             if rows and set(rows) != {"—"}:
                 groups.append((field_name, list(rows.values())))
         means = []
-        for title, category, value_key in workflow.figure_means:
+        for title, category, value_key in spec.means:
             cat = final.c.payload["edits"][category].astext
             val = final.c.payload["edits"][value_key].astext.cast(sa.Float)
             rows_m = [
@@ -153,7 +153,7 @@ def figures(session: Session, project_id: int) -> list[StageFigures]:
             ]
             if rows_m:
                 means.append((title, rows_m))
-        out.append(StageFigures(stage.name, workflow.figure_answer, workflow.figure_answers, groups, means))
+        out.append(StageFigures(stage.name, spec.answer, spec.answers, groups, means))
     return out
 
 

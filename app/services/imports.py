@@ -23,7 +23,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.errors import Invalid
+from app.datasets import dataset_of
+from app.datasets.task import is_external
+from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
 from app.models import Asset, Item
 from app.services import sampling
@@ -31,8 +33,6 @@ from app.services.audit import record
 from app.services.projects import get_project, stages_of
 from app.settings import Settings
 from app.storage import S3Storage, Storage
-from app.workflows import get_workflow
-from app.workflows.base import format_validation_error, is_external
 
 MAX_REPORTED_ERRORS = 20
 Progress = Callable[[str, int, int], None]
@@ -193,7 +193,7 @@ def import_items(
     project = get_project(session, project_id)
     stages = stages_of(session, project.id)
     first = stages[0]
-    workflow = get_workflow(first.workflow)
+    dataset = dataset_of(first.workflow)
     say = progress or (lambda phase, done, total: None)
 
     # 1. Validate every record; report up to MAX_REPORTED_ERRORS problems, each with its line.
@@ -205,7 +205,7 @@ def import_items(
     seen: dict[str, str] = {}
     for n, (where, rec) in enumerate(records, 1):
         try:
-            item = workflow.parse_item(rec, first.config)
+            item = dataset.parse_item(rec, first.config)
         except ValidationError as exc:
             errors.extend(format_validation_error(exc, prefix=f"{where}: "))
         except Invalid as exc:
@@ -233,7 +233,7 @@ def import_items(
     checked: dict[str, CheckedImage] = {}
     item_assets: list[dict[str, str]] = []
     for i, (where, item) in enumerate(parsed, 1):
-        refs = workflow.image_refs(item)
+        refs = dataset.image_refs(item)
         pointers = {}
         for pointer, ref in refs.items():
             if is_external(ref):

@@ -9,9 +9,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.datasets import get_task
 from app.models import Annotation, Assignment, Item, ItemResult, Stage, User
 from app.services import sampling
-from app.workflows import get_workflow
 
 
 @dataclass
@@ -64,7 +64,7 @@ def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]
 
 def complete_stage(session: Session, item: Item, stage: Stage) -> None:
     """All annotations of the item are in: consolidate them, or send the item to review."""
-    workflow = get_workflow(stage.workflow)
+    workflow = get_task(stage.workflow)
     outcome = workflow.consolidate(stage_payloads(session, item.id, stage.id), stage.config)
     if outcome.needs_review or outcome.final is None:
         item.status = "review"
@@ -98,7 +98,7 @@ def finalize(
         .order_by(Stage.position)
     )
     for nxt in later:
-        if get_workflow(nxt.workflow).applies(item.data, results, nxt.config):
+        if get_task(nxt.workflow).applies(item.data, results, nxt.config):
             item.stage_id = nxt.id
             item.status = "active"
             item.slots_left = sampling.required(session, nxt, item.id)

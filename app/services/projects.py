@@ -9,10 +9,10 @@ import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from app.datasets import dataset_of, get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.models import Annotation, Item, ItemResult, Project, Stage
 from app.services.audit import record
-from app.workflows import get_workflow
 
 
 class StageSpec(BaseModel):
@@ -36,8 +36,14 @@ def create_project(
     if not stages:
         raise Invalid("A project needs at least one stage.")
     earlier: list[str] = []
+    dataset = dataset_of(stages[0].workflow)  # raises Invalid naming the known workflows
     for spec in stages:
-        needed = get_workflow(spec.workflow).requires  # get_workflow raises Invalid naming the known ones
+        needed = get_task(spec.workflow).requires
+        if dataset_of(spec.workflow) is not dataset:
+            raise Invalid(
+                f"The stage '{spec.workflow}' belongs to another dataset than '{stages[0].workflow}': "
+                f"a project curates one dataset ({dataset.name}: {', '.join(t.name for t in dataset.tasks)})."
+            )
         if needed and needed not in earlier:
             raise Invalid(f"The stage '{spec.workflow}' builds on '{needed}', which must come before it.")
         earlier.append(spec.workflow)

@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.models import (
     Annotation,
@@ -37,7 +38,6 @@ from app.services.pipeline import (
     submitted_annotations,
 )
 from app.services.projects import get_stage
-from app.workflows import get_workflow
 
 
 @dataclass
@@ -51,7 +51,7 @@ class ReviewRow:
 def review_queue(session: Session, stage_id: int, limit: int = 500) -> list[ReviewRow]:
     """Items of the stage waiting for review, the ones annotators disagree on most first."""
     stage = get_stage(session, stage_id)
-    workflow = get_workflow(stage.workflow)
+    workflow = get_task(stage.workflow)
     items = session.execute(
         sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == "review").order_by(Item.id).limit(limit)
     ).all()
@@ -102,7 +102,7 @@ def resolve(
         raise NotFound("No such item in this stage.")
     if item.status != "review":
         raise Conflict("This item is no longer waiting for review; someone resolved it already.")
-    workflow = get_workflow(stage.workflow)
+    workflow = get_task(stage.workflow)
     if accept_annotation_id is not None:
         chosen = next((a for a in submitted_annotations(session, item_id, stage_id) if a.annotation_id == accept_annotation_id), None)
         if chosen is None:

@@ -25,11 +25,10 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy.orm import Session
 
-from app.errors import Invalid, NotFound
+from app.errors import Invalid, NotFound, format_validation_error
 from app.models import ItemSplit, SplitDefinition
 from app.services.audit import record
 from app.services.projects import get_project
-from app.workflows.base import format_validation_error
 
 SPLIT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # split names become file names
 FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")

@@ -11,12 +11,12 @@ from markupsafe import escape
 from starlette.concurrency import run_in_threadpool
 
 from app import queue
+from app.datasets import get_task
 from app.db import transaction
 from app.errors import Conflict, Invalid, NotFound
 from app.services import annotation, projects
 from app.web.deps import Principal, csrf_protect, form_values, page_user
 from app.web.templating import is_htmx, render
-from app.workflows import get_workflow
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
@@ -44,7 +44,7 @@ def _screen_context(request: Request, assignment_id: int, user: Principal, value
         screen = annotation.open_assignment(session, assignment_id, user.id)
         project = projects.get_project(session, screen.stage.project_id)
         mine = annotation.user_stage_counts(session, screen.stage.id, user.id)
-    workflow = get_workflow(screen.stage.workflow)
+    workflow = get_task(screen.stage.workflow)
     item, config = screen.item.data, screen.stage.config
     if values is None:
         if screen.draft:
@@ -78,7 +78,7 @@ def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
         "extra": workflow.screen_context(
             item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions, values=values
         ),
-        "live": workflow.live_check(item, values, config, screen.results),
+        "live": workflow.live_check(item, values, config, screen.results) if workflow.has_live_check else None,
         "check_url": check_url,
     }
 
@@ -110,7 +110,7 @@ async def submit(request: Request, assignment_id: int, user: Principal = Depends
     def work():
         with transaction(request.app.state.sessions) as session:
             screen = annotation.open_assignment(session, assignment_id, user.id)
-            workflow = get_workflow(screen.stage.workflow)
+            workflow = get_task(screen.stage.workflow)
             try:
                 spent = max(0.0, time.time() - float(meta.get("opened_at") or 0)) if meta.get("opened_at") else None
             except ValueError:
@@ -162,8 +162,9 @@ async def live_check_fragment(request: Request, open_screen) -> HTMLResponse:
     def work():
         with transaction(request.app.state.sessions) as session:
             screen = open_screen(session)
-        workflow = get_workflow(screen.stage.workflow)
-        return workflow, workflow.live_check(screen.item.data, values, screen.stage.config, screen.results)
+        workflow = get_task(screen.stage.workflow)
+        live = workflow.live_check(screen.item.data, values, screen.stage.config, screen.results) if workflow.has_live_check else None
+        return workflow, live
 
     workflow, live = await run_in_threadpool(work)
     if live is None:

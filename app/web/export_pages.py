@@ -24,6 +24,7 @@ def _context(request: Request, project_id: int, **extra) -> dict:
         newest_unassigned = splits.unassigned(session, versions[0]) if versions else None
         finished = export.count_items(session, project_id, None)
         runs = export.exports_of(session, project_id)
+        formats = export.formats_of(session, project_id)
         by_id = {d.id: d.version for d in versions}
     rows = [
         {
@@ -35,7 +36,7 @@ def _context(request: Request, project_id: int, **extra) -> dict:
     ]
     return {
         "project": project, "versions": versions, "unassigned": newest_unassigned, "finished": finished, "exports": rows,
-        "formats": export.FORMATS, "form": extra.pop("form", {}), "running": any(r["status"] in ("queued", "running") for r in rows), **extra,
+        "formats": formats, "form": extra.pop("form", {}), "running": any(r["status"] in ("queued", "running") for r in rows), **extra,
     }
 
 

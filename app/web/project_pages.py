@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.datasets import all_tasks, follow_on
 from app.db import transaction
 from app.errors import DomainError
 from app.models import Role
@@ -13,7 +14,6 @@ from app.services import figures, projects
 from app.web.deps import Principal, csrf_protect, page_role, page_user
 from app.web.templating import is_htmx, render
 from app.web.uploads import run_upload_import
-from app.workflows import all_workflows, get_workflow
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
@@ -24,7 +24,7 @@ def _list_context(request: Request, form: dict | None = None, error: str | None 
     return {
         "projects": rows,
         # A workflow that builds on another is added with it, never chosen on its own.
-        "workflows": [w for w in all_workflows() if not w.requires],
+        "workflows": [{"name": t.name, "title": t.title, "follow_on": follow_on(t.name)} for t in all_tasks() if not t.requires],
         "form": form or {"name": "", "workflow": "generic.choice", "overlap": 1, "sample_size": "", "choices": ""},
         "error": error,
     }
@@ -63,7 +63,7 @@ def create_project(
                 projects.StageSpec(
                     workflow=w, overlap=max(1, overlap), sample_size=sample, config=config if w == workflow else {}
                 )
-                for w in (workflow, *get_workflow(workflow).follow_on)
+                for w in (workflow, *follow_on(workflow))
             ]
             project = projects.create_project(session, name, specs, actor_id=user.id)
             project_id = project.id

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.datasets import get_task
 from app.db import transaction
 from app.errors import DomainError, Invalid
 from app.models import Role
@@ -15,7 +16,6 @@ from app.services import agreement, equivalence, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Principal, csrf_protect, form_values, page_role
 from app.web.templating import render
-from app.workflows import get_workflow
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 reviewer_only = page_role(Role.reviewer)
@@ -113,7 +113,7 @@ def _editor_context(request: Request, stage_id: int, item_id: int, start: int | 
         screen = review.open_review(session, stage_id, item_id)
         project = projects.get_project(session, screen.stage.project_id)
         screen.suggestions = suggestions.for_item(session, item_id, stage_id)
-    workflow = get_workflow(screen.stage.workflow)
+    workflow = get_task(screen.stage.workflow)
     chosen = next((a for a in screen.annotations if a.annotation_id == start), screen.annotations[0] if screen.annotations else None)
     if values is None:
         values = workflow.payload_values(chosen.payload, screen.item.data, screen.stage.config, screen.results) if chosen else {}
@@ -140,7 +140,7 @@ async def review_edit_submit(request: Request, stage_id: int, item_id: int, user
     def work():
         with transaction(request.app.state.sessions) as session:
             stage = projects.get_stage(session, stage_id)
-            payload = get_workflow(stage.workflow).form_to_payload(values)
+            payload = get_task(stage.workflow).form_to_payload(values)
             review.resolve(session, stage_id, item_id, user.id, payload=payload, comment=meta.get("comment") or "")
 
     try:
@@ -192,7 +192,7 @@ def _dashboard_context(request: Request, stage_id: int, **extra) -> dict:
             ]
             facets.append({"name": name, "figures": figures, "names": names, "cells": cells, "metric": metric})
     judging = None
-    if get_workflow(stage.workflow).equivalence_field:
+    if get_task(stage.workflow).equivalence:
         with transaction(request.app.state.sessions) as session:
             found = equivalence.judging_stage(session, stage)
             judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}

@@ -22,6 +22,8 @@ from procrastinate import App, Blueprint, JobContext, PsycopgConnector, RetryStr
 from procrastinate.exceptions import AlreadyEnqueued
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.datasets import get_task, producers
+from app.datasets.suggest import ItemInput
 from app.db import database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.models import Asset, Item, JobRun, Stage, Suggestion
@@ -31,8 +33,6 @@ from app.settings import Settings
 from app.storage import Storage, make_storage
 from app.worker import backends
 from app.worker.backends import ModelUnavailable
-from app.worker.producers import PRODUCERS, ItemInput
-from app.workflows import get_workflow
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint()
@@ -131,9 +131,10 @@ def load_inputs(session: Session, storage: Storage, stage_id: int, item_ids: lis
 
 def compute_suggestions(stage_id: int, kind: str, item_ids: list[int]) -> int:
     """Compute and store one kind of suggestion for the items; returns how many were stored."""
-    producer = PRODUCERS.get(kind)
+    known = producers()
+    producer = known.get(kind)
     if producer is None:
-        raise JobFailed(f"Unknown suggestion kind '{kind}'. Known kinds: {', '.join(sorted(PRODUCERS))}.")
+        raise JobFailed(f"Unknown suggestion kind '{kind}'. Known kinds: {', '.join(sorted(known))}.")
     e = env()
     with transaction(e.sessions) as s:
         if s.get(Stage, stage_id) is None:
@@ -200,9 +201,8 @@ def compute_agreement(stage_id: int, *, samples: int = 1000, seed: int = 0) -> i
 def soft_match_embedder(workflow: str):
     """MiniLM's text embedding for soft-matched Jaccard when the workflow has text-set facets
     and the worker extra is installed; None otherwise (the report then says where it comes from)."""
-    from app.workflows import get_workflow
 
-    if "set" not in get_workflow(workflow).agreement_facets().values():
+    if "set" not in get_task(workflow).facets.values():
         return None
     try:
         return backends.text_similarity().embed
@@ -225,7 +225,7 @@ def defer_agreement(settings: Settings, stage_id: int) -> int | None:
 
 def unavailable(kind: str, settings: Settings) -> str | None:
     """Why a kind cannot run in this installation, or None when it can (a cheap check, no model load)."""
-    producer = PRODUCERS.get(kind)
+    producer = producers().get(kind)
     if producer is None:
         return f"unknown kind {kind}"
     if producer.needs_clip and not settings.clip_model_dir:
@@ -255,10 +255,10 @@ def missing_batches(
         q = q.where(Stage.project_id == project_id)
     if stage_id is not None:
         q = q.where(Stage.id == stage_id)
-    batches = []
+    batches, known = [], producers()
     for stage in session.scalars(q.order_by(Stage.id)):
-        for k in get_workflow(stage.workflow).suggestion_kinds:
-            if (kind and k != kind) or k not in PRODUCERS or (available_only and unavailable(k, settings)):
+        for k in get_task(stage.workflow).suggestion_kinds:
+            if (kind and k != kind) or k not in known or (available_only and unavailable(k, settings)):
                 continue
             has = sa.exists().where(Suggestion.item_id == Item.id, Suggestion.stage_id == stage.id, Suggestion.kind == k)
             ids = session.scalars(

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from app.datasets import dataset_of
 from app.db import transaction
 from app.models import Item
 from app.services import imports, projects
 from app.services.demo import draw_poster
 from app.services.pipeline import results_by_stage
-from app.workflows import get_workflow
 from tests.conftest import PASSWORD, make_user
 from tests.e2e.conftest import log_in
 
@@ -116,7 +116,7 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage,
 
     with transaction(committed) as s:
         item = s.scalar(sa.select(Item).where(Item.external_id == "poster-1"))
-        record = get_workflow("visargs.grounding").export_record(item.data, results_by_stage(s, item.id))
+        record = dataset_of("visargs.grounding").export_record(item.data, results_by_stage(s, item.id))
         status = item.status
     assert status == "done"
     assert json.dumps(record) == json.dumps(

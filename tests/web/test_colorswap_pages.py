@@ -9,13 +9,13 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from app.datasets import dataset_of
 from app.db import transaction
 from app.errors import Invalid
 from app.models import Item
 from app.services import projects, suggestions
 from app.services.figures import breakdown
 from app.services.pipeline import results_by_stage
-from app.workflows import get_workflow
 from tests.conftest import (
     COLOURS,
     colorswap_records,
@@ -81,7 +81,7 @@ def test_filter_then_recaption_through_the_api(client, app, api):
     with transaction(app.state.sessions) as s:
         items = {i.external_id: i for i in s.scalars(sa.select(Item).where(Item.project_id == project_id))}
         assert {k: v.status for k, v in items.items()} == {"pair-0": "done", "pair-1": "done", "pair-2": "discarded"}
-        wf = get_workflow("colorswap.filter")
+        wf = dataset_of("colorswap.filter")
         exported = wf.export_record(items["pair-0"].data, results_by_stage(s, items["pair-0"].id))
         assert (exported["caption_1"], exported["caption_2"]) == (good["caption_1"], good["caption_2"])
         files_0 = wf.export_files(items["pair-0"].data, items["pair-0"].assets, results_by_stage(s, items["pair-0"].id))
@@ -115,7 +115,7 @@ def test_the_published_layout_imports_for_reverification(client, app, api):
     assert submit(client, api["ann"], claim["assignment_id"], {"choice_1": 0, "choice_2": 1}).json()["item_status"] == "done"
     with transaction(app.state.sessions) as s:
         item = s.get(Item, claim["item_id"])
-        record = get_workflow("colorswap.filter").export_record(item.data, results_by_stage(s, item.id))
+        record = dataset_of("colorswap.filter").export_record(item.data, results_by_stage(s, item.id))
     original = next(p for p in published if str(p["id"]) == claim["data"]["id"])
     assert record == original
 

@@ -13,11 +13,11 @@ import pytest
 import sqlalchemy as sa
 from PIL import Image
 
+from app.datasets import dataset_of
 from app.db import transaction
 from app.models import Asset, Item
 from app.services import export, splits
 from app.services.pipeline import results_by_stage
-from app.workflows import get_workflow
 from tests.conftest import colorswap_records, csrf_from, login, png_bytes, zip_bytes
 from tests.web.test_colorswap_pages import create, submit
 from tests.web.test_visargs_pages import PUBLISHED
@@ -161,7 +161,7 @@ def test_visargs_parquet_loads_with_datasets_and_coco_boxes(client, app, api, tm
     with transaction(app.state.sessions) as s:
         items = {i.external_id: i for i in s.scalars(sa.select(Item).where(Item.project_id == project_id))}
         keys = dict(s.execute(sa.select(Asset.sha256, Asset.storage_key)).all())
-        expected = {k: get_workflow("visargs.grounding").export_record(i.data, results_by_stage(s, i.id)) for k, i in items.items()}
+        expected = {k: dataset_of("visargs.grounding").export_record(i.data, results_by_stage(s, i.id)) for k, i in items.items()}
     rows = [r for split in ("train", "test") for r in loaded.with_format(None)[split]]
     assert len(rows) == 2
     for row in rows:
@@ -258,7 +258,7 @@ def test_the_api_queues_exports_and_serves_files(client, app, api, tmp_path):
     r = client.post(f"/api/v1/projects/{project_id}/splits", headers=api["admin"], json={"counts": {"train": 2}, "rest": "test"})
     assert r.status_code == 201 and r.json()["counts"] == {"train": 2, "test": 2}
     bad = client.post(f"/api/v1/projects/{project_id}/exports", headers=api["admin"], json={"format": "coco"})
-    assert bad.status_code == 422 and "only VisArgs" in bad.text
+    assert bad.status_code == 422 and "coco format can't express WikiDO records" in bad.text
     r = client.post(f"/api/v1/projects/{project_id}/exports", headers=api["admin"], json={"format": "published"})
     assert r.status_code == 202 and r.json()["status"] == "queued"
     # The worker's task, with the job context procrastinate passes it.

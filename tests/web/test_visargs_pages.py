@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
+from app.datasets import dataset_of, get_task
 from app.db import transaction
 from app.models import Item
 from app.services.pipeline import results_by_stage
-from app.workflows import get_workflow
 from tests.conftest import csrf_from, login, make_token, make_user, png_bytes, zip_bytes
 
 PUBLISHED = {
@@ -61,7 +61,7 @@ def test_published_records_through_three_stages_come_out_the_same(client, app):
     with transaction(app.state.sessions) as s:
         for item in s.scalars(sa.select(Item)):
             assert item.status == "done"
-            record = get_workflow("visargs.grounding").export_record(item.data, results_by_stage(s, item.id))
+            record = dataset_of("visargs.grounding").export_record(item.data, results_by_stage(s, item.id))
             assert record == PUBLISHED[item.external_id]
 
 
@@ -145,7 +145,7 @@ def test_a_reviewer_settles_a_structure_in_the_structure_editor(client, app):
     assert f'hx-post="{check_url}"' in editor and 'value="Keep ice cream cold."' in editor
     assert 'value="The heat melts the ice cream"' in editor and 'value="Heat melts ice cream"' in editor
     token = csrf_from(editor)
-    values = get_workflow("visargs.structure").payload_values(
+    values = get_task("visargs.structure").payload_values(
         {"commonsense_premises": ["Heat melts ice cream"], "conclusion": "Keep ice cream frozen.",
          "reasoning_steps": ["(VP1, VP2, CP1 -> IC1): The heat melts the ice cream", "(IC1 -> C): Keep ice cream frozen."]},
         item.data, {}, {},

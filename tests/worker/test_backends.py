@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from app.agreement.boxes import iou
+from app.datasets.suggest import ItemInput
+from app.datasets.wikido.producers import phrases, wikido_unsupported
 from app.worker import backends
-from app.worker.producers import ItemInput, phrases, wikido_unsupported
-from app.workflows.visargs_boxes import iou
 
 
 def test_a_tiny_clip_loads_from_its_directory_and_scores(tiny_clip):
@@ -62,7 +63,7 @@ def test_unsupported_phrases_are_flagged(settings):
 
 
 def test_region_windows_cover_the_image_within_bounds():
-    from app.worker.producers import windows
+    from app.datasets.visargs.producers import windows
 
     regions = windows(480, 360)
     assert regions[0] == (0, 0, 480, 360)
@@ -71,8 +72,8 @@ def test_region_windows_cover_the_image_within_bounds():
 
 
 def test_regions_are_proposed_for_each_premise(settings, tiny_clip):
+    from app.datasets.visargs.producers import visargs_regions
     from app.services.demo import draw_poster
-    from app.worker.producers import visargs_regions
 
     item = ItemInput(7, {"id": "p"}, {"/image": draw_poster("SAVE WATER", "circle", (40, 80, 220), 1)},
                      {"visargs.premises": {"visual_premises": ["The words SAVE WATER", "A blue circle"]}})

@@ -1,0 +1,111 @@
+"""colorswap.recaption: see the two chosen images; rewrite both captions naturally while they stay a
+swap pair (checked live by `swapcheck`). Rule-based pairs need it; the stage's configuration
+names which caption sources are routed here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.datasets.colorswap.schema import FILTER, RECAPTION, candidate_pointer
+from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs, check_swap
+from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
+
+DEFAULT_RECAPTION_SOURCES = ("rule-based",)
+
+
+def one_line(value: str) -> str:
+    return " ".join(value.split())
+
+
+class RecaptionAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    caption_1: str = Field(min_length=1, max_length=1000)
+    caption_2: str = Field(min_length=1, max_length=1000)
+
+    @field_validator("caption_1", "caption_2", mode="before")
+    @classmethod
+    def _collapse_space(cls, value: Any) -> Any:
+        return one_line(value) if isinstance(value, str) else value
+
+
+def _recaption_required(item: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    return item.get("caption_source") in config.get("required_sources", DEFAULT_RECAPTION_SOURCES)
+
+
+def _unchanged(item: Mapping[str, Any], caption_1: str, caption_2: str) -> list[int]:
+    return [
+        n
+        for n, text in ((1, caption_1), (2, caption_2))
+        if one_line(text).lower() == one_line(item.get(f"caption_{n}", "")).lower()
+    ]
+
+
+class ColorSwapRecaption(Task):
+    name = RECAPTION
+    title = "ColorSwap: rewrite a caption pair"
+    description = "See the two chosen images; rewrite both captions naturally, keeping them a colour-swap pair."
+    annotation_schema = RecaptionAnnotation
+    template = "datasets/colorswap/recaption.html"
+    requires = FILTER
+    facets = {"caption 1": "nominal", "caption 2": "nominal"}
+    has_live_check = True
+    keys_help = "Enter submits · Reset restores a caption · S skips (outside the text fields)"
+
+    def applies(self, item, results, config):
+        return item.get("caption_source") in config.get("sources", DEFAULT_RECAPTION_SOURCES)
+
+    def check(self, item, payload, config, results):
+        result = check_swap(payload.caption_1, payload.caption_2, Vocabulary.from_config(config))
+        problems = list(result.problems)
+        if _recaption_required(item, config):
+            for n in _unchanged(item, payload.caption_1, payload.caption_2):
+                problems.append(
+                    f"Caption {n} is unchanged. {item.get('caption_source')} captions must be rewritten "
+                    "into natural, more specific ones."
+                )
+        return problems
+
+    def facet_values(self, payload):
+        return {f"caption {n}": one_line(payload.get(f"caption_{n}", "")).lower() for n in (1, 2)}
+
+    def consolidate(self, payloads, config):
+        if not payloads:
+            return Consolidation(final=None, needs_review=True)
+        final = consolidate_fields(payloads, ("caption_1", "caption_2"), key=lambda v: one_line(v or "").lower())
+        if final is None or not check_swap(final["caption_1"], final["caption_2"], Vocabulary.from_config(config)).ok:
+            # No majority, or majorities from different people that are not a pair together.
+            return Consolidation(final=None, needs_review=True)
+        return Consolidation(final=final)
+
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
+        chosen = results.get(FILTER) or {}
+        images = []
+        for n in (1, 2):
+            index = chosen.get(f"choice_{n}")
+            images.append(
+                {
+                    "caption": n,
+                    "src": image_urls(item["candidates"][index]["image"], assets.get(candidate_pointer(index))) if index is not None else None,
+                    "number": index + 1 if index is not None else None,
+                    "original": item[f"caption_{n}"],
+                }
+            )
+        return {"images": images, "required": _recaption_required(item, config)}
+
+    def initial_values(self, item, config, *, results, suggestions):
+        return {"caption_1": item["caption_1"], "caption_2": item["caption_2"]}
+
+    def live_check(self, item, values, config, results):
+        vocab = Vocabulary.from_config(config)
+        caption_1, caption_2 = str(values.get("caption_1") or ""), str(values.get("caption_2") or "")
+        result = check_swap(caption_1, caption_2, vocab)
+        unchanged = _unchanged(item, caption_1, caption_2) if _recaption_required(item, config) else []
+        return {
+            "check": result,
+            "runs": [caption_runs(caption_1, vocab), caption_runs(caption_2, vocab)],
+            "unchanged": unchanged,
+        }

@@ -1,0 +1,116 @@
+"""The dataset plugin shape: what a dataset declares once, for all of its stage tasks.
+
+A dataset (`app/datasets/<name>/dataset.py`) declares its item schema (validates imports),
+which item fields are images, its stage tasks in pipeline order (routing is each task's
+`applies`), the figures and breakdown of its project page, the suggestion producers of the
+kinds its tasks read, and its published export: how a finished item becomes a record of the
+release, which files ship with it, and optional capabilities (boxes for COCO) declared as
+values, never discovered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from app.datasets.suggest import Producer
+from app.datasets.task import Task
+
+
+class ItemBase(BaseModel):
+    """Fields every item schema has: the external id and an optional group id."""
+
+    # Published datasets often number their records; ids are kept as text.
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=True, coerce_numbers_to_str=True)
+
+    id: str
+    group_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerFigures:
+    """Project-page figures of one task's finals: how often each of `answers` (the values of
+    payload key `answer`) was given, per value of each item field in `by`; and (title,
+    category key, value key) means over a dict the final payload holds under "edits"."""
+
+    answer: str
+    answers: tuple[str, ...]
+    by: tuple[str, ...] = ()
+    means: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BoxExport:
+    """The COCO capability: box categories, and the boxes of a finished item as
+    [{"bbox": [x, y, w, h], "attributes": {...}}] (category 1)."""
+
+    categories: list[dict[str, Any]]
+    boxes: Callable[[Mapping[str, Any], Mapping[str, Any]], list[dict[str, Any]]]
+
+
+class Dataset:
+    """One dataset. Subclasses set the class attributes and override the export hooks they need."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str] = ""
+    item_schema: ClassVar[type[ItemBase]] = ItemBase
+    # JSON pointers into item data whose values are image references.
+    image_fields: ClassVar[tuple[str, ...]] = ()
+    # The stage tasks in pipeline order; a new project gets them all, the first one first.
+    tasks: ClassVar[tuple[type[Task], ...]]
+    # Item fields the project page counts kept and discarded items by (at most two).
+    breakdown: ClassVar[tuple[str, ...]] = ()
+    # Figures of tasks' finals on the project page, by task name.
+    figures: ClassVar[Mapping[str, AnswerFigures]] = {}
+    # Producers of the suggestion kinds this dataset's tasks read.
+    producers: ClassVar[tuple[Producer, ...]] = ()
+    # How the published layout writes records: "jsonl" ({split}.jsonl), "json" (an array in
+    # {split}.json) or "annotation.json" (an object keyed by id in {split}/annotation.json).
+    published_layout: ClassVar[str] = "jsonl"
+    # The published log file (written for every finished item by export_log), or None.
+    export_log_name: ClassVar[str | None] = None
+    # Optional capability: boxes for the COCO export.
+    boxes: ClassVar[BoxExport | None] = None
+
+    # -- items -------------------------------------------------------------------
+    def parse_item(self, record: Mapping[str, Any], config: Mapping[str, Any]) -> ItemBase:
+        """Validate one imported record against the first stage's configuration; raise
+        ValidationError or Invalid."""
+        return self.item_schema.model_validate(record, context={"config": config})
+
+    def image_refs(self, item: ItemBase) -> dict[str, str]:
+        """Map JSON pointer -> image reference (path, zip member or s3:// key) for this item."""
+        data = item.model_dump(mode="json")
+        refs = {}
+        for pointer in self.image_fields:
+            value = data.get(pointer.lstrip("/"))
+            if value:
+                refs[pointer] = value
+        return refs
+
+    # -- the published export ----------------------------------------------------------
+    def export_record(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
+        """The item's record in the dataset's published format; `results` maps task names to finals."""
+        return {**item, **{k: v for r in results.values() for k, v in r.items()}}
+
+    @property
+    def export_image_columns(self) -> tuple[str, ...]:
+        """Columns of the Parquet export that hold images (Hugging Face `Image` features)."""
+        return tuple(p.strip("/").replace("/", "_") for p in self.image_fields)
+
+    def export_images(self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any]) -> dict[str, str | None]:
+        """Image column -> sha256 of the stored image (None where there is none, e.g. a URL only)."""
+        return {p.strip("/").replace("/", "_"): assets.get(p) for p in self.image_fields}
+
+    def export_files(self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any]) -> dict[str, str]:
+        """Files the published format ships with the record: relative path -> asset sha256."""
+        return {}
+
+    def export_log(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A line of the published format's log, or None where it has none. Written for every
+        finished item, discarded ones included."""
+        return None

@@ -1,0 +1,207 @@
+"""The stage-task plugin shape: what one step of a dataset's curation declares and does.
+
+A task (`colorswap.filter`, `wikido.verify`, ...) is what a project stage runs. It owns its
+annotation schema and semantic checks, how a plain form becomes a payload and back, its
+screen (template, keys, context, live check), which suggestion kinds it reads and what an
+annotator did with them, its agreement facets (the one way annotations are compared), how k
+annotations become one final record, and whether an item entering the stage needs it. Facts
+about the whole dataset (item schema, images, stage order, figures, published export) live on
+`app.datasets.dataset.Dataset`. The core calls these hooks and knows no task by name.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from app.agreement.pairs import mean_agreement
+from app.errors import Invalid, format_validation_error
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """The outcome of k annotations: a final payload, or a call for review."""
+
+    final: dict[str, Any] | None
+    discard: bool = False
+    needs_review: bool = False
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """A free-text answer whose agreement people judge: the payload field, and the task whose
+    stage (in a companion project) collects the judgements."""
+
+    field: str
+    judge: str
+
+
+class Task:
+    """One stage task. Subclasses set the class attributes and override the hooks they need."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str] = ""
+    annotation_schema: ClassVar[type[BaseModel]]
+    template: ClassVar[str]
+    keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
+    # Suggestion kinds the screen reads (their producers are declared by the dataset).
+    suggestion_kinds: ClassVar[tuple[str, ...]] = ()
+    # A task that builds on another one's final names it; it cannot be a project's first stage.
+    requires: ClassVar[str | None] = None
+    # What agreement is measured on: facet name -> "nominal" (a label), "set" (texts),
+    # "token_set" (token spans) or "boxes". Review order compares annotations by them too.
+    facets: ClassVar[dict[str, str]] = {"answer": "nominal"}
+    # Optional capabilities, declared: a free-text answer judged for equivalence, a live check.
+    equivalence: ClassVar[Equivalence | None] = None
+    has_live_check: ClassVar[bool] = False
+
+    # -- annotations ---------------------------------------------------------------
+    def validate_annotation(
+        self,
+        item: Mapping[str, Any],
+        payload: Mapping[str, Any],
+        config: Mapping[str, Any],
+        results: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Check shape and meaning of a payload against its item (and the finals of earlier
+        stages, by task name); return the normalized payload."""
+        try:
+            parsed = self.annotation_schema.model_validate(payload)
+        except ValidationError as exc:
+            raise Invalid("The annotation is not valid.", format_validation_error(exc)) from None
+        problems = self.check(item, parsed, config, results or {})
+        if problems:
+            raise Invalid("The annotation is not valid.", problems)
+        return parsed.model_dump(mode="json")
+
+    def check(
+        self, item: Mapping[str, Any], payload: BaseModel, config: Mapping[str, Any], results: Mapping[str, Any]
+    ) -> list[str]:
+        """Semantic checks beyond the schema; return messages in the annotator's terms."""
+        return []
+
+    def form_to_payload(self, form: Mapping[str, Any]) -> dict[str, Any]:
+        """Turn a plain HTML form post (no JavaScript) into a payload."""
+        return {k: v for k, v in form.items() if k in self.annotation_schema.model_fields}
+
+    def payload_values(
+        self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The form values that show `payload` on this task's screen, so that
+        `form_to_payload(payload_values(p))` gives `p` back. A reviewer's editor and an item
+        sent back to its annotator start from them."""
+        return {k: v for k, v in payload.items() if k in self.annotation_schema.model_fields}
+
+    def is_discard(self, payload: Mapping[str, Any]) -> bool:
+        return bool(payload.get("discard"))
+
+    # -- agreement and consolidation ----------------------------------------------------
+    def facet_values(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Each facet's value in one annotation (None: this annotation says nothing on it)."""
+        return {"answer": repr(freeze(dict(payload)))}
+
+    def compare(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+        """Agreement of two annotations in [0, 1]: the mean over the facets either speaks to.
+        Not a hook: every comparison goes through the facets."""
+        return mean_agreement(self.facets, self.facet_values(a), self.facet_values(b))
+
+    def consolidate(self, payloads: list[dict[str, Any]], config: Mapping[str, Any]) -> Consolidation:
+        """Default: a strict majority of identical payloads wins; otherwise review."""
+        if not payloads:
+            return Consolidation(final=None, needs_review=True)
+        if len(payloads) == 1:
+            return Consolidation(final=payloads[0], discard=self.is_discard(payloads[0]))
+        keyed = Counter(freeze(p) for p in payloads)
+        best, count = keyed.most_common(1)[0]
+        if count * 2 > len(payloads):
+            winner = next(p for p in payloads if freeze(p) == best)
+            return Consolidation(final=winner, discard=self.is_discard(winner))
+        return Consolidation(final=None, needs_review=True)
+
+    def applies(self, item: Mapping[str, Any], results: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+        """Routing: whether an item entering this stage needs it; `results` maps earlier stages'
+        task names to their final records."""
+        return True
+
+    # -- screen ------------------------------------------------------------------
+    def screen_context(
+        self,
+        item: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        assets: Mapping[str, str],
+        results: Mapping[str, Any],
+        suggestions: Mapping[str, Any],
+        values: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Extra template context for the annotation screen. `suggestions` maps a suggestion
+        kind to its newest row (model, model_version, payload, score); `values` are the form
+        values shown (a draft, the initial values, or what was posted)."""
+        return {}
+
+    def initial_values(
+        self,
+        item: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        results: Mapping[str, Any],
+        suggestions: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Form values a fresh screen starts from (form field -> value) when there is no draft."""
+        return {}
+
+    def suggestion_outcome(self, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any], item: Mapping[str, Any]) -> str | None:
+        """What the submitted payload did with a suggestion's payload: "accepted", "edited",
+        "rejected", or None when the suggestion proposed nothing this payload speaks to."""
+        return None
+
+    def live_check(
+        self, item: Mapping[str, Any], values: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Context for the template's `live_check` block, recomputed as the annotator types
+        (only called when `has_live_check` is declared)."""
+        return None
+
+
+def image_urls(ref: Any, sha: str | None) -> dict[str, str] | None:
+    """Where a screen loads an image: the stored copy (thumbnail and full size), or the
+    external http(s) URL an item names, which imports keep as a reference and never fetch."""
+    if sha:
+        return {"thumb": f"/assets/{sha}/thumb", "full": f"/assets/{sha}"}
+    if isinstance(ref, str) and is_external(ref):
+        return {"thumb": ref, "full": ref}
+    return None
+
+
+def is_external(ref: str) -> bool:
+    return ref.startswith(("http://", "https://"))
+
+
+def consolidate_fields(
+    payloads: list[dict[str, Any]], fields: tuple[str, ...], key=lambda value: value
+) -> dict[str, Any] | None:
+    """Field by field, the value most annotators gave; None when any field's top count is tied.
+    `key` maps a value to what counts as the same answer (normalised text, for example)."""
+    final: dict[str, Any] = {}
+    for name in fields:
+        values = [p.get(name) for p in payloads]
+        counts = Counter(freeze(key(v)) for v in values)
+        ranked = counts.most_common(2)
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return None
+        final[name] = next(v for v in values if freeze(key(v)) == ranked[0][0])
+    return final
+
+
+def freeze(value: Any) -> Any:
+    """A hashable, order-independent form of a JSON value (dict keys sorted)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(freeze(v) for v in value)
+    return value

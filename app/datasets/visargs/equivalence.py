@@ -1,0 +1,46 @@
+"""visargs.equivalence: do two annotators' conclusions say the same? Items are conclusion pairs
+(made by `app.services.equivalence` in a companion project); the judgements give the
+conclusion-equivalence rate of the structure stage's agreement report."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.datasets.dataset import ItemBase
+from app.datasets.task import Task, image_urls
+from app.datasets.visargs.schema import EQUIVALENCE
+
+
+class EquivalenceItem(ItemBase):
+    conclusion_a: str = Field(min_length=1)
+    conclusion_b: str = Field(min_length=1)
+    image: str | None = None
+
+
+class EquivalenceAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    equivalent: bool
+
+
+class VisArgsEquivalence(Task):
+    name = EQUIVALENCE
+    title = "VisArgs: do two conclusions say the same?"
+    description = "Judge whether two annotators' conclusions are equivalent (for agreement studies)."
+    annotation_schema = EquivalenceAnnotation
+    template = "datasets/visargs/equivalence.html"
+    keys_help = "Y equivalent · N not equivalent · Enter submits · S skips"
+    facets = {"equivalent": "nominal"}
+
+    def facet_values(self, payload):
+        return {"equivalent": payload.get("equivalent")}
+
+    def form_to_payload(self, form):
+        value = str(form.get("equivalent", "")).lower()
+        return {"equivalent": value in ("yes", "true", "on", "1")} if value else {}
+
+    def payload_values(self, payload, item, config, results):
+        return {"equivalent": "yes" if payload["equivalent"] else "no"} if "equivalent" in payload else {}
+
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
+        return {"image": image_urls(item.get("image"), assets.get("/image")) if item.get("image") else None}

@@ -1,0 +1,147 @@
+"""visargs.grounding: one tight box per visual premise, in pixels of the stored image; OCR and
+image-text region matches are suggested."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.agreement.boxes import iou
+from app.datasets.task import Task, image_urls
+from app.datasets.visargs.schema import (
+    BOX_KIND,
+    GROUNDING,
+    MAX_PREMISES,
+    PREMISES,
+    REGION_KIND,
+    Box,
+    premises_of,
+    row_indices,
+)
+from app.errors import Invalid
+
+
+class GroundingAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    b_box: list[Box] = Field(max_length=MAX_PREMISES)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(round(float(str(value).strip())))
+    except (TypeError, ValueError):
+        return None
+
+
+class VisArgsGrounding(Task):
+    name = GROUNDING
+    title = "VisArgs: one box per visual premise"
+    description = "Draw one tight box around what each visual premise describes."
+    annotation_schema = GroundingAnnotation
+    template = "datasets/visargs/grounding.html"
+    requires = PREMISES
+    suggestion_kinds = (BOX_KIND, REGION_KIND)
+    facets = {"boxes": "boxes"}
+    keys_help = (
+        "1–9 pick a premise · drag on the image to draw its box, drag the box to move it, its corner to resize · "
+        "arrows move (Alt: 10 px), Shift+arrows resize · A accepts the suggested box · + / − zoom · Enter submits"
+    )
+
+    def form_to_payload(self, form):
+        boxes = []
+        for i in row_indices(form, "x_"):
+            boxes.append({k: _int(form.get(f"{f}_{i}")) for k, f in (("startX", "x"), ("startY", "y"), ("w", "w"), ("h", "h"))})
+        return {"b_box": boxes}
+
+    def payload_values(self, payload, item, config, results):
+        return box_values(payload.get("b_box") or [])
+
+    def validate_annotation(self, item, payload, config, results=None):
+        boxes = payload.get("b_box")
+        if isinstance(boxes, list):
+            missing = [n for n, b in enumerate(boxes, 1) if not isinstance(b, dict) or None in b.values()]
+            if missing:
+                raise Invalid(
+                    "The annotation is not complete.",
+                    [f"Visual premise {n} has no box yet: pick it and drag on the image." for n in missing],
+                )
+        return super().validate_annotation(item, payload, config, results)
+
+    def check(self, item, payload, config, results):
+        vps = premises_of(results)
+        if len(payload.b_box) != len(vps):
+            return [f"Give exactly one box per visual premise: {len(vps)} premises, {len(payload.b_box)} boxes."]
+        return []
+
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
+        if kind not in (BOX_KIND, REGION_KIND):
+            return None
+        final = payload.get("b_box") or []
+        verdicts = []
+        for box in suggestion.get("boxes") or []:
+            vp = box.get("vp")
+            if not isinstance(vp, int) or vp >= len(final):
+                continue
+            proposed = {k: box[k] for k in ("startX", "startY", "w", "h")}
+            verdicts.append("accepted" if final[vp] == proposed else "edited" if iou(final[vp], proposed) >= 0.5 else "rejected")
+        if not verdicts:
+            return None
+        if all(v == "accepted" for v in verdicts):
+            return "accepted"
+        return "rejected" if all(v == "rejected" for v in verdicts) else "edited"
+
+    def facet_values(self, payload):
+        return {"boxes": payload.get("b_box")}
+
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
+        vps = premises_of(results)
+        suggested: dict[int, dict] = {}
+        models = []
+        # OCR boxes first (they are exact for quoted text), then image-text region matches.
+        for kind in (BOX_KIND, REGION_KIND):
+            hint = suggestions.get(kind)
+            before = len(suggested)
+            for box in (hint.payload.get("boxes") if hint else None) or []:
+                try:
+                    vp = int(box["vp"])
+                    if vp not in suggested:
+                        suggested[vp] = Box.model_validate({k: box[k] for k in ("startX", "startY", "w", "h")}).model_dump()
+                except (KeyError, TypeError, ValueError):
+                    continue
+            if hint and len(suggested) > before:
+                models.append(f"{hint.model} {hint.model_version}".strip())
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "premises": [
+                {
+                    "index": i,
+                    "number": i + 1,
+                    "text": text,
+                    "box": {f: values.get(f"{f}_{i}", "") for f in ("x", "y", "w", "h")},
+                    "suggested": suggested.get(i),
+                }
+                for i, text in enumerate(vps)
+            ],
+            "suggestion_model": ", ".join(models) or None,
+        }
+
+    def initial_values(self, item, config, *, results, suggestions):
+        # Boxes drafted with the record (a published annotation being re-checked) start in place.
+        vps = premises_of(results)
+        drafts = item.get("candidate_boxes") or []
+        values = {}
+        if len(drafts) == len(vps) and premises_of(results) == item.get("candidate_premises"):
+            values = box_values(drafts)
+        return values
+
+
+
+def box_values(boxes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Form values x_<i>, y_<i>, w_<i>, h_<i> of boxes in the published form."""
+    values: dict[str, Any] = {}
+    for i, b in enumerate(boxes):
+        values.update({f"x_{i}": b["startX"], f"y_{i}": b["startY"], f"w_{i}": b["w"], f"h_{i}": b["h"]})
+    return values

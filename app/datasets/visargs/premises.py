@@ -1,0 +1,120 @@
+"""visargs.premises: keep, edit, split, add and order the visual premises a model drafted, or
+discard the image."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.visargs.schema import (
+    MAX_PREMISES,
+    PREMISES,
+    SPARE_ROWS,
+    clean,
+    row_indices,
+    truthy,
+)
+
+
+class PremisesAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    visual_premises: list[str] = Field(max_length=MAX_PREMISES)
+    discard: bool = False
+
+    @field_validator("visual_premises")
+    @classmethod
+    def _clean_all(cls, value: list[str]) -> list[str]:
+        return [clean(v) for v in value]
+
+
+def premise_rows(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The premise rows of a form (text_<i>, keep_<i>, pos_<i>) in their shown order."""
+    rows = []
+    for i in row_indices(values, "text_"):
+        try:
+            pos = float(values.get(f"pos_{i}", i))
+        except (TypeError, ValueError):
+            pos = float(i)
+        rows.append({"index": i, "text": str(values.get(f"text_{i}") or ""), "keep": truthy(values.get(f"keep_{i}")), "pos": pos})
+    rows.sort(key=lambda r: (r["pos"], r["index"]))
+    return rows
+
+
+class VisArgsPremises(Task):
+    name = PREMISES
+    title = "VisArgs: choose and fix the visual premises"
+    description = "Keep, edit, split, add and order the visual premises a model drafted; discard unusable images."
+    annotation_schema = PremisesAnnotation
+    template = "datasets/visargs/premises.html"
+    facets = {"discard": "nominal", "visual premises": "set"}
+    keys_help = (
+        "typing in a premise keeps it; Space on its keep box keeps or drops it · ↑/↓ move between premises · "
+        "Ctrl+Enter splits at the caret · "
+        "Alt+↑/↓ moves a premise · N adds one · D discards the image · Enter submits · S skips"
+    )
+
+    def form_to_payload(self, form):
+        kept = [clean(r["text"]) for r in premise_rows(form) if r["keep"] and clean(r["text"])]
+        return {"visual_premises": kept, "discard": truthy(form.get("discard"))}
+
+    def payload_values(self, payload, item, config, results):
+        values: dict[str, Any] = {"discard": "on"} if payload.get("discard") else {}
+        for i, text in enumerate(payload.get("visual_premises") or []):
+            values.update({f"text_{i}": text, f"pos_{i}": str(i), f"keep_{i}": "on"})
+        return values
+
+    def check(self, item, payload, config, results):
+        if payload.discard:
+            return []
+        problems = []
+        if not payload.visual_premises:
+            problems.append("Keep or add at least one visual premise, or discard the image.")
+        seen: dict[str, int] = {}
+        for n, text in enumerate(payload.visual_premises, 1):
+            if not text:
+                problems.append(f"Visual premise {n} is empty.")
+            key = text.lower()
+            if key in seen:
+                problems.append(f"Visual premises {seen[key]} and {n} are the same.")
+            seen.setdefault(key, n)
+        return problems
+
+    def is_discard(self, payload):
+        return bool(payload.get("discard"))
+
+    def facet_values(self, payload):
+        return {"discard": bool(payload.get("discard")), "visual premises": None if payload.get("discard") else payload.get("visual_premises")}
+
+    def consolidate(self, payloads, config):
+        if not payloads:
+            return Consolidation(final=None, needs_review=True)
+        keys = [(bool(p.get("discard")), frozenset(clean(t).lower() for t in p.get("visual_premises") or [])) for p in payloads]
+        best, count = Counter(keys).most_common(1)[0]
+        if count * 2 > len(payloads):
+            final = payloads[keys.index(best)]
+            return Consolidation(final=final, discard=self.is_discard(final))
+        return Consolidation(final=None, needs_review=True)
+
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
+        rows = premise_rows(values)
+        next_index = max([r["index"] for r in rows], default=-1) + 1
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "rows": rows,
+            "spares": list(range(next_index, next_index + SPARE_ROWS)),
+        }
+
+    def initial_values(self, item, config, *, results, suggestions):
+        accept = bool(config.get("accept_candidates", False))
+        values: dict[str, Any] = {}
+        for i, text in enumerate(item.get("candidate_premises") or []):
+            values[f"text_{i}"] = text
+            values[f"pos_{i}"] = str(i)
+            if accept:
+                values[f"keep_{i}"] = "on"
+        return values

@@ -1,0 +1,166 @@
+"""visargs.structure: the commonsense premises, the conclusion (or discard the image when it is
+wrong) and the reasoning tree, checked live by `argtree`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.datasets.task import Equivalence, Task, image_urls
+from app.datasets.visargs.argtree import (
+    parse_steps,
+    print_step,
+    render_tree,
+    validate_tree,
+)
+from app.datasets.visargs.schema import (
+    EQUIVALENCE,
+    MAX_PREMISES,
+    PREMISES,
+    SPARE_ROWS,
+    STRUCTURE,
+    as_list,
+    clean,
+    premises_of,
+    row_indices,
+    truthy,
+)
+
+
+class StructureAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    commonsense_premises: list[str] = Field(default_factory=list, max_length=MAX_PREMISES)
+    conclusion: str = Field(default="", max_length=2000)
+    reasoning_steps: list[str] = Field(default_factory=list, max_length=MAX_PREMISES)
+    discard: bool = False
+
+
+def structure_from_form(form: Mapping[str, Any]) -> dict[str, Any]:
+    """Commonsense premises cp_<i> (numbered by row), the conclusion, and step rows
+    step_in_<i> (chips), step_out_<i>, step_text_<i>, printed in the published syntax."""
+    cps = [clean(form.get(f"cp_{i}")) for i in row_indices(form, "cp_")]
+    while cps and not cps[-1]:
+        cps.pop()
+    steps = []
+    for i in row_indices(form, "step_text_") or row_indices(form, "step_out_"):
+        inputs = [x for x in as_list(form.get(f"step_in_{i}")) if x]
+        text = clean(form.get(f"step_text_{i}"))
+        output = clean(form.get(f"step_out_{i}"))
+        if not inputs and not text:
+            continue
+        steps.append(f"({', '.join(inputs)} -> {output or '?'}): {text}")
+    return {
+        "commonsense_premises": cps,
+        "conclusion": clean(form.get("conclusion")),
+        "reasoning_steps": steps,
+        "discard": truthy(form.get("discard")),
+    }
+
+
+def structure_values(cps: list[str], conclusion: str, steps: list[str], *, discard: bool = False) -> dict[str, Any]:
+    """Form values showing commonsense premises, a conclusion and steps (structure_from_form's inverse)."""
+    values: dict[str, Any] = {"conclusion": conclusion}
+    if discard:
+        values["discard"] = "on"
+    for i, text in enumerate(cps):
+        values[f"cp_{i}"] = text
+    parsed, _ = parse_steps(list(steps))
+    for i, step in enumerate(parsed):
+        values[f"step_in_{i}"] = list(step.inputs)
+        values[f"step_out_{i}"] = step.output
+        values[f"step_text_{i}"] = step.text
+    return values
+
+
+def _structure_problems(vps: list[str], payload: Mapping[str, Any], config: Mapping[str, Any]):
+    cps = payload.get("commonsense_premises") or []
+    steps, syntax = parse_steps(list(payload.get("reasoning_steps") or []))
+    empty = [f"Commonsense premise {n} is empty: write it, or delete it." for n, t in enumerate(cps, 1) if not t]
+    check = validate_tree(steps, len(vps), len(cps), unused=config.get("unused_premises", "error"))
+    return steps, syntax + empty, check
+
+
+class VisArgsStructure(Task):
+    name = STRUCTURE
+    title = "VisArgs: commonsense premises, conclusion and reasoning tree"
+    description = "Write the commonsense premises, check the conclusion, and build the reasoning tree."
+    annotation_schema = StructureAnnotation
+    template = "datasets/visargs/structure.html"
+    requires = PREMISES
+    # Conclusions worded differently can still be equivalent: reviewers judge pairs in visargs.equivalence.
+    equivalence = Equivalence(field="conclusion", judge=EQUIVALENCE)
+    facets = {"discard": "nominal", "conclusion (same words)": "nominal"}
+    has_live_check = True
+    keys_help = "click the chips to choose a step's inputs · the check below updates as you type · Enter submits"
+
+    def form_to_payload(self, form):
+        return structure_from_form(form)
+
+    def payload_values(self, payload, item, config, results):
+        return structure_values(
+            payload.get("commonsense_premises") or [], payload.get("conclusion") or "",
+            payload.get("reasoning_steps") or [], discard=bool(payload.get("discard")),
+        )
+
+    def check(self, item, payload, config, results):
+        if payload.discard:
+            return []
+        vps = premises_of(results)
+        problems = [] if payload.conclusion else ["Write the conclusion, or mark it wrong to discard the image."]
+        _, messages, tree = _structure_problems(vps, payload.model_dump(), config)
+        return problems + messages + tree.errors
+
+    def is_discard(self, payload):
+        return bool(payload.get("discard"))
+
+    def facet_values(self, payload):
+        return {"discard": bool(payload.get("discard")), "conclusion (same words)": clean(payload.get("conclusion")).lower() or None}
+
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
+        vps = premises_of(results)
+        cp_rows = [{"index": i, "text": str(values.get(f"cp_{i}") or "")} for i in row_indices(values, "cp_")]
+        start = max([r["index"] for r in cp_rows], default=-1) + 1
+        cp_rows += [{"index": i, "text": ""} for i in range(start, start + SPARE_ROWS)]
+        step_ids = row_indices(values, "step_text_")
+        step_rows = [
+            {
+                "index": i,
+                "inputs": set(as_list(values.get(f"step_in_{i}"))),
+                "output": str(values.get(f"step_out_{i}") or ""),
+                "text": str(values.get(f"step_text_{i}") or ""),
+            }
+            for i in step_ids
+        ]
+        start = max(step_ids, default=-1) + 1
+        step_rows += [{"index": i, "inputs": set(), "output": "", "text": ""} for i in range(start, start + SPARE_ROWS)]
+        n_ic = max(len(step_rows), 1)
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "vps": vps,
+            "cp_rows": cp_rows,
+            "step_rows": step_rows,
+            "outputs": [f"IC{k}" for k in range(1, n_ic + 1)] + ["C"],
+            "ics": [f"IC{k}" for k in range(1, n_ic + 1)],
+        }
+
+    def initial_values(self, item, config, *, results, suggestions):
+        return structure_values(
+            item.get("candidate_commonsense") or [], item.get("candidate_conclusion") or "", item.get("candidate_steps") or []
+        )
+
+    def live_check(self, item, values, config, results):
+        vps = premises_of(results)
+        payload = structure_from_form(values)
+        steps, messages, tree = _structure_problems(vps, payload, config)
+        return {
+            "messages": messages + tree.errors,
+            "warnings": tree.warnings,
+            "ok": not messages and tree.ok and bool(payload["conclusion"]),
+            "no_conclusion": not payload["conclusion"],
+            "tree": render_tree(steps, vps, payload["commonsense_premises"]),
+            "conclusion": payload["conclusion"],
+            "printed": [print_step(s) for s in steps],
+        }

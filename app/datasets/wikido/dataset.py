@@ -1,0 +1,70 @@
+"""The WikiDO dataset: one verification stage, and its published release — the records of the
+JSONL with their verified captions, and the verification log of every finished item."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from app.datasets.dataset import AnswerFigures, Dataset, ItemBase
+from app.datasets.registry import register
+from app.datasets.wikido import producers
+from app.datasets.wikido.verify import VERDICTS, VERIFY, WikiDOVerify
+
+
+class WikiDOItem(ItemBase):
+    """A record of the published WikiDO JSONL; extra keys are kept as they are."""
+
+    image_id: str = Field(min_length=1)
+    caption: str = Field(min_length=1)
+    orig_cap: str = ""
+    image: str = Field(min_length=1)
+    page_id: str | None = None
+    page_title: str | None = None
+    topic: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _id_from_image_id(cls, data: Any) -> Any:
+        # Published records are keyed by image_id; an explicit id wins when both are given.
+        if isinstance(data, dict) and "id" not in data and data.get("image_id") not in (None, ""):
+            data = {**data, "id": data["image_id"]}
+        if isinstance(data, dict) and "image_id" not in data and data.get("id") not in (None, ""):
+            data = {**data, "image_id": data["id"]}
+        return data
+
+
+@register
+class WikiDO(Dataset):
+    name = "wikido"
+    title = "WikiDO"
+    description = "Check model-written captions against their image and reference text; correct made-up words."
+    item_schema = WikiDOItem
+    image_fields = ("/image",)
+    tasks = (WikiDOVerify,)
+    figures = {
+        VERIFY: AnswerFigures(
+            answer="verdict", answers=VERDICTS, by=("topic", "split"),
+            means=(("Mean edit distance in tokens, by edit type", "kind", "distance"),),
+        )
+    }
+    producers = producers.PRODUCERS
+    export_log_name = "verification_log.jsonl"
+
+    def export_record(self, item, results):
+        """The WikiDO record with the verified caption (Wrong items are not exported)."""
+        final = results.get(VERIFY) or {}
+        record = dict(item)
+        if str(record.get("id")) == str(record.get("image_id")):
+            record.pop("id", None)  # added on import from image_id
+        if record.get("group_id") is None:
+            record.pop("group_id", None)
+        if final.get("verdict") == "hallucinated" and final.get("caption"):
+            record["caption"] = final["caption"]
+        return record
+
+    def export_log(self, item, results) -> dict[str, Any]:
+        """One line of the verification log: image_id, verdict and the server-computed edits."""
+        final = results.get(VERIFY) or {}
+        return {"image_id": item["image_id"], "verdict": final.get("verdict"), "edits": final.get("edits")}

