@@ -15,9 +15,9 @@ import time
 import sqlalchemy as sa
 from scratch import scratch_database
 
+from app.datasets.drawing import draw_shape  # noqa: E402
 from app.db import session_factory, transaction  # noqa: E402
 from app.services import imports, projects  # noqa: E402
-from app.services.demo import draw_shape  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.storage import LocalStorage  # noqa: E402
 

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.datasets.colorswap.producers import colorswap_itm  # noqa: E402
 from app.datasets.suggest import ItemInput  # noqa: E402
+from app.datasets.visargs.demo import draw_poster  # noqa: E402
 from app.datasets.visargs.producers import visargs_boxes  # noqa: E402
 from app.datasets.wikido.producers import wikido_unsupported  # noqa: E402
-from app.services.demo import draw_poster  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.worker import backends  # noqa: E402
 

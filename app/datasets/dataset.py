@@ -11,7 +11,8 @@ values, never discovered.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -51,6 +52,28 @@ class BoxExport:
     boxes: Callable[[Mapping[str, Any], Mapping[str, Any]], list[dict[str, Any]]]
 
 
+@dataclass(frozen=True)
+class DemoStage:
+    """A stage of a demo project: its task, name, guidelines (Markdown), configuration and overlap."""
+
+    task: str
+    name: str
+    guidelines: str = ""
+    config: Mapping[str, Any] = field(default_factory=dict)
+    overlap: int = 1
+
+
+@dataclass(frozen=True)
+class DemoProject:
+    """A project `vlcurate demo` creates: its stages, and `records(folder)`, which writes the
+    images it names into `folder` and returns the records to import."""
+
+    name: str
+    description: str
+    stages: tuple[DemoStage, ...]
+    records: Callable[[Path], list[dict[str, Any]]]
+
+
 class Dataset:
     """One dataset. Subclasses set the class attributes and override the export hooks they need."""
 
@@ -75,6 +98,8 @@ class Dataset:
     export_log_name: ClassVar[str | None] = None
     # Optional capability: boxes for the COCO export.
     boxes: ClassVar[BoxExport | None] = None
+    # Projects `vlcurate demo` creates to try the dataset, with drawn images.
+    demos: ClassVar[tuple[DemoProject, ...]] = ()
 
     # -- items -------------------------------------------------------------------
     def parse_item(self, record: Mapping[str, Any], config: Mapping[str, Any]) -> ItemBase:

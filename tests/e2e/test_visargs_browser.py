@@ -10,10 +10,10 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from app.datasets import dataset_of
+from app.datasets.visargs.demo import draw_poster
 from app.db import transaction
 from app.models import Item
 from app.services import imports, projects
-from app.services.demo import draw_poster
 from app.services.pipeline import results_by_stage
 from tests.conftest import PASSWORD, make_user
 from tests.e2e.conftest import log_in

@@ -72,8 +72,8 @@ def test_region_windows_cover_the_image_within_bounds():
 
 
 def test_regions_are_proposed_for_each_premise(settings, tiny_clip):
+    from app.datasets.visargs.demo import draw_poster
     from app.datasets.visargs.producers import visargs_regions
-    from app.services.demo import draw_poster
 
     item = ItemInput(7, {"id": "p"}, {"/image": draw_poster("SAVE WATER", "circle", (40, 80, 220), 1)},
                      {"visargs.premises": {"visual_premises": ["The words SAVE WATER", "A blue circle"]}})

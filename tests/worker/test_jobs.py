@@ -13,10 +13,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from app.datasets.visargs.demo import visargs_records
 from app.db import transaction
 from app.models import Item, JobRun, Suggestion
 from app.services import annotation, imports, projects
-from app.services.demo import visargs_records
 from app.settings import Settings
 from app.worker import jobs
 from tests.conftest import colorswap_records, login, make_user

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.datasets.colorswap import producers
+from app.datasets.colorswap import demo, producers
 from app.datasets.colorswap.filter import ColorSwapFilter
 from app.datasets.colorswap.recaption import ColorSwapRecaption
 from app.datasets.colorswap.schema import (
@@ -34,6 +34,7 @@ class ColorSwap(Dataset):
     description = "Caption pairs with swapped colour words: choose an image per caption, then re-caption the pair."
     item_schema = ColorSwapItem
     tasks = (ColorSwapFilter, ColorSwapRecaption)
+    demos = demo.DEMOS
     breakdown = ("caption_source", "image_source")
     producers = producers.PRODUCERS
     published_layout = "json"

@@ -3,6 +3,7 @@
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from app.datasets.dataset import Dataset, ItemBase
+from app.datasets.generic import demo
 from app.datasets.generic.choice import GenericChoice
 from app.datasets.registry import register
 
@@ -40,3 +41,4 @@ class Generic(Dataset):
     item_schema = ChoiceItem
     image_fields = ("/image",)
     tasks = (GenericChoice,)
+    demos = demo.DEMOS

@@ -9,7 +9,7 @@ from typing import Any
 
 from app.datasets.dataset import BoxExport, Dataset
 from app.datasets.registry import register
-from app.datasets.visargs import producers
+from app.datasets.visargs import demo, producers
 from app.datasets.visargs.argtree import Step, parse_steps, print_step
 from app.datasets.visargs.equivalence import EquivalenceItem, VisArgsEquivalence
 from app.datasets.visargs.grounding import VisArgsGrounding
@@ -56,6 +56,7 @@ class VisArgs(Dataset):
     item_schema = VisArgsItem
     image_fields = ("/image",)
     tasks = (VisArgsPremises, VisArgsStructure, VisArgsGrounding)
+    demos = demo.DEMOS
     producers = producers.PRODUCERS
     published_layout = "annotation.json"
     export_image_columns = ("image",)

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from app.datasets.dataset import AnswerFigures, Dataset, ItemBase
 from app.datasets.registry import register
-from app.datasets.wikido import producers
+from app.datasets.wikido import demo, producers
 from app.datasets.wikido.verify import VERDICTS, VERIFY, WikiDOVerify
 
 
@@ -43,6 +43,7 @@ class WikiDO(Dataset):
     item_schema = WikiDOItem
     image_fields = ("/image",)
     tasks = (WikiDOVerify,)
+    demos = demo.DEMOS
     figures = {
         VERIFY: AnswerFigures(
             answer="verdict", answers=VERDICTS, by=("topic", "split"),
