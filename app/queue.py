@@ -21,7 +21,7 @@ from app.models import Assignment, Stage
 # The SQL below is plain text for speed; its statuses come from the lifecycle, fixed at import,
 # and the moves it makes are checked against the transition table here, once.
 _A = AssignmentStatus
-_ACTIVE, _LIVE = ItemStatus.active, _A.active
+_ACTIVE, _LIVE = ItemStatus.active, _A.active  # an item annotators may take; a lease being held
 _GIVEN_BACK = (_A.skipped, _A.released, _A.expired)
 _RENEWED = target(AssignmentEvent.claim, _A.returned, *_GIVEN_BACK)
 _EXPIRED = target(AssignmentEvent.expire, _LIVE)
