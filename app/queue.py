@@ -15,18 +15,27 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, NotFound
+from app.lifecycle import ASSIGNMENT_START, AssignmentEvent, AssignmentStatus, ItemStatus, sql_values, target, transition
 from app.models import Assignment, Stage
 
+# The SQL below is plain text for speed; its statuses come from the lifecycle, fixed at import,
+# and the moves it makes are checked against the transition table here, once.
+_A = AssignmentStatus
+_ACTIVE, _LIVE = ItemStatus.active, _A.active  # an item annotators may take; a lease being held
+_GIVEN_BACK = (_A.skipped, _A.released, _A.expired)
+_RENEWED = target(AssignmentEvent.claim, _A.returned, *_GIVEN_BACK)
+_EXPIRED = target(AssignmentEvent.expire, _LIVE)
+
 _EXPIRE = sa.text(
-    """
+    f"""
     WITH gone AS (
         SELECT a.id, a.item_id
         FROM assignments a JOIN items i ON i.id = a.item_id
-        WHERE a.stage_id = :stage AND a.status = 'active' AND a.lease_until < now()
+        WHERE a.stage_id = :stage AND a.status = '{_LIVE}' AND a.lease_until < now()
         LIMIT 500
         FOR UPDATE OF a, i SKIP LOCKED
     ), upd AS (
-        UPDATE assignments a SET status = 'expired' FROM gone WHERE a.id = gone.id RETURNING a.item_id
+        UPDATE assignments a SET status = '{_EXPIRED}' FROM gone WHERE a.id = gone.id RETURNING a.item_id
     )
     UPDATE items i SET slots_left = i.slots_left + c.n
     FROM (SELECT item_id, count(*) AS n FROM upd GROUP BY item_id) c
@@ -36,9 +45,9 @@ _EXPIRE = sa.text(
 
 # Items this annotator has never held in this stage, lowest id first.
 _PICK_FRESH = sa.text(
-    """
+    f"""
     SELECT i.id FROM items i
-    WHERE i.stage_id = :stage AND i.status = 'active' AND i.slots_left > 0
+    WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
       AND NOT EXISTS (
           SELECT 1 FROM assignments a
           WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user)
@@ -50,11 +59,11 @@ _PICK_FRESH = sa.text(
 
 # Items this annotator skipped, released or let expire earlier: they come back last.
 _PICK_RETURNING = sa.text(
-    """
+    f"""
     SELECT i.id, a.id FROM items i
     JOIN assignments a ON a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
-    WHERE i.stage_id = :stage AND i.status = 'active' AND i.slots_left > 0
-      AND a.status IN ('skipped', 'released', 'expired')
+    WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
+      AND a.status IN ({sql_values(_GIVEN_BACK)})
     ORDER BY a.lease_until, a.id
     LIMIT 1
     FOR UPDATE OF i, a SKIP LOCKED
@@ -63,11 +72,11 @@ _PICK_RETURNING = sa.text(
 
 # Items a reviewer sent back to this annotator: they come first, and take no new slot.
 _PICK_SENT_BACK = sa.text(
-    """
+    f"""
     SELECT a.id, a.item_id FROM assignments a
     JOIN items i ON i.id = a.item_id
-    WHERE a.stage_id = :stage AND a.annotator_id = :user AND a.status = 'returned'
-      AND i.stage_id = :stage AND i.status = 'active'
+    WHERE a.stage_id = :stage AND a.annotator_id = :user AND a.status = '{_A.returned}'
+      AND i.stage_id = :stage AND i.status = '{_ACTIVE}'
     ORDER BY a.id
     LIMIT 1
     FOR UPDATE OF a SKIP LOCKED
@@ -76,13 +85,13 @@ _PICK_SENT_BACK = sa.text(
 
 _INSERT = sa.text(
     "INSERT INTO assignments (item_id, stage_id, annotator_id, status, lease_until)"
-    " VALUES (:item, :stage, :user, 'active', now() + make_interval(secs => :lease))"
+    f" VALUES (:item, :stage, :user, '{ASSIGNMENT_START}', now() + make_interval(secs => :lease))"
     " ON CONFLICT (item_id, stage_id, annotator_id) DO NOTHING"
     " RETURNING id, lease_until"
 )
 
 _RENEW = sa.text(
-    "UPDATE assignments SET status = 'active', lease_until = now() + make_interval(secs => :lease)"
+    f"UPDATE assignments SET status = '{_RENEWED}', lease_until = now() + make_interval(secs => :lease)"
     " WHERE id = :id RETURNING id, lease_until"
 )
 
@@ -137,7 +146,7 @@ def current_assignment(session: Session, stage_id: int, annotator_id: int) -> As
         .where(
             Assignment.stage_id == stage_id,
             Assignment.annotator_id == annotator_id,
-            Assignment.status == "active",
+            Assignment.status == AssignmentStatus.active,
             Assignment.lease_until > sa.func.now(),
         )
         .order_by(Assignment.id)
@@ -154,13 +163,13 @@ def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> 
     return assignment
 
 
-def give_back(session: Session, assignment_id: int, annotator_id: int, status: str) -> None:
+def give_back(session: Session, assignment_id: int, annotator_id: int, event: AssignmentEvent) -> None:
     """Skip (come back later) or release an active assignment; its slot returns to the pool."""
-    assert status in ("skipped", "released")
+    assert event in (AssignmentEvent.skip, AssignmentEvent.release)
     assignment = lock_assignment(session, assignment_id, annotator_id)
-    if assignment.status != "active":
+    if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is already {assignment.status}.")
-    assignment.status = status
+    assignment.status = transition(assignment.status, event)
     session.execute(
         sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),
         {"item": assignment.item_id, "stage": assignment.stage_id},

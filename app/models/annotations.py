@@ -6,11 +6,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at
-
-# active: leased to the annotator; submitted: done; skipped / released / expired: the slot went back;
-# returned: a reviewer sent the item back, the annotator revises their annotation.
-ASSIGNMENT_STATUSES = ("active", "submitted", "skipped", "released", "expired", "returned")
+from app.lifecycle import ASSIGNMENT_START, AssignmentStatus, sql_values
+from app.models.base import Base, created_at, status_column
 
 
 class Assignment(Base):
@@ -18,14 +15,12 @@ class Assignment(Base):
     __table_args__ = (
         # An annotator can never hold the same item twice in a stage.
         sa.UniqueConstraint("item_id", "stage_id", "annotator_id"),
-        sa.CheckConstraint(
-            "status IN ('active', 'submitted', 'skipped', 'released', 'expired', 'returned')", name="status"
-        ),
+        sa.CheckConstraint(f"status IN ({sql_values(AssignmentStatus)})", name="status"),
         sa.Index(
             "ix_assignments_leases",
             "stage_id",
             "lease_until",
-            postgresql_where=sa.text("status = 'active'"),
+            postgresql_where=sa.text(f"status = '{AssignmentStatus.active}'"),
         ),
         sa.Index("ix_assignments_annotator_stage", "annotator_id", "stage_id", "status"),
     )
@@ -34,7 +29,7 @@ class Assignment(Base):
     item_id: Mapped[int] = mapped_column(sa.ForeignKey("items.id", ondelete="CASCADE"))
     stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"))
     annotator_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
-    status: Mapped[str] = mapped_column(sa.String(16), server_default="active")
+    status: Mapped[AssignmentStatus] = status_column(AssignmentStatus, ASSIGNMENT_START)
     lease_until: Mapped[datetime]
     created_at: Mapped[datetime] = created_at()
     submitted_at: Mapped[datetime | None]

@@ -1,6 +1,7 @@
 """Declarative base and shared column types for all tables."""
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,3 +24,18 @@ class Base(DeclarativeBase):
 
 def created_at():
     return mapped_column(sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False)
+
+
+def status_column(statuses: type[StrEnum], start: StrEnum):
+    """A lifecycle status (app.lifecycle): VARCHAR(16) in the database, where a named CHECK lists the
+    values, and the enum member in Python. Unknown strings pass through to meet that CHECK."""
+    return mapped_column(
+        sa.Enum(
+            statuses,
+            native_enum=False,
+            create_constraint=False,
+            length=16,
+            values_callable=lambda e: [m.value for m in e],
+        ),
+        server_default=start.value,
+    )

@@ -6,9 +6,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.models.base import Base, created_at
-
-ITEM_STATUSES = ("active", "review", "done", "discarded")
+from app.lifecycle import ITEM_START, ItemStatus, sql_values
+from app.models.base import Base, created_at, status_column
 
 
 class Asset(Base):
@@ -37,13 +36,13 @@ class Item(Base):
     __tablename__ = "items"
     __table_args__ = (
         sa.UniqueConstraint("project_id", "external_id"),
-        sa.CheckConstraint("status IN ('active', 'review', 'done', 'discarded')", name="status"),
+        sa.CheckConstraint(f"status IN ({sql_values(ItemStatus)})", name="status"),
         sa.CheckConstraint("slots_left >= 0", name="slots_nonnegative"),
         sa.Index(
             "ix_items_claimable",
             "stage_id",
             "id",
-            postgresql_where=sa.text("status = 'active' AND slots_left > 0"),
+            postgresql_where=sa.text(f"status = '{ItemStatus.active}' AND slots_left > 0"),
         ),
         sa.Index("ix_items_project_stage_status", "project_id", "stage_id", "status"),
     )
@@ -55,7 +54,7 @@ class Item(Base):
     assets: Mapped[dict[str, Any]] = mapped_column(server_default=sa.text("'{}'::jsonb"))
     group_id: Mapped[str | None] = mapped_column(sa.Text)
     stage_id: Mapped[int | None] = mapped_column(sa.ForeignKey("stages.id", ondelete="SET NULL"))
-    status: Mapped[str] = mapped_column(sa.String(16), server_default="active")
+    status: Mapped[ItemStatus] = status_column(ItemStatus, ITEM_START)
     slots_left: Mapped[int] = mapped_column(server_default="0")
     created_at: Mapped[datetime] = created_at()
 

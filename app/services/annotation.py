@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app import queue
 from app.datasets import get_task
 from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
 from app.models import Annotation, Assignment, AuditEvent, Draft, Item, Stage, User
 from app.services import sampling
 from app.services import suggestions as suggestions_service
@@ -60,19 +61,19 @@ def submit(
 
     item = session.scalar(sa.select(Item).where(Item.id == assignment.item_id).with_for_update())
     stage = session.get(Stage, assignment.stage_id)
-    if item.stage_id != stage.id or item.status not in ("active", "review"):
+    if item.stage_id != stage.id or item.status not in (ItemStatus.active, ItemStatus.review):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
     clean = get_task(stage.workflow).validate_annotation(
         item.data, payload, stage.config, results_by_stage(session, item.id)
     )
 
-    first_submit = assignment.status != "submitted"
-    if assignment.status in ("expired", "released", "skipped"):
+    first_submit = assignment.status != AssignmentStatus.submitted
+    if assignment.status in (AssignmentStatus.expired, AssignmentStatus.released, AssignmentStatus.skipped):
         # The lease ran out or was given back; accept the work only if a slot is still free.
-        if item.status != "active" or item.slots_left <= 0:
+        if item.status != ItemStatus.active or item.slots_left <= 0:
             raise Conflict("Your lease on this item ran out and others have taken it; the work was not stored.")
         item.slots_left -= 1
-    elif assignment.status == "submitted" and item.status != "active":
+    elif assignment.status == AssignmentStatus.submitted and item.status != ItemStatus.active:
         raise Conflict("This item is already waiting for review; it can no longer be changed here.")
 
     revision = (
@@ -92,7 +93,7 @@ def submit(
         seconds_spent=seconds_spent,
     )
     session.add(annotation)
-    assignment.status = "submitted"
+    assignment.status = transition(assignment.status, AssignmentEvent.submit)
     assignment.submitted_at = sa.func.now()
     session.execute(sa.delete(Draft).where(Draft.assignment_id == assignment.id))
     session.flush()
@@ -105,7 +106,7 @@ def submit(
         submitted = session.scalar(
             sa.select(sa.func.count())
             .select_from(Assignment)
-            .where(Assignment.item_id == item.id, Assignment.stage_id == stage.id, Assignment.status == "submitted")
+            .where(Assignment.item_id == item.id, Assignment.stage_id == stage.id, Assignment.status == AssignmentStatus.submitted)
         )
         if submitted >= sampling.required(session, stage, item.id):
             complete_stage(session, item, stage)
@@ -113,14 +114,14 @@ def submit(
 
 
 def give_back(session: Session, assignment_id: int, user_id: int, *, skip: bool) -> None:
-    queue.give_back(session, assignment_id, user_id, "skipped" if skip else "released")
+    queue.give_back(session, assignment_id, user_id, AssignmentEvent.skip if skip else AssignmentEvent.release)
 
 
 def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict[str, Any]) -> None:
     assignment = session.get(Assignment, assignment_id)
     if assignment is None or assignment.annotator_id != user_id:
         raise NotFound("No such assignment for you.")
-    if assignment.status != "active":
+    if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is {assignment.status}; the draft was not saved.")
     session.execute(
         pg_insert(Draft)
@@ -153,7 +154,7 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     stage = session.get(Stage, assignment.stage_id)
     draft = session.scalar(sa.select(Draft.payload).where(Draft.assignment_id == assignment.id))
     previous = returned = None
-    if assignment.status in ("active", "returned"):
+    if assignment.status in (AssignmentStatus.active, AssignmentStatus.returned):
         previous = session.scalar(
             sa.select(Annotation.payload)
             .where(Annotation.assignment_id == assignment.id)
@@ -197,5 +198,5 @@ def user_stage_counts(session: Session, stage_id: int, user_id: int) -> int:
     return session.scalar(
         sa.select(sa.func.count())
         .select_from(Assignment)
-        .where(Assignment.stage_id == stage_id, Assignment.annotator_id == user_id, Assignment.status == "submitted")
+        .where(Assignment.stage_id == stage_id, Assignment.annotator_id == user_id, Assignment.status == AssignmentStatus.submitted)
     )

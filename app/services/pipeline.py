@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.datasets import get_task
+from app.lifecycle import AssignmentStatus, ItemEvent, transition
 from app.models import Annotation, Assignment, Item, ItemResult, Stage, User
 from app.services import sampling
 
@@ -39,7 +40,7 @@ def submitted_annotations(session: Session, item_id: int | None, stage_id: int) 
         .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
         .join(Assignment, Assignment.id == Annotation.assignment_id)
         .join(User, User.id == Annotation.annotator_id)
-        .where(Assignment.status == "submitted")
+        .where(Assignment.status == AssignmentStatus.submitted)
         .order_by(Annotation.assignment_id)
     )
     return [Submitted(*r) for r in rows]
@@ -67,7 +68,7 @@ def complete_stage(session: Session, item: Item, stage: Stage) -> None:
     workflow = get_task(stage.workflow)
     outcome = workflow.consolidate(stage_payloads(session, item.id, stage.id), stage.config)
     if outcome.needs_review or outcome.final is None:
-        item.status = "review"
+        item.status = transition(item.status, ItemEvent.escalate)
         return
     finalize(session, item, stage, outcome.final, discard=outcome.discard, source="auto")
 
@@ -88,7 +89,7 @@ def finalize(
     )
     session.flush()
     if discard:
-        item.status = "discarded"
+        item.status = transition(item.status, ItemEvent.discard)
         item.slots_left = 0
         return
     results = results_by_stage(session, item.id)
@@ -100,8 +101,8 @@ def finalize(
     for nxt in later:
         if get_task(nxt.workflow).applies(item.data, results, nxt.config):
             item.stage_id = nxt.id
-            item.status = "active"
+            item.status = transition(item.status, ItemEvent.advance)
             item.slots_left = sampling.required(session, nxt, item.id)
             return
-    item.status = "done"
+    item.status = transition(item.status, ItemEvent.finish)
     item.slots_left = 0

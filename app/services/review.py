@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
+from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import (
     Annotation,
     Assignment,
@@ -53,7 +54,7 @@ def review_queue(session: Session, stage_id: int, limit: int = 500) -> list[Revi
     stage = get_stage(session, stage_id)
     workflow = get_task(stage.workflow)
     items = session.execute(
-        sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == "review").order_by(Item.id).limit(limit)
+        sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == ItemStatus.review).order_by(Item.id).limit(limit)
     ).all()
     rows = []
     for item_id, external_id in items:
@@ -100,7 +101,7 @@ def resolve(
     item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
     if item is None or item.stage_id != stage_id:
         raise NotFound("No such item in this stage.")
-    if item.status != "review":
+    if item.status != ItemStatus.review:
         raise Conflict("This item is no longer waiting for review; someone resolved it already.")
     workflow = get_task(stage.workflow)
     if accept_annotation_id is not None:
@@ -133,15 +134,15 @@ def send_back(session: Session, stage_id: int, item_id: int, reviewer_id: int, c
     item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
     if item is None or item.stage_id != stage_id:
         raise NotFound("No such item in this stage.")
-    if item.status != "review":
+    if item.status != ItemStatus.review:
         raise Conflict("This item is no longer waiting for review; someone resolved it already.")
     returned = session.execute(
         sa.update(Assignment)
-        .where(Assignment.item_id == item_id, Assignment.stage_id == stage_id, Assignment.status == "submitted")
-        .values(status="returned")
+        .where(Assignment.item_id == item_id, Assignment.stage_id == stage_id, Assignment.status == AssignmentStatus.submitted)
+        .values(status=transition(AssignmentStatus.submitted, AssignmentEvent.send_back))
         .returning(Assignment.annotator_id)
     ).scalars().all()
-    item.status = "active"
+    item.status = transition(item.status, ItemEvent.send_back)
     item.slots_left = 0  # the same annotators revise; nobody new takes the item
     record(
         session, "item.sent_back", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id,
@@ -163,7 +164,7 @@ def sent_back(session: Session, stage_id: int, limit: int = 500) -> list[SentBac
     rows = session.execute(
         sa.select(Item.id, Item.external_id, sa.func.count(Assignment.id))
         .join(Assignment, sa.and_(Assignment.item_id == Item.id, Assignment.stage_id == stage_id))
-        .where(Item.stage_id == stage_id, Item.status == "active", Assignment.status == "returned")
+        .where(Item.stage_id == stage_id, Item.status == ItemStatus.active, Assignment.status == AssignmentStatus.returned)
         .group_by(Item.id)
         .order_by(Item.id)
         .limit(limit)
@@ -180,13 +181,13 @@ def take_back(session: Session, stage_id: int, item_id: int, reviewer_id: int) -
     assignments = session.scalars(
         sa.select(Assignment).where(Assignment.item_id == item_id, Assignment.stage_id == stage_id).with_for_update()
     ).all()
-    if item.status != "active" or not any(a.status == "returned" for a in assignments):
+    if item.status != ItemStatus.active or not any(a.status == AssignmentStatus.returned for a in assignments):
         raise Conflict("This item is not waiting for its annotators after a send-back.")
     answered = set(session.scalars(sa.select(Annotation.assignment_id).where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)))
     for a in assignments:
-        if a.status != "submitted":
-            a.status = "submitted" if a.id in answered else "released"
-    item.status, item.slots_left = "review", 0
+        if a.status != AssignmentStatus.submitted:
+            a.status = transition(a.status, AssignmentEvent.reinstate if a.id in answered else AssignmentEvent.withdraw)
+    item.status, item.slots_left = transition(item.status, ItemEvent.take_back), 0
     record(session, "item.taken_back", actor_id=reviewer_id, target=f"item:{item_id}", stage=stage_id)
     return item
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.lifecycle import ItemStatus
 from app.models import Stage, StageSample
 
 _TOP_UP = sa.text(
-    """
+    f"""
     INSERT INTO stage_samples (stage_id, item_id)
     SELECT :stage, i.id FROM items i
-    WHERE i.project_id = :project AND i.status <> 'discarded'
+    WHERE i.project_id = :project AND i.status <> '{ItemStatus.discarded}'
       AND NOT EXISTS (SELECT 1 FROM stage_samples s WHERE s.stage_id = :stage AND s.item_id = i.id)
       AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.stage_id = :stage AND a.item_id = i.id)
       AND NOT EXISTS (SELECT 1 FROM item_results r WHERE r.stage_id = :stage AND r.item_id = i.id)
@@ -32,7 +33,7 @@ _TOP_UP = sa.text(
 # Newly sampled items already waiting in the stage get the extra slots now; the others get them on entry.
 _WIDEN = sa.text(
     "UPDATE items SET slots_left = slots_left + :extra"
-    " WHERE id = ANY(:ids) AND stage_id = :stage AND status = 'active'"
+    f" WHERE id = ANY(:ids) AND stage_id = :stage AND status = '{ItemStatus.active}'"
 )
 
 
