@@ -14,10 +14,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.lifecycle import ItemStatus, sql_values
 from app.models import SplitDefinition
 
 BATCH = 500
 ALL = "all"  # the one split of an export without a split definition
+DONE = ItemStatus.done.value
+FINISHED = sql_values((ItemStatus.done, ItemStatus.discarded))
 
 
 @dataclass
@@ -70,7 +73,7 @@ def split_rows(session: Session, project_id: int, definition: SplitDefinition | 
     extra = _PROVENANCE if provenance else ""
     if definition is None:
         sql = f"""SELECT i.id, i.external_id, i.data, i.assets, {_RESULTS}{extra}
-                  FROM items i WHERE i.project_id = :project AND i.status = 'done' ORDER BY i.id"""
+                  FROM items i WHERE i.project_id = :project AND i.status = '{DONE}' ORDER BY i.id"""
         return _stream(session, sql, {"project": project_id}, split, provenance)
     sql = f"""SELECT i.id, i.external_id, i.data, i.assets, {_RESULTS}{extra}
               FROM item_splits s JOIN items i ON i.id = s.item_id
@@ -81,11 +84,11 @@ def split_rows(session: Session, project_id: int, definition: SplitDefinition | 
 def finished_rows(session: Session, project_id: int) -> Iterator[list[Row]]:
     """Every finished item, kept or discarded (the WikiDO verification log lists both)."""
     sql = f"""SELECT i.id, i.external_id, i.data, i.assets, {_RESULTS}
-              FROM items i WHERE i.project_id = :project AND i.status IN ('done', 'discarded') ORDER BY i.id"""
+              FROM items i WHERE i.project_id = :project AND i.status IN ({FINISHED}) ORDER BY i.id"""
     return _stream(session, sql, {"project": project_id}, ALL, False)
 
 
 def count_items(session: Session, project_id: int, definition: SplitDefinition | None) -> int:
     if definition is not None:
         return sum(definition.counts.values())
-    return session.scalar(sa.text("SELECT count(*) FROM items WHERE project_id = :p AND status = 'done'"), {"p": project_id})
+    return session.scalar(sa.text(f"SELECT count(*) FROM items WHERE project_id = :p AND status = '{DONE}'"), {"p": project_id})

@@ -23,6 +23,7 @@ from app.agreement.sets import normalize
 from app.datasets import get_task
 from app.datasets.task import Equivalence
 from app.errors import Invalid
+from app.lifecycle import ITEM_START
 from app.models import Item, ItemResult, Project, Stage
 from app.services import projects
 from app.services.audit import record
@@ -116,7 +117,7 @@ def create_judgements(session: Session, stage_id: int, *, overlap: int = 1, acto
             assets["/image"] = source.assets["/image"]
         rows.append(
             {"project_id": judging.project_id, "external_id": p.key, "data": data, "assets": assets,
-             "stage_id": judging.id, "status": "active", "slots_left": judging.overlap}
+             "stage_id": judging.id, "status": ITEM_START, "slots_left": judging.overlap}
         )
     created = 0
     if rows:

@@ -9,6 +9,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
 from app.datasets import dataset_of
+from app.lifecycle import ItemStatus
 from app.models import Item, ItemResult, Stage, SuggestionOutcome
 from app.services.projects import stages_of
 
@@ -68,7 +69,7 @@ def breakdown(session: Session, project_id: int) -> Breakdown | None:
     keys = [sa.func.coalesce(Item.data[f].astext, "—") for f in fields]
     if len(keys) == 1:
         keys.append(sa.literal(""))
-    pending = sa.and_(Item.stage_id == first, Item.status.in_(("active", "review")))
+    pending = sa.and_(Item.stage_id == first, Item.status.in_((ItemStatus.active, ItemStatus.review)))
     cells: dict[tuple[str, str], Tally] = {}
     for row, column, status, is_pending, n in session.execute(
         sa.select(keys[0], keys[1], Item.status, pending, sa.func.count())
@@ -76,7 +77,7 @@ def breakdown(session: Session, project_id: int) -> Breakdown | None:
         .group_by(keys[0], keys[1], Item.status, pending)
     ):
         tally = cells.setdefault((row, column), Tally())
-        if status == "discarded":
+        if status == ItemStatus.discarded:
             tally.discarded += n
         elif is_pending:
             tally.open += n

@@ -27,6 +27,7 @@ from app.datasets import dataset_of
 from app.datasets.task import is_external
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
+from app.lifecycle import ITEM_START
 from app.models import Asset, Item
 from app.services import sampling
 from app.services.audit import record
@@ -283,7 +284,7 @@ def import_items(
                         json.dumps(pointers),
                         item.group_id,
                         first.id,
-                        "active",
+                        ITEM_START,
                         sampling.entry_slots(first),
                     )
                 )

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.datasets import dataset_of, get_task
 from app.errors import Conflict, Invalid, NotFound
+from app.lifecycle import ItemStatus
 from app.models import Annotation, Item, ItemResult, Project, Stage
 from app.services.audit import record
 
@@ -194,9 +195,9 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
     ):
         p = projects[project_id]
         p.items += n
-        if status == "done":
+        if status == ItemStatus.done:
             p.done += n
-        elif status == "discarded":
+        elif status == ItemStatus.discarded:
             p.discarded += n
             if stage_id in stages:
                 stages[stage_id].discarded += n

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from sqlalchemy.orm import Session
 
 from app.errors import Invalid, NotFound, format_validation_error
+from app.lifecycle import ItemStatus
 from app.models import ItemSplit, SplitDefinition
 from app.services.audit import record
 from app.services.projects import get_project
@@ -161,7 +162,7 @@ def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:
     sql = f"""
         WITH eligible AS (
             SELECT i.id, i.data, coalesce('g:' || i.group_id, 'i:' || i.external_id) AS unit
-            FROM items i WHERE i.project_id = :project AND i.status = 'done'
+            FROM items i WHERE i.project_id = :project AND i.status = '{ItemStatus.done.value}'
         ), units AS (
             SELECT e.unit, count(*) AS n, {held} AS held, {stratum} AS stratum
             FROM eligible e GROUP BY e.unit
@@ -222,7 +223,7 @@ def unassigned(session: Session, definition: SplitDefinition) -> int:
     """Finished items of the project that this version does not place (finished after it, or past its counts)."""
     return session.scalar(
         sa.text(
-            "SELECT count(*) FROM items i WHERE i.project_id = :p AND i.status = 'done'"
+            f"SELECT count(*) FROM items i WHERE i.project_id = :p AND i.status = '{ItemStatus.done.value}'"
             " AND NOT EXISTS (SELECT 1 FROM item_splits s WHERE s.definition_id = :d AND s.item_id = i.id)"
         ),
         {"p": definition.project_id, "d": definition.id},

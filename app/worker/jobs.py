@@ -26,6 +26,7 @@ from app.datasets import get_task, producers
 from app.datasets.suggest import ItemInput
 from app.db import database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
+from app.lifecycle import ItemStatus
 from app.models import Asset, Item, JobRun, Stage, Suggestion
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import results_by_stage
@@ -262,7 +263,7 @@ def missing_batches(
                 continue
             has = sa.exists().where(Suggestion.item_id == Item.id, Suggestion.stage_id == stage.id, Suggestion.kind == k)
             ids = session.scalars(
-                sa.select(Item.id).where(Item.stage_id == stage.id, Item.status == "active", ~has).order_by(Item.id)
+                sa.select(Item.id).where(Item.stage_id == stage.id, Item.status == ItemStatus.active, ~has).order_by(Item.id)
             ).all()
             size = settings.worker_batch_size
             batches += [Batch(stage.id, k, list(ids[i : i + size])) for i in range(0, len(ids), size)]
