@@ -54,8 +54,8 @@ class ColorSwap(Dataset):
             "caption_2": captions["caption_2"],
             "image_1": f"images/img_{ident}_1.png",
             "image_2": f"images/img_{ident}_2.png",
-            "image_source": item["image_source"],
-            "caption_source": item["caption_source"],
+            "image_source": item.get("image_source"),
+            "caption_source": item.get("caption_source"),
         }
 
     def export_files(self, item, assets, results):

@@ -32,8 +32,13 @@ class RecaptionAnnotation(BaseModel):
         return one_line(value) if isinstance(value, str) else value
 
 
+def caption_source(item: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """The item's caption source; a record without one counts as the stage's `missing_source`."""
+    return item.get("caption_source") or config.get("missing_source", "unknown")
+
+
 def _recaption_required(item: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-    return item.get("caption_source") in config.get("required_sources", DEFAULT_RECAPTION_SOURCES)
+    return caption_source(item, config) in config.get("required_sources", DEFAULT_RECAPTION_SOURCES)
 
 
 def _unchanged(item: Mapping[str, Any], caption_1: str, caption_2: str) -> list[int]:
@@ -56,7 +61,7 @@ class ColorSwapRecaption(Task):
     keys_help = "Enter submits · Reset restores a caption · S skips (outside the text fields)"
 
     def applies(self, item, results, config):
-        return item.get("caption_source") in config.get("sources", DEFAULT_RECAPTION_SOURCES)
+        return caption_source(item, config) in config.get("sources", DEFAULT_RECAPTION_SOURCES)
 
     def check(self, item, payload, config, results):
         result = check_swap(payload.caption_1, payload.caption_2, Vocabulary.from_config(config))
@@ -64,7 +69,7 @@ class ColorSwapRecaption(Task):
         if _recaption_required(item, config):
             for n in _unchanged(item, payload.caption_1, payload.caption_2):
                 problems.append(
-                    f"Caption {n} is unchanged. {item.get('caption_source')} captions must be rewritten "
+                    f"Caption {n} is unchanged. {caption_source(item, config)} captions must be rewritten "
                     "into natural, more specific ones."
                 )
         return problems

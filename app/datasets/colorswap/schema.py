@@ -26,8 +26,9 @@ class Candidate(BaseModel):
 class ColorSwapItem(ItemBase):
     caption_1: str = Field(min_length=1)
     caption_2: str = Field(min_length=1)
-    caption_source: str = Field(min_length=1)
-    image_source: str = Field(min_length=1)
+    # Where the captions and images came from; the public test files leave them out.
+    caption_source: str | None = Field(default=None, min_length=1)
+    image_source: str | None = Field(default=None, min_length=1)
     candidates: list[Candidate] = Field(min_length=2, max_length=64)
 
     @model_validator(mode="before")

@@ -1,10 +1,16 @@
-"""The ColorSwap swap constraint: two captions with the same words, their colour words exchanged.
+"""The ColorSwap swap constraint: two captions with the same words in another order, whose colour
+terms describe different things.
 
-Pure functions over strings, no database or web imports. Captions are compared word by word,
-ignoring case and punctuation; colour terms come from a configurable vocabulary, and a
-modifier directly before a colour ("light blue", "dark-green") belongs to the colour term.
-Hand-written because no library models this constraint; it is a few dozen lines of
-tokenising and sequence comparison (difflib does the diff).
+The dataset's definition (after Winoground): *the two captions have the same words, but the
+colour words are rearranged to modify different objects*. Either the colours move ("a red cat in
+a grey jacket" / "a grey cat in a red jacket") or the objects do ("a black penguin with a white
+bear" / "a black bear with a white penguin"); both are swaps. Captions are compared word by word,
+ignoring case and punctuation, with "a" and "an" as one word (the article follows the colour's
+sound). Colour terms come from a broad vocabulary that a stage's configuration can extend; a
+modifier directly before a colour ("light blue", "burnt orange", "pitch-black") belongs to the
+colour term. Pure functions over strings, no database or web imports. Hand-written because no
+library models this constraint; it is a few dozen lines of tokenising and sequence comparison
+(difflib does the diff).
 """
 
 from __future__ import annotations
@@ -24,10 +30,18 @@ COLOUR_VARIANTS = (
     "violet", "beige", "gold", "golden", "silver", "turquoise", "teal", "navy", "maroon", "cyan", "magenta",
     "lavender", "tan", "crimson", "scarlet", "cream", "ivory", "khaki", "indigo", "lime", "olive", "peach",
     "burgundy", "bronze", "copper", "coral", "mint", "aqua", "charcoal", "amber", "lilac", "mauve", "rust",
-    "reddish", "greenish", "bluish", "yellowish", "pinkish", "purplish", "brownish", "greyish", "grayish",
+    "fuchsia", "ruby", "emerald", "sage", "mustard", "raspberry", "plum", "salmon", "sapphire", "jade",
+    "cobalt", "azure", "vermilion", "ochre", "ocher", "taupe", "periwinkle", "cerulean", "chartreuse",
+    "blonde", "blond", "auburn", "multicolored", "multicoloured", "rainbow", "colorless", "colourless",
+    "reddish", "greenish", "bluish", "blueish", "yellowish", "pinkish", "purplish", "brownish", "greyish",
+    "grayish", "whitish", "whiteish", "blackish", "orangish", "orangey", "goldish",
 )
 DEFAULT_COLOURS = BASIC_COLOURS + COLOUR_VARIANTS
-DEFAULT_MODIFIERS = ("light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "sky", "royal", "hot")
+DEFAULT_MODIFIERS = (
+    "light", "dark", "pale", "bright", "deep", "pastel", "neon", "navy", "sky", "royal", "hot", "baby", "burnt",
+    "electric", "pitch", "rose", "forest", "blood", "jet", "snow", "off", "dusty", "muted", "vivid", "lime",
+    "olive", "mint", "sea", "powder", "midnight", "hunter", "brick", "cherry", "lemon",
+)
 
 # Words (letters and digits) with an inner apostrophe; hyphens and all other punctuation split.
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
@@ -52,7 +66,11 @@ class Vocabulary:
 
     @classmethod
     def from_config(cls, config: dict) -> Vocabulary:
-        return cls.build(config.get("colour_words"), config.get("colour_modifiers"))
+        """The stage's vocabulary: `colour_words` / `colour_modifiers` replace the defaults,
+        `extra_colour_words` / `extra_colour_modifiers` extend them."""
+        base = cls.build(config.get("colour_words"), config.get("colour_modifiers"))
+        extra = cls.build(config.get("extra_colour_words") or [], config.get("extra_colour_modifiers") or [])
+        return cls(base.colours | extra.colours, base.modifiers | extra.modifiers)
 
 
 DEFAULT_VOCABULARY = Vocabulary.build()
@@ -92,7 +110,7 @@ def _fold(word: str) -> str:
 
 @dataclass(frozen=True)
 class Move:
-    """A colour slot that changed: the colour of caption 1, of caption 2, and the word it describes."""
+    """A binding that changed: the thing described (`near`), its colour in caption 1 and in caption 2."""
 
     before: str
     after: str
@@ -104,7 +122,10 @@ class SwapCheck:
     ok: bool
     problems: list[str] = field(default_factory=list)
     moves: list[Move] = field(default_factory=list)
-    # Words of caption 1 and 2 that differ outside the colour slots.
+    # What was exchanged: "colours" (same words in place, colours moved), "objects" (the things
+    # described moved), or "" when the pair is no swap.
+    kind: str = ""
+    # Words of caption 1 and 2 that are not in the other caption.
     changed_1: list[str] = field(default_factory=list)
     changed_2: list[str] = field(default_factory=list)
     colours_1: list[str] = field(default_factory=list)
@@ -112,7 +133,7 @@ class SwapCheck:
 
 
 def check_swap(caption_1: str, caption_2: str, vocab: Vocabulary = DEFAULT_VOCABULARY) -> SwapCheck:
-    """Whether the captions are a colour-swap pair, and if not, what breaks it, in plain words."""
+    """Whether the captions are a swap pair, and if not, what breaks it, in plain words."""
     t1, t2 = tokenize(caption_1, vocab), tokenize(caption_2, vocab)
     c1 = [t.norm for t in t1 if t.colour]
     c2 = [t.norm for t in t2 if t.colour]
@@ -120,18 +141,7 @@ def check_swap(caption_1: str, caption_2: str, vocab: Vocabulary = DEFAULT_VOCAB
     if not t1 or not t2:
         result.problems.append("Both captions need words.")
         return result
-    s1, s2 = _skeleton(t1), _skeleton(t2)
-    if s1 != s2:
-        for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(a=s1, b=s2, autojunk=False).get_opcodes():
-            if tag == "equal":
-                continue
-            result.changed_1 += [t1[k].text for k in range(a0, a1) if not t1[k].colour]
-            result.changed_2 += [t2[k].text for k in range(b0, b1) if not t2[k].colour]
-            left = " ".join(t1[k].text for k in range(a0, a1)) or "(nothing)"
-            right = " ".join(t2[k].text for k in range(b0, b1)) or "(nothing)"
-            result.problems.append(f"The captions differ in more than colour words: “{left}” in caption 1, “{right}” in caption 2.")
-    if not c1:
-        result.problems.append("Caption 1 has no colour word.")
+    w1, w2 = _words(t1), _words(t2)
     if Counter(c1) != Counter(c2):
         only_1 = sorted((Counter(c1) - Counter(c2)).elements())
         only_2 = sorted((Counter(c2) - Counter(c1)).elements())
@@ -139,21 +149,86 @@ def check_swap(caption_1: str, caption_2: str, vocab: Vocabulary = DEFAULT_VOCAB
             result.problems.append(f"Colour words only in caption 1: {', '.join(only_1)}. A swap pair uses the same colours.")
         if only_2:
             result.problems.append(f"Colour words only in caption 2: {', '.join(only_2)}. A swap pair uses the same colours.")
-    elif c1 == c2 and s1 == s2:
+    if Counter(_skeleton(t1)) != Counter(_skeleton(t2)):
+        _report_changed_words(t1, t2, result)
+    if not c1:
+        result.problems.append("Caption 1 has no colour word.")
+    if result.problems:
+        return result
+    if w1 == w2:
         result.problems.append("The captions are the same; exchange colour words between objects.")
-    if s1 == s2:
-        slots_1 = [k for k, t in enumerate(t1) if t.colour]
-        for k, a, b in zip(slots_1, c1, c2, strict=False):
-            if a != b:
-                result.moves.append(Move(a, b, _described(t1, k)))
-    result.ok = not result.problems
+        return result
+    if _skeleton(t1) == _skeleton(t2):
+        # Every other word in place, the colours in another order: a colour swap.
+        result.kind = "colours"
+        slots = [k for k, t in enumerate(t1) if t.colour]
+        result.moves = [Move(a, b, _described(t1, k)) for k, a, b in zip(slots, c1, c2, strict=True) if a != b]
+    else:
+        b1, b2 = _bindings(t1), _bindings(t2)
+        if Counter(b1) == Counter(b2):
+            said = ", ".join(f"{colour} {near}" for colour, near in b1)
+            result.problems.append(
+                f"The words moved, but each colour still describes the same thing ({said}): "
+                "exchange the colours, or the things they describe."
+            )
+            return result
+        result.kind = "objects"
+        result.moves = _binding_moves(b1, b2)
+    result.ok = True
     return result
+
+
+def _words(tokens: list[Token]) -> list[str]:
+    return ["a" if t.norm == "an" else t.norm for t in tokens]
 
 
 def _skeleton(tokens: list[Token]) -> list[str]:
     """The caption with each colour term replaced by one slot marker. The article before a
     colour follows its sound ("an orange cat" / "a red cat"), so "a" and "an" are one word."""
     return ["\0" if t.colour else ("a" if t.norm == "an" else t.norm) for t in tokens]
+
+
+def _report_changed_words(t1: list[Token], t2: list[Token], result: SwapCheck) -> None:
+    """Name the words one caption has and the other lacks, where they stand."""
+    s1, s2 = _skeleton(t1), _skeleton(t2)
+    left_over = Counter(s1) - Counter(s2)
+    right_over = Counter(s2) - Counter(s1)
+    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(a=s1, b=s2, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        extra_1 = [t1[k] for k in range(a0, a1) if not t1[k].colour and left_over[s1[k]] > 0]
+        extra_2 = [t2[k] for k in range(b0, b1) if not t2[k].colour and right_over[s2[k]] > 0]
+        for t in extra_1:
+            left_over[_skeleton([t])[0]] -= 1
+        for t in extra_2:
+            right_over[_skeleton([t])[0]] -= 1
+        if not extra_1 and not extra_2:
+            continue  # words that only moved
+        result.changed_1 += [t.text for t in extra_1]
+        result.changed_2 += [t.text for t in extra_2]
+        left = " ".join(t.text for t in extra_1) or "(nothing)"
+        right = " ".join(t.text for t in extra_2) or "(nothing)"
+        result.problems.append(f"The captions differ in more than colour words: “{left}” in caption 1, “{right}” in caption 2.")
+
+
+def _bindings(tokens: list[Token]) -> list[tuple[str, str]]:
+    """(colour, the word it describes) for each colour term, in caption order."""
+    return [(t.norm, _described(tokens, k).lower()) for k, t in enumerate(tokens) if t.colour]
+
+
+def _binding_moves(b1: list[tuple[str, str]], b2: list[tuple[str, str]]) -> list[Move]:
+    """For each thing caption 1 colours, its colour there and in caption 2, where they differ."""
+    left = list(b2)
+    moves = []
+    for colour, near in b1:
+        match = next((b for b in left if b[1] == near), None)
+        if match is None:
+            moves.append(Move(colour, "—", near))
+            continue
+        left.remove(match)
+        if match[0] != colour:
+            moves.append(Move(colour, match[0], near))
+    return moves
 
 
 def _described(tokens: list[Token], k: int) -> str:

@@ -68,12 +68,21 @@ def test_the_published_layout_becomes_a_pair_of_two_candidates():
         ({"candidates": [{"image": "a.png", "from_caption": 3}, {"image": "b.png", "from_caption": 1}]}, "1 or 2"),
         ({"candidates": [{"image": "a.png", "from_caption": 1}, {"image": "a.png", "from_caption": 2}]}, "repeats the image"),
         ({"caption_2": ""}, "at least 1 character"),
-        ({"image_source": None}, "valid string"),
+        ({"image_source": ""}, "at least 1 character"),
     ],
 )
 def test_bad_items_are_refused_with_the_field(change, message):
     with pytest.raises(ValidationError, match=message):
         COLORSWAP.parse_item(pair(**change), {})
+
+
+def test_sources_may_be_absent_and_routing_then_uses_the_stage_default():
+    bare = {k: v for k, v in pair().items() if k not in ("caption_source", "image_source")}
+    data = COLORSWAP.parse_item(bare, {}).model_dump(mode="json")
+    assert data["caption_source"] is None and data["image_source"] is None
+    assert not RECAPTION.applies(data, {}, {})
+    assert RECAPTION.applies(data, {}, {"missing_source": "rule-based"})
+    assert RECAPTION.applies({**data, "caption_source": "rule-based"}, {}, {})
 
 
 def test_the_published_layout_needs_both_images():

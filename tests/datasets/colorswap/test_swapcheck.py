@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -124,3 +125,72 @@ def test_highlight_keeps_the_text():
     runs = highlight(caption)
     assert "".join(text for text, _ in runs) == caption
     assert [c for _, c in runs if c] == ["red", "light blue"]
+
+
+@st.composite
+def described(draw):
+    """A caption where each colour directly precedes the distinct thing it describes."""
+    n = draw(st.integers(2, 4))
+    things = draw(st.lists(PLAIN, min_size=n, max_size=n, unique=True))
+    colours = draw(st.lists(st.sampled_from(COLOURS), min_size=n, max_size=n))
+    assume(len(set(colours)) >= 2)
+    glue = draw(st.lists(PLAIN, min_size=n + 1, max_size=n + 1))
+    return things, colours, glue
+
+
+def phrase(things, colours, glue) -> str:
+    out = [glue[0]]
+    for thing, colour, word in zip(things, colours, glue[1:], strict=True):
+        out += [colour, thing, word]
+    return " ".join(out)
+
+
+@given(described())
+def test_moving_the_things_described_is_a_swap_too(caption):
+    things, colours, glue = caption
+    # A rotation is one cycle: with two colours or more, some thing gets another colour.
+    moved = things[1:] + things[:1]
+    result = check_swap(phrase(things, colours, glue), phrase(moved, colours, glue))
+    assert result.ok and result.kind == "objects", result.problems
+    # Every thing whose colour changed is named with its colour before and after.
+    expected = {t: (c, dict(zip(moved, colours))[t]) for t, c in zip(things, colours) if dict(zip(moved, colours))[t] != c}
+    assert {m.near: (m.before, m.after) for m in result.moves} == expected
+
+
+@given(described(), st.data())
+def test_moving_things_while_changing_a_word_is_no_swap(caption, data):
+    things, colours, glue = caption
+    moved = things[1:] + things[:1]
+    k = data.draw(st.integers(0, len(glue) - 1))
+    other = data.draw(PLAIN.filter(lambda w: w not in glue and w not in things))
+    changed = glue[:k] + [other] + glue[k + 1 :]
+    result = check_swap(phrase(things, colours, glue), phrase(moved, colours, changed))
+    assert not result.ok and other in result.changed_2
+
+
+def test_object_swaps_from_the_release():
+    result = check_swap("a black penguin with a white bear", "a black bear with a white penguin")
+    assert result.ok and result.kind == "objects"
+    assert [(m.near, m.before, m.after) for m in result.moves] == [("penguin", "black", "white"), ("bear", "white", "black")]
+
+
+def test_moving_words_without_changing_what_colours_describe_is_refused():
+    result = check_swap("a red cat and a blue dog", "a blue dog and a red cat")
+    assert not result.ok and "still describes the same thing" in result.problems[0]
+
+
+@pytest.mark.parametrize(
+    "colour",
+    ["whiteish", "fuchsia", "ruby", "emerald", "sage", "mustard", "raspberry", "burnt orange", "electric blue", "pitch black", "rose pink"],
+)
+def test_the_default_vocabulary_knows_the_release_colours(colour):
+    assert [t.norm for t in tokenize(f"a {colour} vase on a grey table") if t.colour] == [colour, "grey"]
+    assert check_swap(f"a {colour} vase on a grey table", f"a grey vase on a {colour} table").ok
+
+
+def test_a_stage_extends_the_vocabulary():
+    vocab = Vocabulary.from_config({"extra_colour_words": ["glaucous"], "extra_colour_modifiers": ["smoky"]})
+    assert {"glaucous", "red"} <= vocab.colours and {"smoky", "light"} <= vocab.modifiers
+    assert check_swap("a glaucous jug by a smoky red cup", "a smoky red jug by a glaucous cup", vocab).ok
+    # `colour_words` replaces the defaults.
+    assert Vocabulary.from_config({"colour_words": ["glaucous"]}).colours == {"glaucous"}
