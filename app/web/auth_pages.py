@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
+from sqlalchemy.orm import Session
 
 from app.errors import DomainError
 from app.services import users as users_service
@@ -69,6 +70,22 @@ def password_page(request: Request, user: Principal = Depends(page_user)):
     return render(request, "auth/password.html", {})
 
 
+def _set_password(session: Session, account, current: str, new: str, confirm: str, actor_id: int) -> str | None:
+    """Change the password; returns what is wrong, if anything."""
+    from app.security import verify_password
+
+    if not verify_password(account.password_hash, current):
+        return "The current password is wrong."
+    if new != confirm:
+        return "The two new passwords differ."
+    try:
+        with savepoint(session):
+            users_service.set_password(session, account, new, actor_id=actor_id)
+    except DomainError as exc:
+        return exc.message
+    return None
+
+
 @router.post("/account/password")
 def change_password(
     request: Request,
@@ -78,20 +95,8 @@ def change_password(
     confirm: str = Form(""),
     user: Principal = Depends(page_user),
 ):
-    from app.security import verify_password
-
     account = users_service.get_user(session, user.id)
-    error = None
-    if not verify_password(account.password_hash, current):
-        error = "The current password is wrong."
-    elif new != confirm:
-        error = "The two new passwords differ."
-    else:
-        try:
-            with savepoint(session):
-                users_service.set_password(session, account, new, actor_id=user.id)
-        except DomainError as exc:
-            error = exc.message
+    error = _set_password(session, account, current, new, confirm, user.id)
     if error is not None:
         return render(request, "auth/password.html", {"error": error}, status_code=422)
     login_session(request, account)

@@ -95,13 +95,19 @@ def page_user_or_none(request: Request, session: Db) -> Principal | None:
     return user
 
 
-def page_role(role: Role):
-    def dependency(user: Principal = Depends(page_user)) -> Principal:
+def _requiring(role: Role, who, refusal: str):
+    """A dependency: the user `who` finds, if their role is `role` or above."""
+
+    def dependency(user: Principal = Depends(who)) -> Principal:
         if not user.at_least(role):
-            raise HTTPException(403, f"This page is for {role.value}s.")
+            raise HTTPException(403, refusal)
         return user
 
     return dependency
+
+
+def page_role(role: Role):
+    return _requiring(role, page_user, f"This page is for {role.value}s.")
 
 
 def api_user(request: Request, session: Db) -> Principal:
@@ -116,12 +122,7 @@ def api_user(request: Request, session: Db) -> Principal:
 
 
 def api_role(role: Role):
-    def dependency(user: Principal = Depends(api_user)) -> Principal:
-        if not user.at_least(role):
-            raise HTTPException(403, f"This needs the {role.value} role.")
-        return user
-
-    return dependency
+    return _requiring(role, api_user, f"This needs the {role.value} role.")
 
 
 def csrf_token(request: Request) -> str:

@@ -84,10 +84,9 @@ def review_submit(
         with savepoint(session):
             if action == "send_back":
                 review.send_back(session, stage_id, item_id, user.id, comment)
-            elif accept is not None:
-                review.resolve(session, stage_id, item_id, user.id, accept_annotation_id=accept, comment=comment)
             else:
-                review.resolve(session, stage_id, item_id, user.id, payload=_json_object(final), comment=comment)
+                chosen = {"accept_annotation_id": accept} if accept is not None else {"payload": _json_object(final)}
+                review.resolve(session, stage_id, item_id, user.id, comment=comment, **chosen)
     except DomainError as exc:
         ctx = _screen_context(session, stage_id, item_id, final_text=final, comment=comment)
         return render_error(request, "review/screen.html", ctx, exc)
