@@ -12,12 +12,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
-from markupsafe import escape
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
 from app import ROOT, __version__
-from app.db import get_engine, session_factory, transaction
+from app.db import get_engine, session_factory
 from app.errors import DomainError
 from app.settings import Settings, get_settings
 from app.storage import make_storage
@@ -31,7 +30,7 @@ from app.web import (
     project_pages,
     review_pages,
 )
-from app.web.deps import LoginRequired
+from app.web.deps import Db, LoginRequired
 from app.web.templating import is_htmx, render
 
 SECURITY_HEADERS = {
@@ -97,9 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["meta"])
-    def healthz() -> dict[str, str]:
-        with transaction(app.state.sessions) as session:
-            session.execute(sa.text("SELECT 1"))
+    def healthz(session: Db) -> dict[str, str]:
+        session.execute(sa.text("SELECT 1"))
         return {"status": "ok", "version": __version__}
 
     _install_error_handlers(app)
@@ -116,9 +114,9 @@ def _error_page(request: Request, status: int, message: str, errors: list[str] |
         if errors:
             body["errors"] = errors
         return JSONResponse(body, status_code=status)
-    if is_htmx(request):
-        return HTMLResponse(f'<p class="error" role="alert">{escape(message)}</p>', status_code=status)
-    return render(request, "error.html", {"status": status, "message": message, "errors": errors or []}, status_code=status)
+    # htmx swaps the answer into the page: only the alert, whatever element asked.
+    block = "alert" if is_htmx(request) else None
+    return render(request, "error.html", {"status": status, "message": message, "errors": errors or []}, status_code=status, block=block)
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -1,8 +1,10 @@
 """Test fixtures on a real PostgreSQL: the server at DATABASE_URL if set, else an embedded one.
 
 Each test session creates its own database, migrated once. `session` tests run inside a
-transaction that is rolled back; tests that need real commits (the app, concurrency) use
-`committed`, which empties every table afterwards.
+transaction that is rolled back, and so does the `app` (its requests' sessions join one connection
+whose transaction ends rolled back). Tests that need real commits (a server process, a worker, several
+connections, concurrency) use `committed`, which empties every table afterwards; marking a test
+`committed` gives it an `app` on real commits too.
 """
 
 from __future__ import annotations
@@ -107,6 +109,22 @@ def truncate_all(engine: sa.Engine) -> None:
 
 
 @pytest.fixture
+def rolled_back(engine) -> Iterator[sa.orm.sessionmaker]:
+    """A session factory on one connection whose outer transaction is rolled back at the end of the
+    test: its sessions (the test's and each request's) commit only savepoints, and see each other's work."""
+    with engine.connect() as conn:
+        tx = conn.begin()
+        try:
+            yield sa.orm.sessionmaker(bind=conn, join_transaction_mode="create_savepoint", expire_on_commit=False)
+        finally:
+            tx.rollback()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "committed: the test's `app` commits for real (a worker or another connection reads its data)")
+
+
+@pytest.fixture
 def committed(engine) -> Iterator[sa.orm.sessionmaker]:
     """A session factory whose transactions really commit; every table is emptied afterwards."""
     truncate_all(engine)
@@ -131,11 +149,30 @@ def storage(settings):
     return make_storage(settings)
 
 
-@pytest.fixture
-def app(settings, committed):
-    from app.main import create_app
+def _needs_commits(request) -> bool:
+    return request.node.get_closest_marker("committed") is not None or "committed" in request.fixturenames
 
-    return create_app(settings)
+
+@pytest.fixture
+def app(request, settings):
+    """The app, rolled back at the end of the test (see `rolled_back`) unless the test needs `committed` data."""
+    from app.main import create_app
+    from app.web.deps import db
+
+    if _needs_commits(request):
+        request.getfixturevalue("committed")
+        return create_app(settings)
+    sessions = request.getfixturevalue("rolled_back")
+    app = create_app(settings)
+    # Fixtures and helpers that take `app.state.sessions` write on the same connection as the requests.
+    app.state.sessions = sessions
+
+    def one_connection():
+        with transaction(sessions) as s:
+            yield s
+
+    app.dependency_overrides[db] = one_connection
+    return app
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.errors import DomainError, Invalid, NotFound
+from app.errors import DomainError, NotFound
 from app.exporters import (
     FORMATS,
     Progress,
@@ -29,6 +29,7 @@ from app.exporters import (
 from app.exporters.rows import count_items
 from app.models import Export, Project, SplitDefinition
 from app.services.audit import record
+from app.services.targets import check_target
 from app.storage import Storage
 
 __all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "run_export", "zip_stream"]
@@ -64,9 +65,7 @@ def export_to(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Export to a local directory or an `s3://bucket/prefix` target."""
-    if target.startswith("s3://"):
-        if not target.removeprefix("s3://").split("/")[0]:
-            raise Invalid("An S3 target names its bucket: s3://bucket/prefix.")
+    if (check_target(target, directories=True) or "").startswith("s3://"):
         with tempfile.TemporaryDirectory(prefix="vlcurate-export-") as tmp:
             manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress)
             upload(Path(tmp), target, settings)
@@ -106,8 +105,7 @@ def create_export(
         has_any = session.scalar(sa.select(sa.func.count()).select_from(SplitDefinition).where(SplitDefinition.project_id == project_id))
         if has_any or version is not None:
             definition = splits.get_definition(session, project_id, version)
-    if target and target.startswith("s3://") and not target.removeprefix("s3://").split("/")[0]:
-        raise Invalid("An S3 target names its bucket: s3://bucket/prefix.")
+    target = check_target(target, directories=True)
     row = Export(project_id=project_id, definition_id=definition.id if definition else None, format=fmt, target=target or "", created_by=actor_id)
     session.add(row)
     session.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,7 +10,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from app.datasets import dataset_of, get_task
+from app.datasets import dataset_of, follow_on, get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.models import Annotation, Item, ItemResult, Project, Stage
@@ -26,6 +27,30 @@ class StageSpec(BaseModel):
     # Agreement sampling: `overlap` annotators on a random sample of this many items, one on the rest.
     sample_size: int | None = Field(default=None, ge=1)
     sample_seed: int = Field(default=0, ge=0, le=2**31 - 1)
+
+
+def stage_specs_for(
+    first: str,
+    *,
+    then: Sequence[str] | None = None,
+    overlap: int = 1,
+    sample_size: int | None = None,
+    sample_seed: int = 0,
+    lease_seconds: int = 900,
+    config: dict[str, Any] | None = None,
+    config_for_all: bool = False,
+) -> list[StageSpec]:
+    """The stages of a new project that starts with workflow `first`: then the stages `then` names
+    (the command line lists the pipeline), by default the workflow's own follow-on stages (the project
+    form offers first stages only). `config` is the first stage's, or every stage's with `config_for_all`."""
+    rest = tuple(then) if then is not None else follow_on(first)
+    return [
+        StageSpec(
+            workflow=w, overlap=overlap, lease_seconds=lease_seconds, sample_size=sample_size, sample_seed=sample_seed,
+            config=(config or {}) if (i == 0 or config_for_all) else {},
+        )
+        for i, w in enumerate((first, *rest))
+    ]
 
 
 def create_project(

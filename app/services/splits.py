@@ -121,6 +121,31 @@ def parse_sizes(text: str | None, kind: type) -> dict[str, Any] | None:
     return out
 
 
+def config_from_text(
+    *,
+    seed: str | int = 0,
+    ratios: str | None = None,
+    counts: str | None = None,
+    rest: str | None = None,
+    stratify: str | None = None,
+    held_out: str | None = None,
+    held_out_split: str = "test_ood",
+) -> dict[str, Any]:
+    """A split configuration from what a person typed, in the project's export form or as command-line
+    options: sizes as "train=0.8,test=0.2", held-out items as "FIELD=V1,V2". `save_definition` checks the rest."""
+    if not str(seed).strip().isdigit():
+        raise Invalid("The seed is a whole number, 0 or more.")
+    config: dict[str, Any] = {"seed": int(seed)}
+    sizes = (("ratios", parse_sizes(ratios, float)), ("counts", parse_sizes(counts, int)),
+             ("rest", (rest or "").strip() or None), ("stratify", (stratify or "").strip() or None))
+    config.update({k: v for k, v in sizes if v is not None})
+    field_name, _, values = (held_out or "").partition("=")
+    if field_name.strip():
+        config["held_out"] = {"field": field_name.strip(), "values": [v.strip() for v in values.split(",") if v.strip()],
+                              "split": held_out_split.strip() or "test_ood"}
+    return config
+
+
 def parse_config(raw: dict[str, Any]) -> SplitConfig:
     from pydantic import ValidationError
 

@@ -6,23 +6,21 @@ import re
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
-from starlette.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session
 
-from app.db import transaction
 from app.images import make_thumbnail, thumbnail_key
 from app.models import Asset
-from app.web.deps import Principal, page_user
+from app.web.deps import Db, Principal, page_user
 
 router = APIRouter()
 SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 CACHE = "private, max-age=31536000, immutable"
 
 
-def _lookup(request: Request, sha256: str) -> Asset:
+def _lookup(session: Session, sha256: str) -> Asset:
     if not SHA_RE.match(sha256):
         raise HTTPException(404, "No such image.")
-    with transaction(request.app.state.sessions) as session:
-        asset = session.scalar(sa.select(Asset).where(Asset.sha256 == sha256))
+    asset = session.scalar(sa.select(Asset).where(Asset.sha256 == sha256))
     if asset is None:
         raise HTTPException(404, "No such image.")
     return asset
@@ -33,33 +31,28 @@ def _not_modified(request: Request, etag: str) -> bool:
 
 
 @router.get("/assets/{sha256}")
-async def image(request: Request, sha256: str, user: Principal = Depends(page_user)):
-    asset = await run_in_threadpool(_lookup, request, sha256)
+def image(request: Request, sha256: str, session: Db, user: Principal = Depends(page_user)):
+    asset = _lookup(session, sha256)
     etag = f'"{sha256}"'
     if _not_modified(request, etag):
         return Response(status_code=304, headers={"ETag": etag, "Cache-Control": CACHE})
-    data = await run_in_threadpool(request.app.state.storage.get, asset.storage_key)
+    data = request.app.state.storage.get(asset.storage_key)
     return Response(data, media_type=asset.mime, headers={"ETag": etag, "Cache-Control": CACHE})
 
 
 @router.get("/assets/{sha256}/thumb")
-async def thumbnail(request: Request, sha256: str, user: Principal = Depends(page_user)):
-    asset = await run_in_threadpool(_lookup, request, sha256)
+def thumbnail(request: Request, sha256: str, session: Db, user: Principal = Depends(page_user)):
+    asset = _lookup(session, sha256)
     size = request.app.state.settings.thumbnail_size
     etag = f'"{sha256}-{size}"'
     if _not_modified(request, etag):
         return Response(status_code=304, headers={"ETag": etag, "Cache-Control": CACHE})
     storage = request.app.state.storage
     key = thumbnail_key(sha256, size)
-
-    def load() -> bytes:
-        # Generated on first request and kept, so each thumbnail is made once.
-        try:
-            return storage.get(key)
-        except KeyError:
-            data = make_thumbnail(storage.get(asset.storage_key), size)
-            storage.put(key, data, "image/webp")
-            return data
-
-    data = await run_in_threadpool(load)
+    # Generated on first request and kept, so each thumbnail is made once.
+    try:
+        data = storage.get(key)
+    except KeyError:
+        data = make_thumbnail(storage.get(asset.storage_key), size)
+        storage.put(key, data, "image/webp")
     return Response(data, media_type="image/webp", headers={"ETag": etag, "Cache-Control": CACHE})

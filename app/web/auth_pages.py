@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
+from sqlalchemy.orm import Session
 
-from app.db import transaction
 from app.errors import DomainError
 from app.services import users as users_service
 from app.web.deps import (
+    Db,
     Principal,
     client_ip,
     csrf_protect,
     login_session,
     page_user,
     page_user_or_none,
+    savepoint,
 )
 from app.web.templating import render
 
@@ -36,11 +38,11 @@ def login_page(request: Request, next: str = "/", user: Principal | None = Depen
 
 
 @router.post("/login")
-def login(request: Request, username: str = Form(""), password: str = Form(""), next: str = Form("/")):
+def login(request: Request, session: Db, username: str = Form(""), password: str = Form(""), next: str = Form("/")):
     settings = request.app.state.settings
-    error, status = None, 200
+    error, status = "Wrong username or password.", 401
     try:
-        with transaction(request.app.state.sessions) as session:
+        with savepoint(session):
             user = users_service.authenticate(
                 session,
                 username.strip(),
@@ -49,19 +51,12 @@ def login(request: Request, username: str = Form(""), password: str = Form(""), 
                 max_failures=settings.login_max_failures,
                 window=settings.login_window_seconds,
             )
-            if user is not None:
-                login_session(request, user)
-                target = "/account/password" if user.must_change_password else safe_next(next)
-                return RedirectResponse(target, status_code=303)
-        error, status = "Wrong username or password.", 401
     except DomainError as exc:
-        error, status = exc.message, exc.status_code
-    return render(
-        request,
-        "auth/login.html",
-        {"next": safe_next(next), "username": username, "error": error},
-        status_code=status,
-    )
+        user, error, status = None, exc.message, exc.status_code
+    if user is not None:
+        login_session(request, user)
+        return RedirectResponse("/account/password" if user.must_change_password else safe_next(next), status_code=303)
+    return render(request, "auth/login.html", {"next": safe_next(next), "username": username, "error": error}, status_code=status)
 
 
 @router.post("/logout")
@@ -75,30 +70,34 @@ def password_page(request: Request, user: Principal = Depends(page_user)):
     return render(request, "auth/password.html", {})
 
 
+def _set_password(session: Session, account, current: str, new: str, confirm: str, actor_id: int) -> str | None:
+    """Change the password; returns what is wrong, if anything."""
+    from app.security import verify_password
+
+    if not verify_password(account.password_hash, current):
+        return "The current password is wrong."
+    if new != confirm:
+        return "The two new passwords differ."
+    try:
+        with savepoint(session):
+            users_service.set_password(session, account, new, actor_id=actor_id)
+    except DomainError as exc:
+        return exc.message
+    return None
+
+
 @router.post("/account/password")
 def change_password(
     request: Request,
+    session: Db,
     current: str = Form(""),
     new: str = Form(""),
     confirm: str = Form(""),
     user: Principal = Depends(page_user),
 ):
-    from app.security import verify_password
-
-    error = None
-    with transaction(request.app.state.sessions) as session:
-        account = users_service.get_user(session, user.id)
-        if not verify_password(account.password_hash, current):
-            error = "The current password is wrong."
-        elif new != confirm:
-            error = "The two new passwords differ."
-        else:
-            try:
-                users_service.set_password(session, account, new, actor_id=user.id)
-            except DomainError as exc:
-                error = exc.message
-            else:
-                session.flush()
-                login_session(request, account)
-                return RedirectResponse("/", status_code=303)
-    return render(request, "auth/password.html", {"error": error}, status_code=422)
+    account = users_service.get_user(session, user.id)
+    error = _set_password(session, account, current, new, confirm, user.id)
+    if error is not None:
+        return render(request, "auth/password.html", {"error": error}, status_code=422)
+    login_session(request, account)
+    return RedirectResponse("/", status_code=303)

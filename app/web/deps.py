@@ -1,16 +1,44 @@
-"""Request dependencies: the database, who is asking (session cookie or bearer token), roles, CSRF."""
+"""Request dependencies: the request's one database transaction, who is asking (session cookie or
+bearer token), roles, the parsed form and CSRF."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
 
 from app.db import transaction
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services import users as users_service
+
+
+def db(request: Request) -> Iterator[Session]:
+    """The request's unit of work: one session in one transaction, shared by authentication and the
+    route; committed when the route has returned, rolled back if it raised."""
+    with transaction(request.app.state.sessions) as session:
+        yield session
+
+
+# scope="function": the commit runs when the route returns, before the response is sent, so a client
+# that gets a 200 finds its data committed, and a failed commit answers 500 instead of a 200.
+# (FastAPI's default "request" scope would commit after the response.) Always use this alias: a bare
+# Depends(db) is a separate dependency and would open a second session.
+Db = Annotated[Session, Depends(db, scope="function")]
+
+
+@contextmanager
+def savepoint(session: Session) -> Iterator[Session]:
+    """A write that may fail with a domain error: on failure only its own work is undone, so the
+    page that shows the error can still read in the request's transaction."""
+    with session.begin_nested():
+        yield session
 
 
 class LoginRequired(Exception):
@@ -42,60 +70,59 @@ def login_session(request: Request, user: User) -> None:
     request.session.update({"uid": user.id, "pw": password_fingerprint(user), "csrf": new_csrf_token()})
 
 
-def _session_user(request: Request) -> Principal | None:
+def _session_user(request: Request, session: Session) -> Principal | None:
     uid = request.session.get("uid")
     if uid is None:
         return None
-    with transaction(request.app.state.sessions) as session:
-        user = session.get(User, uid)
-        if user is None or not user.is_active or request.session.get("pw") != password_fingerprint(user):
-            request.session.clear()
-            return None
-        return Principal.of(user)
+    user = session.get(User, uid)
+    if user is None or not user.is_active or request.session.get("pw") != password_fingerprint(user):
+        request.session.clear()
+        return None
+    return Principal.of(user)
 
 
-def page_user(request: Request) -> Principal:
-    user = _session_user(request)
+def page_user(request: Request, session: Db) -> Principal:
+    user = _session_user(request, session)
     if user is None:
         raise LoginRequired()
     request.state.user = user
     return user
 
 
-def page_user_or_none(request: Request) -> Principal | None:
-    user = _session_user(request)
+def page_user_or_none(request: Request, session: Db) -> Principal | None:
+    user = _session_user(request, session)
     request.state.user = user
     return user
 
 
-def page_role(role: Role):
-    def dependency(user: Principal = Depends(page_user)) -> Principal:
+def _requiring(role: Role, who, refusal: str):
+    """A dependency: the user `who` finds, if their role is `role` or above."""
+
+    def dependency(user: Principal = Depends(who)) -> Principal:
         if not user.at_least(role):
-            raise HTTPException(403, f"This page is for {role.value}s.")
+            raise HTTPException(403, refusal)
         return user
 
     return dependency
 
 
-def api_user(request: Request) -> Principal:
+def page_role(role: Role):
+    return _requiring(role, page_user, f"This page is for {role.value}s.")
+
+
+def api_user(request: Request, session: Db) -> Principal:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise HTTPException(401, "Bearer token required.", headers={"WWW-Authenticate": "Bearer"})
-    with transaction(request.app.state.sessions) as session:
-        user = users_service.user_for_token(session, token.strip())
-        if user is None:
-            raise HTTPException(401, "Invalid or revoked token.", headers={"WWW-Authenticate": "Bearer"})
-        return Principal.of(user)
+    user = users_service.user_for_token(session, token.strip())
+    if user is None:
+        raise HTTPException(401, "Invalid or revoked token.", headers={"WWW-Authenticate": "Bearer"})
+    return Principal.of(user)
 
 
 def api_role(role: Role):
-    def dependency(user: Principal = Depends(api_user)) -> Principal:
-        if not user.at_least(role):
-            raise HTTPException(403, f"This needs the {role.value} role.")
-        return user
-
-    return dependency
+    return _requiring(role, api_user, f"This needs the {role.value} role.")
 
 
 def csrf_token(request: Request) -> str:
@@ -106,16 +133,25 @@ def csrf_token(request: Request) -> str:
     return token
 
 
+def _is_form(request: Request) -> bool:
+    return request.headers.get("content-type", "").startswith(("application/x-www-form-urlencoded", "multipart/form-data"))
+
+
+async def form(request: Request) -> FormData:
+    """The posted form, parsed once per request (Starlette keeps it), so that handlers can be plain functions."""
+    return await request.form() if _is_form(request) else FormData()
+
+
+Posted = Annotated[FormData, Depends(form)]
+
+
 async def csrf_protect(request: Request) -> None:
     """Every state-changing page request carries the session's token, as a form field or header."""
     if request.method in ("GET", "HEAD", "OPTIONS"):
         return
     sent = request.headers.get("x-csrf-token")
-    if not sent and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
-        form = await request.form()
-        sent = form.get("csrf_token")
+    if not sent and _is_form(request):
+        sent = (await form(request)).get("csrf_token")
     if not same_token(request.session.get("csrf"), sent if isinstance(sent, str) else None):
         raise HTTPException(403, "The form has expired or was not sent from this site (CSRF check failed). Reload the page and try again.")
 
@@ -128,9 +164,19 @@ def client_ip(request: Request) -> str | None:
 FORM_META = {"csrf_token", "idempotency_key", "opened_at", "start", "comment"}
 
 
-async def form_values(request: Request) -> tuple[dict, dict]:
-    """An annotation form's answer fields (a field given several times becomes a list) and its meta fields."""
-    form = await request.form()
-    fields = {k: form.getlist(k) for k in form.keys() if k not in FORM_META}
+@dataclass(frozen=True)
+class AnswerForm:
+    """An annotation form: its answer fields (a field given several times becomes a list) and its meta fields."""
+
+    values: dict
+    meta: dict
+
+
+async def answer_form(request: Request) -> AnswerForm:
+    posted = await form(request)
+    fields = {k: posted.getlist(k) for k in posted.keys() if k not in FORM_META}
     flat = {k: (v[0] if len(v) == 1 else v) for k, v in fields.items()}
-    return flat, {k: form.get(k) for k in FORM_META}
+    return AnswerForm(flat, {k: posted.get(k) for k in FORM_META})
+
+
+Answer = Annotated[AnswerForm, Depends(answer_form)]

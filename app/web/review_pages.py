@@ -6,43 +6,39 @@ import json
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
-from starlette.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session
 
 from app.datasets import get_task
-from app.db import transaction
 from app.errors import DomainError, Invalid
 from app.models import Role
 from app.services import agreement, equivalence, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
-from app.web.deps import Principal, csrf_protect, form_values, page_role
-from app.web.templating import render
+from app.web.deps import Answer, Db, Principal, csrf_protect, page_role, savepoint
+from app.web.templating import render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 reviewer_only = page_role(Role.reviewer)
 
 
 @router.get("/stages/{stage_id}/review")
-def review_list(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
-    with transaction(request.app.state.sessions) as session:
-        stage = projects.get_stage(session, stage_id)
-        project = projects.get_project(session, stage.project_id)
-        rows = review.review_queue(session, stage_id)
-        waiting = review.sent_back(session, stage_id)
+def review_list(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+    stage = projects.get_stage(session, stage_id)
+    project = projects.get_project(session, stage.project_id)
+    rows = review.review_queue(session, stage_id)
+    waiting = review.sent_back(session, stage_id)
     return render(request, "review/list.html", {"stage": stage, "project": project, "rows": rows, "waiting": waiting})
 
 
 @router.post("/stages/{stage_id}/review/{item_id}/take-back")
-def take_back(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
+def take_back(stage_id: int, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
     """Stop waiting for the annotators of a sent-back item and review it again."""
-    with transaction(request.app.state.sessions) as session:
-        review.take_back(session, stage_id, item_id, user.id)
+    review.take_back(session, stage_id, item_id, user.id)
     return RedirectResponse(f"/stages/{stage_id}/review/{item_id}", status_code=303)
 
 
-def _screen_context(request: Request, stage_id: int, item_id: int, **extra) -> dict:
-    with transaction(request.app.state.sessions) as session:
-        screen = review.open_review(session, stage_id, item_id)
-        project = projects.get_project(session, screen.stage.project_id)
+def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> dict:
+    screen = review.open_review(session, stage_id, item_id)
+    project = projects.get_project(session, screen.stage.project_id)
     annotations = [
         {
             "id": a.annotation_id,
@@ -67,8 +63,8 @@ def _screen_context(request: Request, stage_id: int, item_id: int, **extra) -> d
 
 
 @router.get("/stages/{stage_id}/review/{item_id}")
-def review_screen(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
-    return render(request, "review/screen.html", _screen_context(request, stage_id, item_id))
+def review_screen(request: Request, stage_id: int, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+    return render(request, "review/screen.html", _screen_context(session, stage_id, item_id))
 
 
 @router.post("/stages/{stage_id}/review/{item_id}")
@@ -76,6 +72,7 @@ def review_submit(
     request: Request,
     stage_id: int,
     item_id: int,
+    session: Db,
     accept: int | None = Form(None),
     action: str = Form(""),
     final: str = Form(""),
@@ -84,16 +81,15 @@ def review_submit(
 ):
     """Accept one annotation, send the item back with a comment, or save a final version written as JSON."""
     try:
-        with transaction(request.app.state.sessions) as session:
+        with savepoint(session):
             if action == "send_back":
                 review.send_back(session, stage_id, item_id, user.id, comment)
-            elif accept is not None:
-                review.resolve(session, stage_id, item_id, user.id, accept_annotation_id=accept, comment=comment)
             else:
-                review.resolve(session, stage_id, item_id, user.id, payload=_json_object(final), comment=comment)
+                chosen = {"accept_annotation_id": accept} if accept is not None else {"payload": _json_object(final)}
+                review.resolve(session, stage_id, item_id, user.id, comment=comment, **chosen)
     except DomainError as exc:
-        ctx = _screen_context(request, stage_id, item_id, final_text=final, comment=comment, error=exc.message, errors=exc.errors)
-        return render(request, "review/screen.html", ctx, status_code=exc.status_code)
+        ctx = _screen_context(session, stage_id, item_id, final_text=final, comment=comment)
+        return render_error(request, "review/screen.html", ctx, exc)
     return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
 
 
@@ -107,12 +103,11 @@ def _json_object(text: str) -> dict:
     return payload
 
 
-def _editor_context(request: Request, stage_id: int, item_id: int, start: int | None, values: dict | None = None) -> dict:
+def _editor_context(session: Session, stage_id: int, item_id: int, start: int | None, values: dict | None = None) -> dict:
     """The workflow's own annotation screen, filled from one annotation (or from what was posted)."""
-    with transaction(request.app.state.sessions) as session:
-        screen = review.open_review(session, stage_id, item_id)
-        project = projects.get_project(session, screen.stage.project_id)
-        screen.suggestions = suggestions.for_item(session, item_id, stage_id)
+    screen = review.open_review(session, stage_id, item_id)
+    project = projects.get_project(session, screen.stage.project_id)
+    screen.suggestions = suggestions.for_item(session, item_id, stage_id)
     workflow = get_task(screen.stage.workflow)
     chosen = next((a for a in screen.annotations if a.annotation_id == start), screen.annotations[0] if screen.annotations else None)
     if values is None:
@@ -127,44 +122,40 @@ def _editor_context(request: Request, stage_id: int, item_id: int, start: int | 
 
 
 @router.get("/stages/{stage_id}/review/{item_id}/edit")
-def review_editor(request: Request, stage_id: int, item_id: int, start: int | None = None, user: Principal = Depends(reviewer_only)):
+def review_editor(request: Request, stage_id: int, item_id: int, session: Db, start: int | None = None,
+                  user: Principal = Depends(reviewer_only)):
     """Write the final version in the workflow's own editor, starting from annotation `start`."""
-    return render(request, "review/edit.html", _editor_context(request, stage_id, item_id, start))
+    return render(request, "review/edit.html", _editor_context(session, stage_id, item_id, start))
 
 
 @router.post("/stages/{stage_id}/review/{item_id}/edit")
-async def review_edit_submit(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
-    values, meta = await form_values(request)
-    start = int(meta["start"]) if (meta.get("start") or "").isdigit() else None
-
-    def work():
-        with transaction(request.app.state.sessions) as session:
-            stage = projects.get_stage(session, stage_id)
-            payload = get_task(stage.workflow).form_to_payload(values)
-            review.resolve(session, stage_id, item_id, user.id, payload=payload, comment=meta.get("comment") or "")
-
+def review_edit_submit(request: Request, stage_id: int, item_id: int, session: Db, answer: Answer,
+                       user: Principal = Depends(reviewer_only)):
+    comment = answer.meta.get("comment") or ""
     try:
-        await run_in_threadpool(work)
+        with savepoint(session):
+            payload = get_task(projects.get_stage(session, stage_id).workflow).form_to_payload(answer.values)
+            review.resolve(session, stage_id, item_id, user.id, payload=payload, comment=comment)
     except DomainError as exc:
-        ctx = await run_in_threadpool(_editor_context, request, stage_id, item_id, start, values)
-        ctx.update({"error": exc.message, "errors": exc.errors, "comment": meta.get("comment") or ""})
-        return render(request, "review/edit.html", ctx, status_code=exc.status_code)
+        start = int(answer.meta["start"]) if (answer.meta.get("start") or "").isdigit() else None
+        ctx = _editor_context(session, stage_id, item_id, start, answer.values)
+        return render_error(request, "review/edit.html", ctx, exc, comment=comment)
     return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
 
 
 @router.post("/stages/{stage_id}/review/{item_id}/check")
-async def review_live_check(request: Request, stage_id: int, item_id: int, user: Principal = Depends(reviewer_only)):
+def review_live_check(request: Request, stage_id: int, item_id: int, session: Db, answer: Answer,
+                      user: Principal = Depends(reviewer_only)):
     """The workflow's live check of the reviewer's version, as a fragment."""
-    return await live_check_fragment(request, lambda session: review.open_review(session, stage_id, item_id))
+    return live_check_fragment(request, review.open_review(session, stage_id, item_id), answer.values)
 
 
 @router.get("/items/{item_id}/history")
-def history(request: Request, item_id: int, user: Principal = Depends(reviewer_only)):
+def history(request: Request, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
     """An item's full history: annotations (every revision), finals, suggestions and reviews, who and when."""
-    with transaction(request.app.state.sessions) as session:
-        item, entries = review.item_history(session, item_id)
-        project = projects.get_project(session, item.project_id)
-        rows = [{"at": e.at, "what": e.what, "who": e.who, "stage": e.stage, "detail": json.dumps(e.detail, ensure_ascii=False)} for e in entries]
+    item, entries = review.item_history(session, item_id)
+    project = projects.get_project(session, item.project_id)
+    rows = [{"at": e.at, "what": e.what, "who": e.who, "stage": e.stage, "detail": json.dumps(e.detail, ensure_ascii=False)} for e in entries]
     return render(request, "review/history.html", {"item": item.data, "status": item.status, "project": project, "entries": rows})
 
 
@@ -178,11 +169,10 @@ def _colour(value: float | None) -> str:
     return f"rgb(255,{int(255 + 200 * v)},{int(255 + 200 * v)})"
 
 
-def _dashboard_context(request: Request, stage_id: int, **extra) -> dict:
-    with transaction(request.app.state.sessions) as session:
-        stage = projects.get_stage(session, stage_id)
-        project = projects.get_project(session, stage.project_id)
-        stored = agreement.latest(session, stage_id)
+def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
+    stage = projects.get_stage(session, stage_id)
+    project = projects.get_project(session, stage.project_id)
+    stored = agreement.latest(session, stage_id)
     facets = []
     if stored is not None:
         for name, figures in stored.report["facets"].items():
@@ -193,37 +183,35 @@ def _dashboard_context(request: Request, stage_id: int, **extra) -> dict:
             facets.append({"name": name, "figures": figures, "names": names, "cells": cells, "metric": metric})
     judging = None
     if get_task(stage.workflow).equivalence:
-        with transaction(request.app.state.sessions) as session:
-            found = equivalence.judging_stage(session, stage)
-            judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
+        found = equivalence.judging_stage(session, stage)
+        judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
     return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, **extra}
 
 
 @router.get("/stages/{stage_id}/agreement")
-def dashboard(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
+def dashboard(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
     """The stage's agreement dashboard, from the newest stored report."""
-    block = "report" if request.headers.get("hx-target") == "report" else None
-    return render(request, "review/agreement.html", _dashboard_context(request, stage_id), block=block)
+    return render(request, "review/agreement.html", _dashboard_context(session, stage_id))
 
 
 @router.post("/stages/{stage_id}/agreement")
-async def recompute(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
+def recompute(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
     """Queue the worker job that recomputes and stores the stage's agreement report."""
     from app.worker import jobs
 
-    job_id = await run_in_threadpool(jobs.defer_agreement, request.app.state.settings, stage_id)
+    # Queued now, on the job queue's own connection (a defer cannot share our transaction): the notice
+    # names the job, and the job reads only what is already committed, nothing this request writes.
+    job_id = jobs.defer_agreement(request.app.state.settings, stage_id)
     notice = f"Job {job_id} queued: the worker computes the figures." if job_id else "A computation is already queued."
-    ctx = await run_in_threadpool(_dashboard_context, request, stage_id, notice=notice, pending=True)
-    return render(request, "review/agreement.html", ctx)
+    return render(request, "review/agreement.html", _dashboard_context(session, stage_id, notice=notice, pending=True))
 
 
 @router.post("/stages/{stage_id}/equivalence")
-def judge_equivalence(request: Request, stage_id: int, user: Principal = Depends(reviewer_only)):
+def judge_equivalence(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
     """Queue the differently worded answer pairs of the stage for equivalence judgements."""
-    with transaction(request.app.state.sessions) as session:
-        made = equivalence.create_judgements(session, stage_id, actor_id=user.id)
+    made = equivalence.create_judgements(session, stage_id, actor_id=user.id)
     notice = (
         f"{made['created']} new pairs to judge ({made['pairs']} pairs in all, {made['same_wording']} worded the same). "
         "Recompute once they are judged."
     )
-    return render(request, "review/agreement.html", _dashboard_context(request, stage_id, notice=notice))
+    return render(request, "review/agreement.html", _dashboard_context(session, stage_id, notice=notice))

@@ -1,7 +1,8 @@
-"""Jinja2 templates with named-block fragments (jinja2-fragments) and the shared page context."""
+"""Jinja2 templates, the one `render` that answers a page or the fragment htmx asked for, and the shared page context."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from fastapi import Request
@@ -10,6 +11,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from app import ROOT, __version__
+from app.errors import DomainError
 from app.web.deps import csrf_token
 
 templates = Jinja2Blocks(directory=str(ROOT / "templates"))
@@ -23,19 +25,45 @@ def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
 
 
+@lru_cache(maxsize=None)
+def fragments(name: str) -> frozenset[str]:
+    """The page's fragments: the named blocks it adds to the layout's (whose blocks are never fragments)."""
+    layout = set(templates.env.get_template("base.html").blocks)
+    return frozenset(set(templates.env.get_template(name).blocks) - layout)
+
+
+def target_fragment(request: Request, name: str) -> str | None:
+    """The block an htmx request asks for: its HX-Target is the id of an element that a block of the
+    same name (`-` written `_`) renders, e.g. `<section id="progress">` in `{% block progress %}`."""
+    target = request.headers.get("hx-target")
+    if not target or not is_htmx(request):
+        return None
+    block = target.replace("-", "_")
+    return block if block in fragments(name) else None
+
+
 def render(
     request: Request,
     name: str,
     context: dict[str, Any] | None = None,
     *,
-    block: str | None = None,
     status_code: int = 200,
     headers: dict[str, str] | None = None,
+    block: str | None = None,
 ):
-    """Render a page, or only one of its named blocks. Pages that serve both say `Vary: HX-Request`."""
+    """Render page `name`, or only the fragment its htmx request targets (see `target_fragment`).
+    `block` is for endpoints that answer with one fragment whoever asks (a live check)."""
     ctx = {"user": getattr(request.state, "user", None), "csrf_token": csrf_token(request), **(context or {})}
     response = templates.TemplateResponse(
-        request, name, ctx, status_code=status_code, headers=headers, block_name=block
+        request, name, ctx, status_code=status_code, headers=headers,
+        block_name=block or target_fragment(request, name),
     )
-    response.headers["Vary"] = "HX-Request, Cookie"
+    # Caches must key on what chose the answer: the htmx headers, and the login behind the cookie.
+    response.headers["Vary"] = "HX-Request, HX-Target, Cookie"
     return response
+
+
+def render_error(request: Request, name: str, context: dict[str, Any], exc: DomainError, **extra):
+    """Show page `name` again with the error (and what was posted, in `context`), with the error's status."""
+    ctx = {**context, "error": exc.message, "errors": exc.errors, **extra}
+    return render(request, name, ctx, status_code=exc.status_code)

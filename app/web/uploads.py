@@ -6,18 +6,17 @@ import tempfile
 from pathlib import Path
 
 from fastapi import Request, UploadFile
-from starlette.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session
 
-from app.db import transaction
 from app.errors import Invalid
 from app.services import imports
 
 CHUNK = 1024 * 1024
 
 
-async def read_upload(upload: UploadFile, limit: int) -> bytes:
+def read_upload(upload: UploadFile, limit: int) -> bytes:
     chunks, size = [], 0
-    while chunk := await upload.read(CHUNK):
+    while chunk := upload.file.read(CHUNK):
         size += len(chunk)
         if size > limit:
             raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
@@ -25,10 +24,10 @@ async def read_upload(upload: UploadFile, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
+def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
     size = 0
     with path.open("wb") as out:
-        while chunk := await upload.read(CHUNK):
+        while chunk := upload.file.read(CHUNK):
             size += len(chunk)
             if size > limit:
                 raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
@@ -36,33 +35,30 @@ async def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
     return path
 
 
-async def run_upload_import(
-    request: Request, project_id: int, file: UploadFile, images: UploadFile | None, actor_id: int
+def run_upload_import(
+    request: Request, session: Session, project_id: int, file: UploadFile, images: UploadFile | None, actor_id: int
 ) -> imports.ImportResult:
-    """Import an uploaded records file, with an optional zip of the images it names."""
+    """Import an uploaded records file, with an optional zip of the images it names, in the
+    request's transaction. Handlers that call it are plain functions: FastAPI runs them in its
+    thread pool, so reading the spooled upload files blocks no one."""
     settings = request.app.state.settings
     storage = request.app.state.storage
-    data = await read_upload(file, settings.max_upload_bytes)
+    data = read_upload(file, settings.max_upload_bytes)
     with tempfile.TemporaryDirectory() as tmp:
         zip_path = None
         if images is not None and images.filename:
-            zip_path = await save_upload(images, Path(tmp) / "images.zip", settings.max_upload_bytes)
-
-        def work() -> imports.ImportResult:
-            source = imports.ImageSource(settings, storage, zip_path=zip_path)
-            try:
-                with transaction(request.app.state.sessions) as session:
-                    return imports.import_items(
-                        session,
-                        project_id,
-                        data,
-                        file.filename or "upload.jsonl",
-                        settings=settings,
-                        storage=storage,
-                        images=source,
-                        actor_id=actor_id,
-                    )
-            finally:
-                source.close()
-
-        return await run_in_threadpool(work)
+            zip_path = save_upload(images, Path(tmp) / "images.zip", settings.max_upload_bytes)
+        source = imports.ImageSource(settings, storage, zip_path=zip_path)
+        try:
+            return imports.import_items(
+                session,
+                project_id,
+                data,
+                file.filename or "upload.jsonl",
+                settings=settings,
+                storage=storage,
+                images=source,
+                actor_id=actor_id,
+            )
+        finally:
+            source.close()

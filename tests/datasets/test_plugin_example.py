@@ -49,6 +49,7 @@ def yesno():
         registry.unregister("yesno")
 
 
+@pytest.mark.committed  # the export runs in its own snapshot transaction
 def test_readme_example_dataset_runs_end_to_end(client, app, settings, yesno):
     sessions = app.state.sessions
     admin = {"Authorization": f"Bearer {make_token(sessions, make_user(sessions, 'boss', 'admin'))}"}

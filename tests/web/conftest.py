@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import make_token, make_user
+from app.db import transaction
+from tests import factories
 
 
 @pytest.fixture
 def api(client, app):
-    admin = make_user(app.state.sessions, "boss", "admin")
-    ann = make_user(app.state.sessions, "ann", "annotator")
-    return {
-        "admin": {"Authorization": f"Bearer {make_token(app.state.sessions, admin)}"},
-        "ann": {"Authorization": f"Bearer {make_token(app.state.sessions, ann)}"},
-    }
+    with transaction(app.state.sessions) as s:
+        return {"admin": factories.bearer(s, "boss", "admin"), "ann": factories.bearer(s, "ann")}

@@ -17,6 +17,9 @@ from app.db import transaction
 from app.worker import jobs
 from tests.conftest import csrf_from, login, make_token, make_user, png_bytes, zip_bytes
 
+# The worker's job computes the stored report on its own connection: the data is committed.
+pytestmark = pytest.mark.committed
+
 CAPTION = "A stone church in Paris, built in 1850, with a golden dragon on the roof."
 
 

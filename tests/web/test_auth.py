@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PASSWORD, csrf_from, login, make_token, make_user
+from app.db import transaction
+from tests import factories
+from tests.conftest import PASSWORD, csrf_from, login, make_token
 
 
 @pytest.fixture
 def users(app):
-    sessions = app.state.sessions
-    return {
-        "admin": make_user(sessions, "boss", "admin"),
-        "annotator": make_user(sessions, "ann", "annotator"),
-        "reviewer": make_user(sessions, "rev", "reviewer"),
-    }
+    with transaction(app.state.sessions) as s:
+        return {
+            "admin": factories.user(s, "boss", "admin"),
+            "annotator": factories.user(s, "ann", "annotator"),
+            "reviewer": factories.user(s, "rev", "reviewer"),
+        }
 
 
 def test_anonymous_pages_redirect_to_login(client):

@@ -22,6 +22,9 @@ from tests.conftest import colorswap_records, csrf_from, login, png_bytes, zip_b
 from tests.web.test_colorswap_pages import create, submit
 from tests.web.test_visargs_pages import PUBLISHED
 
+# Exports run on their own connections and snapshots (the worker's code path): the data is committed.
+pytestmark = pytest.mark.committed
+
 
 def claim_all(client, headers, stage_id):
     while (r := client.post(f"/api/v1/stages/{stage_id}/claim", headers=headers)).status_code == 200:

@@ -6,12 +6,13 @@ import re
 
 import pytest
 
+from app.db import transaction
+from tests import factories
 from tests.conftest import (
     csrf_from,
     login,
     make_choice_project,
     make_token,
-    make_user,
     png_bytes,
     zip_bytes,
 )
@@ -19,13 +20,22 @@ from tests.conftest import (
 
 @pytest.fixture
 def admin(app):
-    make_user(app.state.sessions, "boss", "admin")
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "boss", "admin")
     return "boss"
 
 
 @pytest.fixture
 def annotator(app):
-    return make_user(app.state.sessions, "ann", "annotator")
+    with transaction(app.state.sessions) as s:
+        return factories.user(s, "ann", "annotator")
+
+
+def user_id(app, username: str) -> int:
+    from app.services.users import user_by_name
+
+    with transaction(app.state.sessions) as s:
+        return user_by_name(s, username).id
 
 
 def test_admin_creates_a_project_and_imports_through_the_pages(client, admin):
@@ -162,7 +172,7 @@ def test_api_claim_submit_skip_and_204_when_empty(client, app, settings, annotat
 
 
 def test_api_import_reports_errors_as_json(client, app, admin):
-    h = {"Authorization": f"Bearer {make_token(app.state.sessions, 1)}"}
+    h = {"Authorization": f"Bearer {make_token(app.state.sessions, user_id(app, admin))}"}
     created = client.post("/api/v1/projects", headers=h, json={"name": "api", "stages": [{"workflow": "generic.choice", "config": {"choices": ["a", "b"]}}]})
     assert created.status_code == 201
     pid = created.json()["id"]
@@ -208,8 +218,8 @@ def test_admin_users_page_creates_users_and_shows_tokens_once(client, admin):
     assert client.get("/api/v1/projects", headers={"Authorization": f"Bearer {shown}"}).status_code == 200
 
 
-def test_last_admin_cannot_be_demoted(client, admin):
+def test_last_admin_cannot_be_demoted(client, app, admin):
     login(client, admin)
     token = csrf_from(client.get("/admin/users").text)
-    r = client.post("/admin/users/1", data={"csrf_token": token, "role": "annotator", "is_active": "on"})
+    r = client.post(f"/admin/users/{user_id(app, admin)}", data={"csrf_token": token, "role": "annotator", "is_active": "on"})
     assert r.status_code == 409 and "At least one active admin" in r.text

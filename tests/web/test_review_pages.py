@@ -9,15 +9,15 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Annotation, AuditEvent, Item, ItemResult
 from app.services import annotation
+from tests import factories
 from tests.conftest import csrf_from, login, make_choice_project, make_user
 
 
 def _annotate(sessions, stage_id, users, answers):
-    for user, row in zip(users, answers, strict=True):
-        for choice in row:
-            with transaction(sessions) as s:
-                claimed = annotation.claim(s, stage_id, user)
-                annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"{user}-{claimed.item_id}")
+    with transaction(sessions) as s:
+        for user, row in zip(users, answers, strict=True):
+            for choice in row:
+                factories.annotation(s, stage_id, user, {"choice": choice})
 
 
 def _items(sessions) -> dict[str, Item]:
@@ -25,10 +25,12 @@ def _items(sessions) -> dict[str, Item]:
         return {i.external_id: i for i in s.scalars(sa.select(Item))}
 
 
-def test_reviewers_settle_disagreements(client, app, settings):
+def test_reviewers_settle_disagreements(client, app, settings, tmp_path):
     sessions = app.state.sessions
-    project_id, stage_id = make_choice_project(sessions, settings, app.state.storage, 3, overlap=2, name="R")
-    users = [make_user(sessions, "u1"), make_user(sessions, "u2")]
+    with transaction(sessions) as s:
+        project_id, (stage_id,) = factories.project(s, overlap=2, name="R")
+        factories.choice_items(s, settings, app.state.storage, project_id, 3, tmp_path)
+        users = [factories.user(s, "u1"), factories.user(s, "u2")]
     _annotate(sessions, stage_id, users, [["a", "a", "a"], ["a", "b", "c"]])
     items = _items(sessions)
     assert [items[k].status for k in ("it-0", "it-1", "it-2")] == ["done", "review", "review"]

@@ -1,0 +1,23 @@
+"""The `vlcurate` command line (typer): serve, worker, db, demo, user, token, project, import, suggest,
+agreement, equivalence, splits, export. One module per family of commands."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="vlcurate: curate vision-language datasets with humans in the loop.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
+user_app = typer.Typer(help="User accounts.", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens for /api/v1.", no_args_is_help=True)
+project_app = typer.Typer(help="Projects.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(user_app, name="user")
+app.add_typer(token_app, name="token")
+app.add_typer(project_app, name="project")
+
+# Importing the modules registers their commands, in the order `--help` lists them.
+from app.cli import server, accounts, projects, quality, exports  # noqa: E402, F401, I001
+
+
+def main() -> None:
+    app()

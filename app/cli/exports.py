@@ -1,0 +1,88 @@
+"""The finished dataset: split definitions and exports."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from app.cli import app
+from app.cli.common import _fail, _sessions, console, err
+from app.db import transaction
+from app.errors import DomainError
+
+
+@app.command("splits")
+def splits_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    ratios: Optional[str] = typer.Option(None, help="Split by ratio, e.g. train=0.8,validation=0.1,test=0.1."),
+    counts: Optional[str] = typer.Option(None, help="Split by counts, e.g. train=700,test=300 (test=3000 alone: a fixed-size sample)."),
+    rest: Optional[str] = typer.Option(None, help="With --counts: the split for the items past the counts."),
+    seed: int = typer.Option(0, help="Seed of the random order."),
+    held_out: Optional[str] = typer.Option(None, "--held-out", help="FIELD=V1,V2,...: items with these values form their own split."),
+    held_out_split: str = typer.Option("test_ood", help="Name of the held-out split."),
+    stratify: Optional[str] = typer.Option(None, help="With --ratios: cut each value of this field in the same proportions."),
+    show: bool = typer.Option(False, "--list", help="List the saved versions instead of saving one."),
+) -> None:
+    """Save a new version of the project's split definition and show its counts (or --list them)."""
+    from rich.table import Table
+
+    from app.services import projects, splits
+
+    settings, sessions = _sessions()
+    try:
+        config = {} if show else splits.config_from_text(
+            seed=seed, ratios=ratios, counts=counts, rest=rest, stratify=stratify, held_out=held_out, held_out_split=held_out_split,
+        )
+        with transaction(sessions) as session:
+            target = projects.find_project(session, project)
+            if show:
+                rows = [(d.version, d.ordered_counts, d.config, d.created_at) for d in splits.definitions(session, target.id)]
+            else:
+                d = splits.save_definition(session, target.id, config)
+                rows = [(d.version, d.ordered_counts, d.config, d.created_at)]
+                left = splits.unassigned(session, d)
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    table = Table(title=f"Splits of {target.name}")
+    for column in ("version", "counts", "config"):
+        table.add_column(column)
+    for version, found, cfg, _ in rows:
+        table.add_row(str(version), ", ".join(f"{k} {v:,}" for k, v in found.items()), json.dumps(cfg, ensure_ascii=False))
+    console.print(table)
+    if not show and left:
+        console.print(f"{left:,} finished items are in no split (past the counts).")
+
+
+@app.command("export")
+def export_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    fmt: str = typer.Option(..., "--format", help="published, jsonl, parquet or coco."),
+    out: str = typer.Option(..., "--out", help="A directory, or s3://bucket/prefix."),
+    version: Optional[int] = typer.Option(None, help="Split definition version (default: the newest)."),
+    no_splits: bool = typer.Option(False, "--no-splits", help="Ignore split definitions: one split, 'all'."),
+) -> None:
+    """Export the project's finished items in a format, split by its split definition, with a manifest."""
+    from rich.progress import MofNCompleteColumn
+
+    from app.services import export, projects, targets
+    from app.storage import make_storage
+
+    settings, sessions = _sessions()
+    try:
+        target = targets.check_target(out, directories=True)
+        with transaction(sessions) as session:
+            row = export.create_export(
+                session, projects.find_project(session, project).id, fmt, settings=settings,
+                version=version, use_splits=not no_splits, target=target,
+            )
+            export_id = row.id
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
+            task = bar.add_task(f"export {export_id} ({fmt})", total=None)
+            manifest = export.run_export(sessions, make_storage(settings), settings, export_id, lambda d, t: bar.update(task, completed=d, total=t))
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
+    console.print(f"Exported {counts} to {target} ({len(manifest['files'])} files, manifest.json).")

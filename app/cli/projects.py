@@ -1,0 +1,165 @@
+"""Projects and their items: create, import, and queue model suggestions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+from app.cli import app, project_app
+from app.cli.common import _fail, _sessions, console, err
+from app.db import transaction
+from app.errors import DomainError
+
+
+@project_app.command("create")
+def project_create(
+    name: str,
+    workflow: list[str] = typer.Option(..., "--workflow", help="Workflow of a stage; repeat for a pipeline."),
+    overlap: int = typer.Option(1, help="Annotators per item in each stage."),
+    sample: Optional[int] = typer.Option(None, help="Give OVERLAP annotators only to a random sample of this many items; one to the rest."),
+    sample_seed: int = typer.Option(0, help="Seed of the agreement sample."),
+    lease_seconds: int = typer.Option(900, help="How long a claimed item stays reserved."),
+    config: Optional[str] = typer.Option(None, help="Stage configuration as JSON (applies to every stage)."),
+    description: str = typer.Option("", help="Shown on the project page."),
+) -> None:
+    """Create a project and print its id."""
+    from app.services import projects
+
+    settings, sessions = _sessions()
+    if sample is not None and sample < 1:
+        _fail("--sample is a number of items, 1 or more.")
+    try:
+        stage_config = json.loads(config) if config else {}
+    except json.JSONDecodeError as exc:
+        _fail(f"--config is not valid JSON: {exc.msg}")
+    try:
+        specs = projects.stage_specs_for(
+            workflow[0], then=workflow[1:], overlap=overlap, lease_seconds=lease_seconds, config=stage_config,
+            config_for_all=True, sample_size=sample, sample_seed=sample_seed,
+        )
+        with transaction(sessions) as session:
+            project = projects.create_project(session, name, specs, description=description)
+            project_id = project.id
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    print(project_id)
+
+
+@app.command("import")
+def import_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL, JSON array or CSV."),
+    images: Optional[Path] = typer.Option(
+        None, exists=True, help="Directory or zip holding the images (default: the file's directory)."
+    ),
+) -> None:
+    """Import items into PROJECT; all or nothing."""
+    from app.services import imports, projects
+    from app.storage import make_storage
+
+    settings, sessions = _sessions()
+    storage = make_storage(settings)
+    if images is not None and images.is_file():
+        source = imports.ImageSource(settings, storage, zip_path=images)
+    else:
+        source = imports.ImageSource(settings, storage, base=images or file.parent)
+    columns = (TextColumn("{task.description:<10}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=err, transient=False) as bar:
+            tasks: dict[str, int] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=total)
+                bar.update(tasks[phase], completed=done, total=total)
+
+            with transaction(sessions) as session:
+                target = projects.find_project(session, project)
+                result = imports.import_items(
+                    session,
+                    target.id,
+                    file.read_bytes(),
+                    file.name,
+                    settings=settings,
+                    storage=storage,
+                    images=source,
+                    progress=progress,
+                )
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    finally:
+        source.close()
+    console.print(f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
+
+
+@app.command()
+def suggest(
+    project: str = typer.Argument(..., help="Project id or name."),
+    stage: Optional[str] = typer.Option(None, help="Only this stage (id or name)."),
+    kind: Optional[str] = typer.Option(None, help="Only this suggestion kind, e.g. colorswap.itm."),
+    wait: bool = typer.Option(True, help="Follow the jobs with a progress bar until they finish."),
+) -> None:
+    """Enqueue suggestion jobs for the items that lack them, and follow their progress."""
+    import time
+
+    import sqlalchemy as sa
+
+    from app.models import JobRun, Stage
+    from app.services import projects
+    from app.worker import jobs
+
+    settings, sessions = _sessions()
+    jobs.configure(settings)
+    with transaction(sessions) as session:
+        try:
+            target = projects.find_project(session, project)
+        except DomainError as exc:
+            _fail(exc.message)
+        stage_id = None
+        if stage is not None:
+            found = session.scalar(
+                sa.select(Stage.id).where(
+                    Stage.project_id == target.id, (Stage.name == stage) | (Stage.id == (int(stage) if stage.isdigit() else -1))
+                )
+            )
+            if found is None:
+                _fail(f"Project '{target.name}' has no stage '{stage}'.")
+            stage_id = found
+        batches = jobs.missing_batches(session, settings, project_id=target.id, stage_id=stage_id, kind=kind, available_only=False)
+    if not batches:
+        console.print("Every item already has its suggestions; nothing to do.")
+        return
+    for k in sorted({b.kind for b in batches}):
+        why = jobs.unavailable(k, settings)
+        if why:
+            err.print(f"[yellow]Warning:[/] {k} cannot run here ({why}); its jobs will fail until it can.", highlight=False)
+    app_ = jobs.make_app(settings)
+    with app_.open():
+        job_ids = jobs.defer_batches(app_, batches)
+    total = sum(len(b.item_ids) for b in batches)
+    console.print(f"Enqueued {len(job_ids)} jobs for {total:,} items; `vlcurate worker` runs them.")
+    if not wait or not job_ids:
+        return
+    columns = (TextColumn("suggest"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[note]}"), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        task = bar.add_task("suggest", total=total, note="")
+        while True:
+            with transaction(sessions) as session:
+                rows = session.execute(sa.select(JobRun.status, JobRun.total).where(JobRun.job_id.in_(job_ids))).all()
+                queued = session.scalar(
+                    sa.text("SELECT count(*) FROM procrastinate_jobs WHERE id = ANY(:ids) AND status IN ('todo', 'doing')"),
+                    {"ids": job_ids},
+                )
+            done = sum(t for st, t in rows if st == "succeeded")
+            failed = sum(1 for st, _ in rows if st == "failed")
+            bar.update(task, completed=done, note=f"{failed} failed" if failed else "")
+            if not queued:
+                break
+            time.sleep(1)
+    if failed:
+        _fail(f"{failed} of {len(job_ids)} jobs failed; the jobs page (/admin/jobs) says why.")
+    console.print("Suggestions are in.")

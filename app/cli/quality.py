@@ -1,0 +1,86 @@
+"""Quality: agreement reports and equivalence judgements."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from app.cli import app
+from app.cli.common import _fail, _sessions, console
+from app.db import transaction
+from app.errors import DomainError
+
+
+@app.command("agreement")
+def agreement_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    stage: Optional[str] = typer.Option(None, help="Only this stage (id or name)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+    samples: int = typer.Option(1000, min=0, help="Bootstrap samples for the 95% intervals."),
+    seed: int = typer.Option(0, help="Bootstrap seed (same seed, same intervals)."),
+    soft: bool = typer.Option(True, help="Soft-matched Jaccard of text sets with MiniLM (worker extra); --no-soft skips loading it."),
+) -> None:
+    """Inter-annotator agreement per stage, with bootstrap confidence intervals."""
+    from rich.table import Table
+
+    from app.services import agreement, projects
+    from app.worker import jobs
+
+    settings, sessions = _sessions()
+    with transaction(sessions) as session:
+        try:
+            target = projects.find_project(session, project)
+        except DomainError as exc:
+            _fail(exc.message)
+        chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
+        if not chosen:
+            _fail(f"Project '{target.name}' has no stage '{stage}'.")
+        reports = [
+            agreement.stage_report(session, st.id, samples=samples, seed=seed, embed=jobs.soft_match_embedder(st.workflow) if soft else None)
+            for st in chosen
+        ]
+    if as_json:
+        print(json.dumps(reports if stage is None else reports[0], indent=2, ensure_ascii=False))
+        return
+    for report in reports:
+        table = Table(title=f"{report['stage']['name']} ({report['stage']['workflow']}): {report['items']} items with 2+ annotators")
+        for column in ("facet", "metric", "estimate", "95% interval"):
+            table.add_column(column)
+        for facet, figures in report["facets"].items():
+            for metric, ci in figures["metrics"].items():
+                low, high = ci.get("low"), ci.get("high")
+                interval = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+                estimate = ci["estimate"]
+                table.add_row(facet, metric, "n/a" if estimate is None or estimate != estimate else f"{estimate:.3f}", interval)
+        console.print(table)
+
+
+@app.command("equivalence")
+def equivalence_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    stage: Optional[str] = typer.Option(None, help="The stage whose free-text answers are judged (id or name); default: the only one that has them."),
+    overlap: int = typer.Option(1, min=1, help="Judges per pair (when the judgement project is created)."),
+) -> None:
+    """Queue differently worded answer pairs (VisArgs conclusions) for reviewers' equivalence judgements."""
+    from app.services import equivalence, projects
+    from app.datasets import get_task
+
+    settings, sessions = _sessions()
+    try:
+        with transaction(sessions) as session:
+            target = projects.find_project(session, project)
+            chosen = [
+                st for st in projects.stages_of(session, target.id)
+                if (stage is None or stage in (st.name, str(st.id))) and get_task(st.workflow).equivalence
+            ]
+            if not chosen:
+                _fail(f"Project '{target.name}' has no stage{f' {stage!r}' if stage else ''} with free-text answers to judge.")
+            made = equivalence.create_judgements(session, chosen[0].id, overlap=overlap)
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    console.print(
+        f"{made['created']} new pairs to judge in project {made['project_id']} "
+        f"({made['pairs']} pairs in all, {made['same_wording']} worded the same): /stages/{made['stage_id']}/annotate"
+    )

@@ -1,0 +1,103 @@
+"""Running vlcurate: the database schema, the web server, the worker and the demo data."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from app.cli import app, db_app
+from app.cli.common import _sessions, console
+from app.db import database_url, get_engine, session_factory, transaction
+from app.settings import get_settings
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
+    """Apply migrations up to REVISION (default: the newest)."""
+    from app.migrate import upgrade
+
+    upgrade(database_url(get_settings()), revision)
+    console.print("Database schema is up to date.")
+
+
+@db_app.command("downgrade")
+def db_downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. -1 or base.")) -> None:
+    """Revert migrations down to REVISION."""
+    from app.migrate import downgrade
+
+    downgrade(database_url(get_settings()), revision)
+    console.print(f"Database schema downgraded to {revision}.")
+
+
+@db_app.command("revision")
+def db_revision(message: str = typer.Argument(..., help="What the migration changes.")) -> None:
+    """Write a new migration from the difference between the models and the database."""
+    from app.migrate import revision
+
+    revision(database_url(get_settings()), message)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    workers: int = typer.Option(1, help="Worker processes."),
+) -> None:
+    """Upgrade the database and serve the web app and API."""
+    import uvicorn
+
+    from app.migrate import upgrade
+    from app.services.users import ensure_first_admin
+
+    settings = get_settings()
+    upgrade(database_url(settings))
+    with transaction(session_factory(get_engine(settings))) as session:
+        first = ensure_first_admin(session)
+    if first:
+        console.print(
+            f"[bold]First start:[/] created user [bold]{first[0]}[/] with one-time password "
+            f"[bold]{first[1]}[/] (you choose a new one at first login). It is not shown again."
+        )
+    console.print(f"vlcurate on http://{host}:{port}")
+    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, proxy_headers=False)
+
+
+@app.command()
+def demo() -> None:
+    """Create demo accounts and projects (images are drawn locally). Safe to run again."""
+    from app.migrate import upgrade
+    from app.services.demo import load_demo
+    from app.storage import make_storage
+
+    settings = get_settings()
+    upgrade(database_url(settings))
+    with transaction(session_factory(get_engine(settings))) as session:
+        result = load_demo(session, settings, make_storage(settings))
+    for name in result.projects:
+        console.print(f"Created project [bold]{name}[/]")
+    console.print("Demo accounts (passwords are new on every `vlcurate demo`):")
+    for username, role, password in result.accounts:
+        console.print(f"  {username:<12} {role:<10} password: {password}", highlight=False)
+
+
+@app.command()
+def worker(
+    concurrency: int = typer.Option(1, min=1, help="Jobs run at once (model jobs are best run one at a time)."),
+    queues: Optional[str] = typer.Option(None, help="Comma-separated queues (default: suggest,maintenance,export)."),
+) -> None:
+    """Run background jobs: suggestions, and the reconcile job that catches up on missing work."""
+    from app.datasets import producers
+    from app.worker import backends, jobs
+
+    settings, _ = _sessions()
+    jobs.configure(settings)
+    names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
+    console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
+    for kind in sorted(producers()):
+        why = jobs.unavailable(kind, settings)
+        console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False)
+    recovered = jobs.recover_stalled(settings)
+    if recovered:
+        console.print(f"Re-queued {recovered} jobs whose worker had stopped.")
+    jobs.make_app(settings).run_worker(queues=names, concurrency=concurrency, wait=True, install_signal_handlers=True)

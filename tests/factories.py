@@ -1,0 +1,76 @@
+"""Test data factories: users, tokens, projects, items and annotations, made through the services in a
+given session (flushed, never committed: the caller's transaction decides)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+PASSWORD = "correct horse battery"
+_serial = itertools.count(1)
+
+
+def user(session: Session, username: str | None = None, role: str = "annotator", password: str = PASSWORD) -> int:
+    from app.services.users import create_user
+
+    return create_user(session, username or f"user{next(_serial)}", role, password).id
+
+
+def token(session: Session, user_id: int) -> str:
+    from app.services.users import create_token, get_user
+
+    return create_token(session, get_user(session, user_id))[1]
+
+
+def bearer(session: Session, username: str, role: str = "annotator") -> dict[str, str]:
+    """Authorization headers of a new user with a new API token."""
+    return {"Authorization": f"Bearer {token(session, user(session, username, role))}"}
+
+
+def project(session: Session, workflows: list[str] | str = "generic.choice", *, name: str | None = None,
+            overlap: int = 1, config: dict | None = None, **stage) -> tuple[int, list[int]]:
+    """A project with one stage per workflow; returns (project id, stage ids)."""
+    from app.services import projects
+
+    names = [workflows] if isinstance(workflows, str) else workflows
+    if config is None and names[0] == "generic.choice":
+        config = {"choices": ["a", "b", "c"]}
+    specs = projects.stage_specs_for(names[0], then=names[1:], overlap=overlap, config=config, **stage)
+    made = projects.create_project(session, name or f"p-{uuid.uuid4().hex[:6]}", specs)
+    return made.id, [s.id for s in projects.stages_of(session, made.id)]
+
+
+def items(session: Session, settings, storage, project_id: int, records: list[dict], files: dict[str, bytes], folder: Path) -> int:
+    """Import `records` naming the images in `files` (written to `folder`); returns how many were created."""
+    from app.services import imports
+
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    body = "\n".join(json.dumps(r) for r in records).encode()
+    source = imports.ImageSource(settings, storage, base=folder)
+    try:
+        return imports.import_items(session, project_id, body, "items.jsonl", settings=settings, storage=storage, images=source).created
+    finally:
+        source.close()
+
+
+def choice_items(session: Session, settings, storage, project_id: int, n: int, folder: Path) -> int:
+    """`n` generic.choice items sharing one image."""
+    from tests.conftest import png_bytes
+
+    records = [{"id": f"it-{i}", "image": "img.png", "question": f"Q{i}"} for i in range(n)]
+    return items(session, settings, storage, project_id, records, {"img.png": png_bytes()}, folder)
+
+
+def annotation(session: Session, stage_id: int, user_id: int, payload: dict, key: str | None = None):
+    """Claim the user's next item in the stage and submit `payload` for it; returns the submit result."""
+    from app.services import annotation as annotations
+
+    claimed = annotations.claim(session, stage_id, user_id)
+    assert claimed is not None, "nothing left to claim"
+    return annotations.submit(session, claimed.assignment_id, user_id, payload, key or uuid.uuid4().hex)

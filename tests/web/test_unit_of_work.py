@@ -1,0 +1,115 @@
+"""One unit of work per request: one session shared by authentication and the route, committed
+before the response is sent; and an OpenAPI schema that types every API answer."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from app.db import transaction
+from app.models import User
+from app.web.deps import Db, db
+from tests import factories
+
+
+def _dependants(dependant):
+    yield dependant
+    for sub in dependant.dependencies:
+        yield from _dependants(sub)
+
+
+def _routes(routes):
+    for route in routes:
+        if hasattr(route, "original_router"):  # an included router, in recent FastAPI
+            yield from _routes(route.original_router.routes)
+        elif hasattr(route, "dependant"):
+            yield route
+
+
+def test_every_route_shares_one_session_committed_before_the_response(app):
+    """A bare Depends(db) would be a second session, committed after the response: only `Db` is allowed."""
+    found = 0
+    for route in _routes(app.routes):
+        for d in _dependants(route.dependant):
+            if getattr(d, "call", None) is db:
+                found += 1
+                assert d.scope == "function", f"{route.path} takes the session in scope {d.scope!r}: use deps.Db"
+    assert found > 40
+
+
+@pytest.mark.committed
+def test_a_failed_commit_answers_an_error_not_a_200(app, client):
+    """The commit runs before the response: data a client was told is saved, is saved."""
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "taken")
+
+    @app.post("/_probe/{name}")
+    def probe(name: str, session: Db) -> dict[str, str]:
+        session.add(User(username=name, password_hash="x", role="annotator"))  # flushed only by the commit
+        return {"saved": name}
+
+    assert client.post("/_probe/fresh").json() == {"saved": "fresh"}
+    with transaction(app.state.sessions) as s:
+        assert s.scalar(sa.select(sa.func.count()).where(User.username == "fresh")) == 1
+    with TestClient(app, raise_server_exceptions=False) as quiet:
+        assert quiet.post("/_probe/taken").status_code == 500  # unique username: the commit fails
+
+
+def test_authentication_and_route_use_the_same_session(app, client):
+    seen = []
+
+    @app.get("/_probe")
+    def probe(request_session: Db, also: Db) -> dict[str, bool]:
+        seen.append((request_session, also))
+        return {"same": request_session is also}
+
+    assert client.get("/_probe").json() == {"same": True}
+
+
+def _typed(schema: dict, components: dict) -> bool:
+    """A schema that says what is in the answer: a model, a typed list, a scalar; not `{}` or a bare object."""
+    if "$ref" in schema:
+        target = components[schema["$ref"].rsplit("/", 1)[-1]]
+        return bool(target.get("properties")) or _typed(target, components)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [o for o in schema[key] if o.get("type") != "null"]
+            return bool(options) and all(_typed(o, components) for o in options)
+    kind = schema.get("type")
+    if kind == "array":
+        return _typed(schema.get("items", {}), components)
+    if kind == "object":
+        return bool(schema.get("properties"))
+    return kind in ("string", "integer", "number", "boolean")
+
+
+def test_every_api_operation_has_a_typed_success_response(client):
+    spec = client.get("/openapi.json").json()
+    components = spec.get("components", {}).get("schemas", {})
+    checked = 0
+    for path, operations in spec["paths"].items():
+        if not path.startswith("/api/v1"):
+            continue
+        for method, op in operations.items():
+            success = min(code for code in op["responses"] if code.startswith("2"))
+            answer = op["responses"][success]
+            if success == "204":
+                assert not answer.get("content"), f"{method.upper()} {path}: a 204 has no body"
+                continue
+            content = answer.get("content") or {}
+            assert content, f"{method.upper()} {path}: no response schema for {success}"
+            for media, body in content.items():
+                assert _typed(body.get("schema", {}), components), f"{method.upper()} {path} answers an untyped {media}"
+            checked += 1
+    assert checked >= 15
+
+
+def test_the_typed_check_refuses_an_untyped_route(app, client):
+    @app.get("/api/v1/_untyped")
+    def untyped() -> dict:
+        return {}
+
+    app.openapi_schema = None
+    with pytest.raises(AssertionError, match="_untyped answers an untyped"):
+        test_every_api_operation_has_a_typed_success_response(client)
