@@ -9,9 +9,15 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 
+# A word: letters and digits, with apostrophes and hyphens inside it ("dog's", "well-known").
+_WORD = re.compile(r"[^\W_]+(?:['’\-‐][^\W_]+)*")
+
+
 def normalize(text: str) -> str:
-    """Case, spacing and punctuation do not make two premises different."""
-    return " ".join(re.findall(r"[^\W_]+", text.lower()))
+    """Case, spacing and punctuation do not make two premises different: the words, lower-cased,
+    one space apart (punctuation inside a word, as in "dog's" or "well-known", stays; a curly
+    apostrophe counts as a straight one)."""
+    return " ".join(w.replace("’", "'").replace("‐", "-") for w in _WORD.findall(text.lower()))
 
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:

@@ -10,6 +10,7 @@ values, never discovered.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,11 +46,13 @@ class AnswerFigures:
 
 @dataclass(frozen=True)
 class BoxExport:
-    """The COCO capability: box categories, and the boxes of a finished item as
-    [{"bbox": [x, y, w, h], "attributes": {...}}] (category 1)."""
+    """The COCO capability: box categories; the boxes of a finished item,
+    `boxes(item, results, source)` -> [{"bbox": [x, y, w, h], "attributes": {...}}] (category 1);
+    and `file_name(item, source)`, its image's file name in the export."""
 
     categories: list[dict[str, Any]]
-    boxes: Callable[[Mapping[str, Any], Mapping[str, Any]], list[dict[str, Any]]]
+    boxes: Callable[..., list[dict[str, Any]]]
+    file_name: Callable[..., str]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,24 @@ class DemoProject:
     records: Callable[[Path], list[dict[str, Any]]]
 
 
+@dataclass(frozen=True)
+class JsonStyle:
+    """How a release serialises JSON, as Python's `json.dump` does: `indent` (None: one line,
+    separators ", " and ": "), `ensure_ascii` (\\u escapes for non-ASCII), and whether a file
+    ends with a newline. Records are written as `json.dump` would write them inside the file."""
+
+    indent: int | None = None
+    ensure_ascii: bool = True
+    final_newline: bool = False
+
+    def dumps(self, value: Any, level: int = 0) -> str:
+        """`value` as it appears `level` containers deep in a file of this style."""
+        text = json.dumps(value, indent=self.indent, ensure_ascii=self.ensure_ascii)
+        if self.indent and level:
+            text = text.replace("\n", "\n" + " " * (self.indent * level))
+        return text
+
+
 class Dataset:
     """One dataset. Subclasses set the class attributes and override the export hooks they need."""
 
@@ -91,9 +112,13 @@ class Dataset:
     figures: ClassVar[Mapping[str, AnswerFigures]] = {}
     # Producers of the suggestion kinds this dataset's tasks read.
     producers: ClassVar[tuple[Producer, ...]] = ()
-    # How the published layout writes records: "jsonl" ({split}.jsonl), "json" (an array in
-    # {split}.json) or "annotation.json" (an object keyed by id in {split}/annotation.json).
+    # How the published export writes a split's records: "jsonl" (a line each) or "json" (an
+    # array), at `published_path`, in the release's `release_style`; files that ship with the
+    # records go beside it. Parquet columns come in `parquet_columns` order (a Hub card's), then the rest.
     published_layout: ClassVar[str] = "jsonl"
+    published_path: ClassVar[str] = "{split}.jsonl"
+    release_style: ClassVar[JsonStyle] = JsonStyle()
+    parquet_columns: ClassVar[tuple[str, ...]] = ()
     # The published log file (written for every finished item by export_log), or None.
     export_log_name: ClassVar[str | None] = None
     # Optional capability: boxes for the COCO export.
@@ -118,24 +143,35 @@ class Dataset:
         return refs
 
     # -- the published export ----------------------------------------------------------
-    def export_record(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
-        """The item's record in the dataset's published format; `results` maps task names to finals."""
-        return {**item, **{k: v for r in results.values() for k, v in r.items()}}
+    # `source` is the record as it came (key order, absent keys and values as imported), or None
+    # for an item stored before records were kept; `results` maps task names to finals.
+    def export_record(self, item: Mapping[str, Any], results: Mapping[str, Any], source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The item's record in the dataset's published format: by default the record as it came
+        with every final's fields put in (existing keys keep their place, new ones go last)."""
+        record = dict(source if source is not None else item)
+        for final in results.values():
+            record.update(final)
+        return record
 
     @property
     def export_image_columns(self) -> tuple[str, ...]:
         """Columns of the Parquet export that hold images (Hugging Face `Image` features)."""
         return tuple(p.strip("/").replace("/", "_") for p in self.image_fields)
 
-    def export_images(self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any]) -> dict[str, str | None]:
+    def export_images(
+        self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any], source: Mapping[str, Any] | None = None
+    ) -> dict[str, str | None]:
         """Image column -> sha256 of the stored image (None where there is none, e.g. a URL only)."""
         return {p.strip("/").replace("/", "_"): assets.get(p) for p in self.image_fields}
 
-    def export_files(self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any]) -> dict[str, str]:
-        """Files the published format ships with the record: relative path -> asset sha256."""
+    def export_files(
+        self, item: Mapping[str, Any], assets: Mapping[str, str], results: Mapping[str, Any], source: Mapping[str, Any] | None = None
+    ) -> dict[str, str]:
+        """Files the published format ships with the record: path (relative to the records
+        file's folder) -> asset sha256."""
         return {}
 
-    def export_log(self, item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any] | None:
+    def export_log(self, item: Mapping[str, Any], results: Mapping[str, Any], source: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
         """A line of the published format's log, or None where it has none. Written for every
         finished item, discarded ones included."""
         return None

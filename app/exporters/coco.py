@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from app.errors import Invalid
 from app.exporters.base import Context, Format
-from app.exporters.files import JsonArray, dumps
+from app.exporters.files import LineArray, dumps
 from app.exporters.rows import split_rows
 from app.models import Asset
 
@@ -23,17 +23,17 @@ def write(ctx: Context) -> dict[str, int]:
     for split in ctx.splits:
         n, annotation_id = 0, 0
         with tempfile.TemporaryFile("w+", encoding="utf-8") as images_part, tempfile.TemporaryFile("w+", encoding="utf-8") as boxes_part:
-            images_doc, boxes_doc = JsonArray(images_part), JsonArray(boxes_part)
+            images_doc, boxes_doc = LineArray(images_part), LineArray(boxes_part)
             for batch in split_rows(ctx.session, ctx.project.id, ctx.definition, split):
                 shas = {row.assets.get("/image") for row in batch} - {None}  # only their sizes are read
                 found = ctx.session.execute(sa.select(Asset.sha256, Asset.width, Asset.height).where(Asset.sha256.in_(shas))) if shas else []
                 dims = {sha: (w, h) for sha, w, h in found}
                 for row in batch:
                     n += 1
-                    record = ctx.dataset.export_record(row.data, row.results)
                     width, height = dims.get(row.assets.get("/image"), (None, None))
-                    images_doc.add({"id": n, "file_name": record.get("url"), "width": width, "height": height, "vlcurate_id": row.external_id})
-                    for box in boxes.boxes(row.data, row.results):
+                    images_doc.add({"id": n, "file_name": boxes.file_name(row.data, row.source), "width": width, "height": height,
+                                    "vlcurate_id": row.external_id})
+                    for box in boxes.boxes(row.data, row.results, row.source):
                         annotation_id += 1
                         x, y, w, h = box["bbox"]
                         boxes_doc.add({"id": annotation_id, "image_id": n, "category_id": 1, "bbox": [x, y, w, h], "area": w * h,

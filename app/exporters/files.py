@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.datasets.dataset import JsonStyle
 from app.errors import Invalid
 from app.models import Asset
 from app.storage import Storage
@@ -57,8 +58,8 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-class JsonArray:
-    """A JSON array written element by element: `[`, one element per line, `]`."""
+class LineArray:
+    """A JSON array written element by element: `[`, one compact element per line, `]`."""
 
     def __init__(self, fh):
         self.fh, self.first = fh, True
@@ -72,19 +73,29 @@ class JsonArray:
         self.fh.write("\n]\n" if not self.first else "]\n")
 
 
-class JsonObject:
-    """A JSON object written member by member."""
+class JsonArray:
+    """A JSON array written element by element, byte for byte as `json.dump(list, style)` writes it."""
 
-    def __init__(self, fh):
-        self.fh, self.first = fh, True
-        fh.write("{")
+    def __init__(self, fh, style: JsonStyle):
+        self.fh, self.style, self.first = fh, style, True
+        fh.write("[")
 
-    def add(self, key: str, value: Any) -> None:
-        self.fh.write(("\n" if self.first else ",\n") + dumps(str(key)) + ": " + dumps(value))
+    def add(self, value: Any) -> None:
+        self.add_text(self.style.dumps(value, level=1))
+
+    def add_text(self, text: str) -> None:
+        """An element already serialised in this style (at depth 1)."""
+        indent = self.style.indent
+        if indent is None:
+            self.fh.write(text if self.first else ", " + text)
+        else:
+            self.fh.write(("\n" if self.first else ",\n") + " " * indent + text)
         self.first = False
 
     def close(self) -> None:
-        self.fh.write("\n}\n" if not self.first else "}\n")
+        if not self.first and self.style.indent is not None:
+            self.fh.write("\n")
+        self.fh.write("]" + ("\n" if self.style.final_newline else ""))
 
 
 @dataclass

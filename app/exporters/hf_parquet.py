@@ -74,7 +74,8 @@ class Writer:
         for c in columns:
             fields.append(pa.field(c, IMAGE) if c in image_columns else pa.field(c, _widen(inferred.field(c).type)))
         features = {f.name: ({"_type": "Image"} if f.name in image_columns else feature(f.type)) for f in fields}
-        metadata = {b"huggingface": json.dumps({"info": {"features": features}}, sort_keys=True).encode()}
+        # In column order: `datasets` takes the column order from these features.
+        metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
         self.schema = pa.schema(fields, metadata=metadata)
         self.images = image_columns
         self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")

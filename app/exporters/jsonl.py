@@ -18,7 +18,7 @@ def write(ctx: Context) -> dict[str, int]:
                     line = {
                         "id": row.external_id,
                         "split": split,
-                        "record": ctx.dataset.export_record(row.data, row.results),
+                        "record": ctx.dataset.export_record(row.data, row.results, row.source),
                         "results": row.results,
                         "provenance": row.provenance,
                     }

@@ -1,37 +1,39 @@
-"""`published`: the dataset's own release layout, from its export hooks (`export_record`,
-`export_files`, `export_log`, `published_layout`): ColorSwap `{split}.json` +
-`images/img_{id}_{1|2}.png`, WikiDO `{split}.jsonl` + the verification log, VisArgs
-`{split}/annotation.json` + its images."""
+"""`published`: the dataset's own release, from its export hooks (`export_record`, `export_files`,
+`export_log`) at `published_path` in `published_layout` and `release_style`: ColorSwap
+`{split}.json` + `images/img_{id}_{1|2}.png`, WikiDO `{split}.jsonl` + the verification log,
+VisArgs `{split}/annotation.json` + its images. A record imported and accepted unchanged is
+written as `json.dump` wrote it in the release, so a release comes back byte for byte."""
 
 from __future__ import annotations
 
-from app.exporters.base import Context, Format
-from app.exporters.files import JsonArray, JsonObject, dumps
-from app.exporters.rows import finished_rows, split_rows
+from pathlib import PurePosixPath
 
-_NAMES = {"json": "{split}.json", "jsonl": "{split}.jsonl", "annotation.json": "{split}/annotation.json"}
+from app.exporters.base import Context, Format
+from app.exporters.files import JsonArray
+from app.exporters.rows import finished_rows, split_rows
 
 
 def write(ctx: Context) -> dict[str, int]:
-    layout, dataset, counts = ctx.dataset.published_layout, ctx.dataset, {}
+    dataset, counts = ctx.dataset, {}
+    style = dataset.release_style
     for split in ctx.splits:
-        prefix = f"{split}/" if layout == "annotation.json" else ""
-        with ctx.out.open_text(_NAMES[layout].format(split=split)) as fh:
-            doc = JsonArray(fh) if layout == "json" else JsonObject(fh) if layout == "annotation.json" else None
+        path = dataset.published_path.format(split=split)
+        folder = PurePosixPath(path).parent
+        prefix = "" if str(folder) == "." else f"{folder}/"
+        with ctx.out.open_text(path) as fh:
+            doc = JsonArray(fh, style) if dataset.published_layout == "json" else None
             n = 0
             for batch in split_rows(ctx.session, ctx.project.id, ctx.definition, split):
-                files = [(row, dataset.export_files(row.data, row.assets, row.results)) for row in batch]
+                files = [(row, dataset.export_files(row.data, row.assets, row.results, row.source)) for row in batch]
                 ctx.images.prefetch({sha for _, f in files for sha in f.values()})
                 for row, row_files in files:
-                    record = dataset.export_record(row.data, row.results)
-                    if layout == "json":
+                    record = dataset.export_record(row.data, row.results, row.source)
+                    if doc is not None:
                         doc.add(record)
-                    elif layout == "annotation.json":
-                        doc.add(row.external_id, record)
                     else:
-                        fh.write(dumps(record) + "\n")
-                    for path, sha in sorted(row_files.items()):
-                        ctx.out.write_bytes(prefix + path, ctx.images.png(sha) if path.lower().endswith(".png") else ctx.images.read(sha)[0])
+                        fh.write(style.dumps(record) + "\n")
+                    for name, sha in sorted(row_files.items()):
+                        ctx.out.write_bytes(prefix + name, ctx.images.png(sha) if name.lower().endswith(".png") else ctx.images.read(sha)[0])
                     n += 1
                 ctx.tick(len(batch))
             if doc is not None:
@@ -41,9 +43,9 @@ def write(ctx: Context) -> dict[str, int]:
         with ctx.out.open_text(dataset.export_log_name) as fh:
             for batch in finished_rows(ctx.session, ctx.project.id):
                 for row in batch:
-                    line = dataset.export_log(row.data, row.results)
+                    line = dataset.export_log(row.data, row.results, row.source)
                     if line is not None:
-                        fh.write(dumps(line) + "\n")
+                        fh.write(style.dumps(line) + "\n")
     return counts
 
 

@@ -31,6 +31,7 @@ class Row:
     data: dict[str, Any]
     assets: dict[str, str]
     results: dict[str, dict[str, Any]]
+    source: dict[str, Any] | None = None  # the record as it came, in its key order
     provenance: dict[str, Any] | None = None
 
 
@@ -64,7 +65,8 @@ def _stream(session: Session, sql: str, params: dict[str, Any], split: str | Non
             prov = None
             if provenance:
                 prov = {"annotations": m["annotations"] or [], "finals": m["finals"] or [], "suggestions": m["suggestions"] or []}
-            rows.append(Row(m["id"], m["external_id"], split or m["split"], m["data"], m["assets"] or {}, m["results"] or {}, prov))
+            rows.append(Row(m["id"], m["external_id"], split or m["split"], m["data"], m["assets"] or {}, m["results"] or {},
+                            m["source"], prov))
         yield rows
 
 
@@ -72,10 +74,10 @@ def split_rows(session: Session, project_id: int, definition: SplitDefinition | 
     """Batches of the split's finished items in import order."""
     extra = _PROVENANCE if provenance else ""
     if definition is None:
-        sql = f"""SELECT i.id, i.external_id, i.data, i.assets, {_RESULTS}{extra}
+        sql = f"""SELECT i.id, i.external_id, i.data, i.source, i.assets, {_RESULTS}{extra}
                   FROM items i WHERE i.project_id = :project AND i.status = '{DONE}' ORDER BY i.id"""
         return _stream(session, sql, {"project": project_id}, split, provenance)
-    sql = f"""SELECT i.id, i.external_id, i.data, i.assets, {_RESULTS}{extra}
+    sql = f"""SELECT i.id, i.external_id, i.data, i.source, i.assets, {_RESULTS}{extra}
               FROM item_splits s JOIN items i ON i.id = s.item_id
               WHERE s.definition_id = :definition AND s.split = :split ORDER BY s.item_id"""
     return _stream(session, sql, {"definition": definition.id, "split": split}, split, provenance)
@@ -83,7 +85,7 @@ def split_rows(session: Session, project_id: int, definition: SplitDefinition | 
 
 def finished_rows(session: Session, project_id: int) -> Iterator[list[Row]]:
     """Every finished item, kept or discarded (the WikiDO verification log lists both)."""
-    sql = f"""SELECT i.id, i.external_id, i.data, i.assets, {_RESULTS}
+    sql = f"""SELECT i.id, i.external_id, i.data, i.source, i.assets, {_RESULTS}
               FROM items i WHERE i.project_id = :project AND i.status IN ({FINISHED}) ORDER BY i.id"""
     return _stream(session, sql, {"project": project_id}, ALL, False)
 

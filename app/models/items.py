@@ -4,6 +4,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.lifecycle import ITEM_START, ItemStatus, sql_values
@@ -31,6 +32,9 @@ class Item(Base):
     `slots_left` is how many more annotators may take it in that stage; the partial index on
     claimable rows keeps the queue's scan away from items that are full, done or discarded.
     `assets` maps a JSON pointer into `data` (e.g. "/image") to the sha256 of the stored image.
+    `data` is the record as the dataset's item schema reads it (what screens and queries use);
+    `source` is the record as it came, its JSON text kept exactly (key order, absent keys,
+    number spelling, every character), which the published export writes back.
     """
 
     __tablename__ = "items"
@@ -51,6 +55,7 @@ class Item(Base):
     project_id: Mapped[int] = mapped_column(sa.ForeignKey("projects.id", ondelete="CASCADE"))
     external_id: Mapped[str] = mapped_column(sa.Text)
     data: Mapped[dict[str, Any]]
+    source: Mapped[Any | None] = mapped_column(postgresql.JSON)
     assets: Mapped[dict[str, Any]] = mapped_column(server_default=sa.text("'{}'::jsonb"))
     group_id: Mapped[str | None] = mapped_column(sa.Text)
     stage_id: Mapped[int | None] = mapped_column(sa.ForeignKey("stages.id", ondelete="SET NULL"))

@@ -31,8 +31,18 @@ class SubmitResult:
 
 
 def claim(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
+    """The next item for the annotator in the stage (a new lease); None when nothing is left for them."""
     stage = get_stage(session, stage_id)
     return queue.claim_next(session, stage, user_id)
+
+
+def resume_or_claim(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
+    """The annotator's live lease in the stage (a reopened tab or a client that lost the answer
+    resumes it), or else the next item; None when nothing is left for them."""
+    current = queue.current_assignment(session, stage_id, user_id)
+    if current is not None:
+        return queue.Claim(current.id, current.item_id, current.lease_until)
+    return claim(session, stage_id, user_id)
 
 
 def submit(

@@ -11,10 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
 from typing import Any
 
 import sqlalchemy as sa
@@ -59,8 +61,10 @@ def _csv_cell(value: str) -> Any:
     return value
 
 
-def parse_records(data: bytes, filename: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield (where, record) pairs; `where` names the line or record for error messages."""
+def parse_records(data: bytes, filename: str) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """Yield (where, record, source) triples: `where` names the line or record for error
+    messages, `source` is the record's JSON text exactly as the file has it (a CSV row, which
+    has none, as JSON of its cells in column order)."""
     suffix = PurePosixPath(filename).suffix.lower()
     try:
         text = data.decode("utf-8-sig")
@@ -73,25 +77,23 @@ def parse_records(data: bytes, filename: str) -> Iterator[tuple[str, dict[str, A
         for row in reader:
             if None in row:
                 raise Invalid(f"line {reader.line_num}: more cells than header columns.")
-            yield f"line {reader.line_num}", {k: _csv_cell(v) for k, v in row.items() if v not in ("", None)}
+            cells = {k: v for k, v in row.items() if v not in ("", None)}
+            yield f"line {reader.line_num}", {k: _csv_cell(v) for k, v in cells.items()}, json.dumps(cells, ensure_ascii=False)
         return
     stripped = text.lstrip()
     if suffix == ".json" or (suffix not in (".jsonl", ".ndjson") and stripped.startswith("[")):
         try:
-            doc = json.loads(text)
+            members = list(_json_records(text))
         except json.JSONDecodeError as exc:
             raise Invalid(f"{filename}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
-        if isinstance(doc, dict) and isinstance(doc.get("records"), list):
-            doc = doc["records"]
-        elif isinstance(doc, dict) and doc and all(isinstance(v, dict) for v in doc.values()):
-            # An object of records keyed by id (as some published annotation files are).
-            doc = [{"id": key, **rec} if "id" not in rec else rec for key, rec in doc.items()]
-        if not isinstance(doc, list):
-            raise Invalid(f"{filename}: a JSON import is an array of records.")
-        for i, rec in enumerate(doc, 1):
+        except Invalid as exc:
+            raise Invalid(f"{filename}: {exc.message}") from None
+        for i, (key, rec, source) in enumerate(members, 1):
             if not isinstance(rec, dict):
                 raise Invalid(f"record {i}: a record is a JSON object.")
-            yield f"record {i}", rec
+            if key is not None and "id" not in rec:
+                rec = {"id": key, **rec}  # an object of records keyed by id (as some published files are)
+            yield f"record {i}", rec, source
         return
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -102,7 +104,57 @@ def parse_records(data: bytes, filename: str) -> Iterator[tuple[str, dict[str, A
             raise Invalid(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
         if not isinstance(rec, dict):
             raise Invalid(f"line {lineno}: a record is a JSON object.")
-        yield f"line {lineno}", rec
+        yield f"line {lineno}", rec, line.strip()
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _json_records(text: str) -> Iterator[tuple[str | None, Any, str]]:
+    """The records of a JSON document with each one's exact text: the elements of an array, the
+    members of an object keyed by id, or the array under "records". (key or None, value, text)."""
+    doc = json.loads(text)  # a precise error for a malformed document; records are sliced below
+    pos = _SPACE.match(text, 0).end()
+    if isinstance(doc, dict):
+        members = {key: (value, start) for key, value, start, _ in _object_members(text, pos)}
+        if isinstance(doc.get("records"), list):
+            yield from ((None, value, source) for value, source in _array_elements(text, members["records"][1]))
+        elif doc and all(isinstance(v, dict) for v in doc.values()):
+            yield from ((key, value, text[start:end]) for key, value, start, end in _object_members(text, pos))
+        else:
+            raise Invalid("a JSON import is an array of records.")
+    elif isinstance(doc, list):
+        yield from ((None, value, source) for value, source in _array_elements(text, pos))
+    else:
+        raise Invalid("a JSON import is an array of records.")
+
+
+def _array_elements(text: str, pos: int) -> Iterator[tuple[Any, str]]:
+    """(value, exact text) of each element of the (valid) array starting at text[pos] == "["."""
+    pos = _SPACE.match(text, pos + 1).end()
+    if text.startswith("]", pos):
+        return
+    while True:
+        value, end = _DECODER.raw_decode(text, pos)
+        yield value, text[pos:end]
+        pos = _SPACE.match(text, end).end()
+        if text.startswith("]", pos):
+            return
+        pos = _SPACE.match(text, pos + 1).end()  # past the comma
+
+
+def _object_members(text: str, pos: int) -> Iterator[tuple[str, Any, int, int]]:
+    """(key, value, start, end of the value's text) of each member of the (valid) object at text[pos] == "{"."""
+    pos = _SPACE.match(text, pos + 1).end()
+    while not text.startswith("}", pos):
+        key, end = _DECODER.raw_decode(text, pos)
+        pos = _SPACE.match(text, _SPACE.match(text, end).end() + 1).end()  # past the colon
+        value, end = _DECODER.raw_decode(text, pos)
+        yield key, value, pos, end
+        pos = _SPACE.match(text, end).end()
+        if text.startswith(",", pos):
+            pos = _SPACE.match(text, pos + 1).end()
 
 
 # -- image sources ---------------------------------------------------------------
@@ -116,13 +168,12 @@ class ImageSource:
         self.storage = storage
         self.base = base.resolve() if base else None
         self.zip: zipfile.ZipFile | None = None
+        self._names: dict[str, str] | None = None
         if zip_path is not None:
             self.zip = open_safe_zip(zip_path, settings.max_zip_uncompressed_bytes)
 
     def read(self, ref: str) -> bytes:
         limit = self.settings.max_image_bytes
-        if ref.startswith(("http://", "https://")):
-            raise ImageRejected("images are not fetched from URLs; give a file, a zip member or an s3:// key")
         if ref.startswith("s3://"):
             bucket, _, key = ref[5:].partition("/")
             if not isinstance(self.storage, S3Storage):
@@ -131,6 +182,11 @@ class ImageSource:
                 return self.storage.get_external(bucket, key)
             except Exception as exc:  # boto3 raises many error types; all mean "cannot read it"
                 raise ImageRejected(f"cannot read {ref}: {exc}") from None
+        if ref.startswith(("http://", "https://")):
+            name = self._by_name().get(url_file_name(ref))
+            if name is None:
+                raise ImageRejected("images are not fetched from URLs; give a file, a zip member or an s3:// key")
+            ref = name
         if self.zip is not None:
             name = ref.lstrip("./")
             try:
@@ -143,7 +199,9 @@ class ImageSource:
                 return fh.read(limit + 1)
         if self.base is None:
             raise ImageRejected("no images were given with this import (a directory or a zip)")
-        path = (self.base / ref).resolve()
+        # An absolute path in a record (as released: /topical_data/...) is read from the
+        # directory's root, as a zip member of that name would be; it never leaves the directory.
+        path = (self.base / ref.lstrip("/")).resolve()
         if not path.is_relative_to(self.base):
             raise ImageRejected(f"'{ref}' points outside the images directory")
         if not path.is_file():
@@ -152,9 +210,35 @@ class ImageSource:
             raise ImageRejected(f"image is {path.stat().st_size:,} bytes; the limit is {limit:,}")
         return path.read_bytes()
 
+    def has_file_named(self, url: str) -> bool:
+        """Whether the images given hold a file named like the URL's last path segment (an image
+        a record names by URL is then stored from it; the URL itself stays in the record)."""
+        return url_file_name(url) in self._by_name()
+
+    def _by_name(self) -> dict[str, str]:
+        """File name -> the one path (zip member, or path under the directory) that has it."""
+        if self._names is None:
+            if self.zip is not None:
+                paths = [i.filename for i in self.zip.infolist() if not i.is_dir()]
+            elif self.base is not None:
+                paths = [p.relative_to(self.base).as_posix() for p in self.base.rglob("*") if p.is_file()]
+            else:
+                paths = []
+            names: dict[str, str | None] = {}
+            for path in paths:
+                name = PurePosixPath(path).name
+                names[name] = None if name in names else path  # two files of one name: neither is guessed
+            self._names = {k: v for k, v in names.items() if v is not None}
+        return self._names
+
     def close(self) -> None:
         if self.zip is not None:
             self.zip.close()
+
+
+def url_file_name(url: str) -> str:
+    """The file name an http(s) URL ends in, without its query or fragment."""
+    return PurePosixPath(urlsplit(url).path).name
 
 
 def open_safe_zip(path: Path, max_total: int) -> zipfile.ZipFile:
@@ -204,7 +288,7 @@ def import_items(
     errors: list[str] = []
     parsed = []
     seen: dict[str, str] = {}
-    for n, (where, rec) in enumerate(records, 1):
+    for n, (where, rec, source) in enumerate(records, 1):
         try:
             item = dataset.parse_item(rec, first.config)
         except ValidationError as exc:
@@ -215,7 +299,7 @@ def import_items(
             if item.id in seen:
                 errors.append(f"{where}: field 'id': '{item.id}' repeats the id of {seen[item.id]}")
             seen[item.id] = where
-            parsed.append((where, item))
+            parsed.append((where, item, source))
         if len(errors) >= MAX_REPORTED_ERRORS:
             break
         if n % 5000 == 0:
@@ -233,11 +317,11 @@ def import_items(
     # 2. Check and store every image the records name.
     checked: dict[str, CheckedImage] = {}
     item_assets: list[dict[str, str]] = []
-    for i, (where, item) in enumerate(parsed, 1):
+    for i, (where, item, _) in enumerate(parsed, 1):
         refs = dataset.image_refs(item)
         pointers = {}
         for pointer, ref in refs.items():
-            if is_external(ref):
+            if is_external(ref) and (images is None or not images.has_file_named(ref)):
                 continue  # an http(s) image stays a reference the browser loads; never fetched here
             if ref not in checked:
                 if images is None:
@@ -271,16 +355,17 @@ def import_items(
     raw = session.connection().connection.driver_connection
     with raw.cursor() as cur:
         with cur.copy(
-            "COPY items (project_id, external_id, data, assets, group_id, stage_id, status, slots_left)"
+            "COPY items (project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left)"
             " FROM STDIN"
         ) as copy:
-            for i, ((_, item), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
+            for i, ((_, item, source), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
                 data_json = item.model_dump(mode="json")
                 copy.write_row(
                     (
                         project.id,
                         item.id,
                         json.dumps(data_json, ensure_ascii=False),
+                        source,
                         json.dumps(pointers),
                         item.group_id,
                         first.id,

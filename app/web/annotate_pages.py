@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.orm import Session
 
-from app import queue
 from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.services import annotation, projects
@@ -24,14 +23,10 @@ BAR_TTL_SECONDS = 3.0
 @router.get("/stages/{stage_id}/annotate")
 def next_item(request: Request, stage_id: int, session: Db, user: Principal = Depends(page_user)):
     """Resume the user's live lease in the stage, or claim the next item."""
-    stage = projects.get_stage(session, stage_id)
-    current = queue.current_assignment(session, stage_id, user.id)
-    if current is not None:
-        return RedirectResponse(f"/assignments/{current.id}", status_code=303)
-    claimed = queue.claim_next(session, stage, user.id)
+    claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is not None:
         return RedirectResponse(f"/assignments/{claimed.assignment_id}", status_code=303)
-    progress = projects.project_progress(session, stage.project_id)
+    progress = projects.project_progress(session, projects.get_stage(session, stage_id).project_id)
     done = annotation.user_stage_counts(session, stage_id, user.id)
     return render(request, "annotate/done.html", {"project": progress, "stage_id": stage_id, "done": done})
 

@@ -69,7 +69,9 @@ def import_items(
 
 @router.post("/stages/{stage_id}/claim", response_model=ClaimOut, responses={204: {"description": "Nothing left for you"}})
 def claim(stage_id: int, session: Db, user: Principal = Depends(api_user)):
-    claimed = annotation.claim(session, stage_id, user.id)
+    """Your live lease in the stage if you hold one (a client that lost the answer gets it back),
+    else the next item for you; 204 when nothing is left."""
+    claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is None:
         return Response(status_code=204)
     screen = annotation.open_assignment(session, claimed.assignment_id, user.id)

@@ -151,3 +151,13 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
     assert w.shape == (5, 10) and (w.sum(axis=1) == 10).all()
     flat = bootstrap(mean_stats(np.ones(50)), mean_from, samples=100, seed=0)
     assert (flat.low, flat.estimate, flat.high) == (1, 1, 1)
+
+
+def test_set_normalisation_keeps_words_whole():
+    from app.agreement.sets import jaccard, normalize
+
+    assert normalize("  The DOG's  well-known bone, — rock'n'roll! ") == "the dog's well-known bone rock'n'roll"
+    assert normalize("A dog’s bone.") == normalize("a dog's BONE")  # a curly apostrophe is a straight one
+    assert normalize("dogs bone") != normalize("dog's bone") and normalize("well known") != normalize("well-known")
+    assert jaccard(["The dog's bone."], ["the dog’s bone"]) == 1.0
+    assert jaccard(["a well-known tower"], ["a well known tower"]) == 0.0

@@ -119,21 +119,21 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage,
         record = dataset_of("visargs.grounding").export_record(item.data, results_by_stage(s, item.id))
         status = item.status
     assert status == "done"
-    assert json.dumps(record) == json.dumps(
+    assert json.dumps(record) == json.dumps(  # the release's key orders, record and boxes
         {
             "url": URL,
             "visual_premises": ["A dripping kitchen tap", "The words SAVE WATER", "a falling water drop", "A blue background"],
-            "commonsense_premises": ["Dripping taps waste water"],
             "conclusion": "Save water: fix dripping taps.",
+            "b_box": [
+                {"h": 100, "startX": 20, "startY": 30, "w": 100},
+                {"h": 60, "startX": 150, "startY": 20, "w": 150},
+                {"h": 60, "startX": 43, "startY": 201, "w": 50},
+                {"h": 190, "startX": 300, "startY": 150, "w": 160},
+            ],
+            "commonsense_premises": ["Dripping taps waste water"],
             "reasoning_steps": [
                 "(VP1, VP3, CP1 -> IC1): A dripping tap wastes water drop by drop",
                 "(VP2, VP4, IC1 -> C): Save water",
-            ],
-            "b_box": [
-                {"startX": 20, "startY": 30, "w": 100, "h": 100},
-                {"startX": 150, "startY": 20, "w": 150, "h": 60},
-                {"startX": 43, "startY": 201, "w": 50, "h": 60},
-                {"startX": 300, "startY": 150, "w": 160, "h": 190},
             ],
         }
     )

@@ -192,3 +192,59 @@ def test_records_without_choices_anywhere_are_rejected(session, settings, storag
     with pytest.raises(Invalid) as err:
         run(session, settings, storage, pid, b'{"id": "a", "image": "a.png"}', base=tmp_path)
     assert "no choices" in err.value.errors[0]
+
+
+def sources(session, project_id) -> dict[str, str]:
+    from sqlalchemy import text
+
+    rows = session.execute(text("SELECT external_id, source::text FROM items WHERE project_id = :p ORDER BY id"), {"p": project_id})
+    return dict(rows.all())
+
+
+def test_each_record_keeps_its_text_as_it_came(session, settings, storage, project_id, tmp_path):
+    """JSONL lines, array elements (any layout) and members of an object keyed by id, exactly."""
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    line = '{"question": " Why?  ", "id": 7, "image": "a.png", "score": 1.50, "note": "caf\\u00e9 <b>x</b>"}'
+    run(session, settings, storage, project_id, (line + "\n").encode(), base=tmp_path)
+    assert sources(session, project_id) == {"7": line}
+    data = session.scalar(sa.select(Item.data).where(Item.project_id == project_id))
+    assert data["question"] == "Why?"  # the working copy is the schema's; the text stays as it came
+
+    second = projects.create_project(session, "imports 2", [projects.StageSpec(workflow="generic.choice", config={"choices": ["x", "y"]})]).id
+    elements = ['{"id": "b",\n        "image": "a.png"}', '{"image": "a.png", "id": "c", "extra": [1, {"k": null}]}']
+    array = "[\n    " + ",\n    ".join(elements) + "\n]"
+    run(session, settings, storage, second, array.encode(), filename="x.json", base=tmp_path)
+    assert list(sources(session, second).values()) == elements
+
+    third = projects.create_project(session, "imports 3", [projects.StageSpec(workflow="generic.choice", config={"choices": ["x", "y"]})]).id
+    keyed = '{"d" : {"image": "a.png"} , "e":{"image":"a.png","question":"é"}}'
+    run(session, settings, storage, third, keyed.encode(), filename="x.json", base=tmp_path)
+    assert sources(session, third) == {"d": '{"image": "a.png"}', "e": '{"image":"a.png","question":"é"}'}
+
+
+def test_absolute_paths_resolve_inside_the_images_directory(session, settings, storage, project_id, tmp_path):
+    """As released (/topical_data/...): read from the directory's root, as from a zip, never outside it."""
+    (tmp_path / "topical_data" / "x").mkdir(parents=True)
+    (tmp_path / "topical_data" / "x" / "1.png").write_bytes(png_bytes())
+    result = run(session, settings, storage, project_id, b'{"id": "a", "image": "/topical_data/x/1.png"}', base=tmp_path)
+    assert result.images == 1
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, b'{"id": "b", "image": "/../secret.png"}', base=tmp_path / "topical_data")
+    assert "outside the images directory" in err.value.errors[0]
+
+
+@pytest.mark.parametrize("given", ["zip", "directory"])
+def test_a_url_image_is_stored_from_a_file_of_its_name(session, settings, storage, project_id, tmp_path, given):
+    url = "https://i.example.org/originals/5e/7f/poster.png?size=large"
+    record = json.dumps({"id": "u", "image": url, "question": "?"}) + "\n" + json.dumps({"id": "v", "image": "https://x.org/none.png"})
+    if given == "zip":
+        source = {"zip_path": _zip(tmp_path, {"images/poster.png": png_bytes((9, 9, 9))})}
+    else:
+        (tmp_path / "deep").mkdir()
+        (tmp_path / "deep" / "poster.png").write_bytes(png_bytes((9, 9, 9)))
+        source = {"base": tmp_path}
+    result = run(session, settings, storage, project_id, record.encode(), **source)
+    assert result.images == 1
+    items = {i.external_id: i for i in session.scalars(sa.select(Item).where(Item.project_id == project_id))}
+    assert items["u"].data["image"] == url and set(items["u"].assets) == {"/image"}
+    assert items["v"].assets == {}  # no file of that name: the URL stays a reference

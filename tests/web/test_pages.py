@@ -171,6 +171,18 @@ def test_api_claim_submit_skip_and_204_when_empty(client, app, settings, annotat
     assert projects[0]["stages"][0]["counts"]["finished"] == 2
 
 
+def test_api_claim_resumes_a_live_lease(client, app, settings, annotator):
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2)
+    h = {"Authorization": f"Bearer {make_token(app.state.sessions, annotator)}"}
+    first = client.post(f"/api/v1/stages/{stage_id}/claim", headers=h).json()
+    again = client.post(f"/api/v1/stages/{stage_id}/claim", headers=h).json()
+    assert again["assignment_id"] == first["assignment_id"] and again["item_id"] == first["item_id"]
+    body = {"payload": {"choice": "a"}, "idempotency_key": "resume-1"}
+    assert client.post(f"/api/v1/assignments/{first['assignment_id']}/submit", headers=h, json=body).status_code == 200
+    other = client.post(f"/api/v1/stages/{stage_id}/claim", headers=h).json()
+    assert other["item_id"] != first["item_id"]
+
+
 def test_api_import_reports_errors_as_json(client, app, admin):
     h = {"Authorization": f"Bearer {make_token(app.state.sessions, user_id(app, admin))}"}
     created = client.post("/api/v1/projects", headers=h, json={"name": "api", "stages": [{"workflow": "generic.choice", "config": {"choices": ["a", "b"]}}]})

@@ -5,12 +5,13 @@ premise). Also the companion dataset of conclusion pairs judged for equivalence.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
-from app.datasets.dataset import BoxExport, Dataset
+from app.datasets.dataset import BoxExport, Dataset, JsonStyle
 from app.datasets.registry import register
 from app.datasets.visargs import demo, producers
-from app.datasets.visargs.argtree import Step, parse_steps, print_step
 from app.datasets.visargs.equivalence import EquivalenceItem, VisArgsEquivalence
 from app.datasets.visargs.grounding import VisArgsGrounding
 from app.datasets.visargs.premises import VisArgsPremises
@@ -24,28 +25,50 @@ from app.datasets.visargs.schema import (
 from app.datasets.visargs.structure import VisArgsStructure
 
 
-def published_record(item: Mapping[str, Any], results: Mapping[str, Any]) -> dict[str, Any]:
-    """The record of VisArgs' annotation.json: premises in box order, steps in the published syntax."""
-    premises = final_of(results, PREMISES)
-    structure = final_of(results, STRUCTURE)
-    steps, _ = parse_steps(list(structure.get("reasoning_steps") or []))
-    return {
-        "url": item.get("url") or item.get("image"),
+# The release's key orders (the repository README's record): a record's, and a box's.
+RELEASE_KEYS = ("url", "visual_premises", "conclusion", "b_box", "commonsense_premises", "reasoning_steps")
+BOX_KEYS = ("h", "startX", "startY", "w")
+
+
+def published_record(item: Mapping[str, Any], results: Mapping[str, Any], source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The record of VisArgs' annotation.json: a released record as it came with the annotated
+    fields replaced in place (boxes keep the record's key order), or a drafted record in the
+    release's key order."""
+    premises, structure = final_of(results, PREMISES), final_of(results, STRUCTURE)
+    boxes = final_of(results, GROUNDING).get("b_box") or []
+    released = source is not None and "visual_premises" in source
+    given = (source.get("b_box") or [{}])[0] if released else {}
+    box_keys = tuple(k for k in given if k in BOX_KEYS) if set(given) == set(BOX_KEYS) else BOX_KEYS
+    annotated = {
         "visual_premises": list(premises.get("visual_premises") or []),
-        "commonsense_premises": list(structure.get("commonsense_premises") or []),
         "conclusion": structure.get("conclusion") or "",
-        "reasoning_steps": [print_step(Step(s.inputs, s.output, s.text)) for s in steps],
-        # Stored JSON does not keep key order; the published order is startX, startY, w, h.
-        "b_box": [{k: b[k] for k in ("startX", "startY", "w", "h")} for b in final_of(results, GROUNDING).get("b_box") or []],
+        "b_box": [{k: b[k] for k in box_keys} for b in boxes],
+        "commonsense_premises": list(structure.get("commonsense_premises") or []),
+        "reasoning_steps": list(structure.get("reasoning_steps") or []),
     }
+    if not released:
+        return {"url": (source or item).get("url") or item.get("image"), **annotated}
+    record = {k: annotated.get(k, v) for k, v in source.items()}
+    for key in RELEASE_KEYS:  # annotated now, absent from the record as it came
+        if key not in record and annotated.get(key):
+            record[key] = annotated[key]
+    return record
 
 
-def coco_boxes(item: Mapping[str, Any], results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    record = published_record(item, results)
+def coco_boxes(item: Mapping[str, Any], results: Mapping[str, Any], source: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    record = published_record(item, results, source)
     return [
         {"bbox": [b["startX"], b["startY"], b["w"], b["h"]], "attributes": {"vp": n, "premise": premise}}
-        for n, (premise, b) in enumerate(zip(record["visual_premises"], record["b_box"]), 1)
+        for n, (premise, b) in enumerate(zip(record["visual_premises"], record.get("b_box") or []), 1)
     ]
+
+
+def image_path(item: Mapping[str, Any], source: Mapping[str, Any] | None = None) -> str:
+    """The file name of an item's image in the export: its relative path, or a URL's file name."""
+    ref = str((source or item).get("url") or item.get("image") or "")
+    if "://" in ref:
+        return PurePosixPath(urlsplit(ref).path).name
+    return ref.lstrip("/")
 
 
 @register
@@ -58,20 +81,29 @@ class VisArgs(Dataset):
     tasks = (VisArgsPremises, VisArgsStructure, VisArgsGrounding)
     demos = demo.DEMOS
     producers = producers.PRODUCERS
-    published_layout = "annotation.json"
+    # The release: annotation.json, an array of records (one row per image with
+    # `datasets.load_dataset("json")`). Its raw bytes are not public; the README shows a record
+    # indented by 4, which `json.dump(records, f, indent=4)` writes.
+    published_layout = "json"
+    published_path = "{split}/annotation.json"
+    release_style = JsonStyle(indent=4, ensure_ascii=True)
     export_image_columns = ("image",)
-    boxes = BoxExport(categories=[{"id": 1, "name": "visual premise", "supercategory": "premise"}], boxes=coco_boxes)
+    # The Hub card's (commented-out) features, in its order.
+    parquet_columns = ("visual_premises", "conclusion", "b_box", "commonsense_premises", "url", "reasoning_steps")
+    boxes = BoxExport(categories=[{"id": 1, "name": "visual premise", "supercategory": "premise"}], boxes=coco_boxes, file_name=image_path)
 
-    def export_record(self, item, results):
-        return published_record(item, results)
+    def export_record(self, item, results, source=None):
+        return published_record(item, results, source)
 
-    def export_files(self, item, assets, results):
-        path = str(item.get("url") or item.get("image") or "")
-        if assets.get("/image") and path and "://" not in path and not path.startswith("/"):
+    def export_files(self, item, assets, results, source=None):
+        """The stored image beside annotation.json at the record's path (a URL's file name for a URL)."""
+        path = image_path(item, source)
+        parts = PurePosixPath(path).parts
+        if assets.get("/image") and path and ".." not in parts:
             return {path: assets["/image"]}
         return {}
 
-    def export_images(self, item, assets, results):
+    def export_images(self, item, assets, results, source=None):
         return {"image": assets.get("/image")}
 
 

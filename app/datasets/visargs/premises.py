@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.task import Consolidation, Task, image_urls
 from app.datasets.visargs.schema import (
@@ -23,13 +23,10 @@ from app.datasets.visargs.schema import (
 class PremisesAnnotation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    # Kept as given (a released record's premises come back as they were); checks compare
+    # them with case and spacing folded.
     visual_premises: list[str] = Field(max_length=MAX_PREMISES)
     discard: bool = False
-
-    @field_validator("visual_premises")
-    @classmethod
-    def _clean_all(cls, value: list[str]) -> list[str]:
-        return [clean(v) for v in value]
 
 
 def premise_rows(values: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -76,9 +73,9 @@ class VisArgsPremises(Task):
             problems.append("Keep or add at least one visual premise, or discard the image.")
         seen: dict[str, int] = {}
         for n, text in enumerate(payload.visual_premises, 1):
-            if not text:
+            if not clean(text):
                 problems.append(f"Visual premise {n} is empty.")
-            key = text.lower()
+            key = clean(text).lower()
             if key in seen:
                 problems.append(f"Visual premises {seen[key]} and {n} are the same.")
             seen.setdefault(key, n)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from app.datasets.dataset import AnswerFigures, Dataset, ItemBase
+from app.datasets.dataset import AnswerFigures, Dataset, ItemBase, JsonStyle
 from app.datasets.registry import register
 from app.datasets.wikido import demo, producers
 from app.datasets.wikido.verify import VERDICTS, VERIFY, WikiDOVerify
@@ -53,19 +53,28 @@ class WikiDO(Dataset):
     producers = producers.PRODUCERS
     export_log_name = "verification_log.jsonl"
 
-    def export_record(self, item, results):
-        """The WikiDO record with the verified caption (Wrong items are not exported)."""
+    # The release's JSONL is written as `json.dumps` writes by default (separators ", " and
+    # ": ", non-ASCII as \u escapes), a line each: the code repository's train_5k.json shows
+    # that style for the same records.
+    release_style = JsonStyle(indent=None, ensure_ascii=True)
+
+    def export_record(self, item, results, source=None):
+        """The record as it came, with the verified caption (Wrong items are not exported)."""
         final = results.get(VERIFY) or {}
-        record = dict(item)
-        if str(record.get("id")) == str(record.get("image_id")):
-            record.pop("id", None)  # added on import from image_id
-        if record.get("group_id") is None:
-            record.pop("group_id", None)
+        if source is not None:
+            record = dict(source)
+        else:  # stored before records were kept: the schema's copy, less what import added
+            record = dict(item)
+            if str(record.get("id")) == str(record.get("image_id")):
+                record.pop("id", None)
+            if record.get("group_id") is None:
+                record.pop("group_id", None)
         if final.get("verdict") == "hallucinated" and final.get("caption"):
             record["caption"] = final["caption"]
         return record
 
-    def export_log(self, item, results) -> dict[str, Any]:
-        """One line of the verification log: image_id, verdict and the server-computed edits."""
+    def export_log(self, item, results, source=None) -> dict[str, Any]:
+        """One line of the verification log: image_id (as the record has it), verdict and the server-computed edits."""
         final = results.get(VERIFY) or {}
-        return {"image_id": item["image_id"], "verdict": final.get("verdict"), "edits": final.get("edits")}
+        image_id = (source or item).get("image_id", item["image_id"])
+        return {"image_id": image_id, "verdict": final.get("verdict"), "edits": final.get("edits")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
@@ -48,10 +50,19 @@ def test_published_record_round_trip():
         # Stored JSON comes back with its keys in another order.
         "visargs.grounding": {"b_box": [{"h": b["h"], "w": b["w"], "startY": b["startY"], "startX": b["startX"]} for b in PUBLISHED["b_box"]]},
     }
-    record = VISARGS.export_record(item, results)
-    assert list(record) == ["url", "visual_premises", "commonsense_premises", "conclusion", "reasoning_steps", "b_box"]
-    assert [list(b) for b in record["b_box"]] == [["startX", "startY", "w", "h"]] * 2
-    assert record == PUBLISHED
+    # The record as it came comes back as it was: its key order, its boxes' key order.
+    record = VISARGS.export_record(item, results, PUBLISHED)
+    assert json.dumps(record) == json.dumps(PUBLISHED)
+    # Without it (an item stored before records were kept), the release's orders.
+    drafted = VISARGS.export_record(item, results)
+    assert list(drafted) == ["url", "visual_premises", "conclusion", "b_box", "commonsense_premises", "reasoning_steps"]
+    assert [list(b) for b in drafted["b_box"]] == [["h", "startX", "startY", "w"]] * 2
+    assert drafted == PUBLISHED
+    # A released record without boxes gets the grounding's boxes; one with a new conclusion keeps its place.
+    bare = {k: v for k, v in PUBLISHED.items() if k != "b_box"}
+    changed = {**results, "visargs.structure": {**results["visargs.structure"], "conclusion": "Buy it."}}
+    record = VISARGS.export_record(item, changed, bare)
+    assert list(record) == [*bare, "b_box"] and record["conclusion"] == "Buy it."
 
 
 def test_premise_rows_follow_their_shown_order():
