@@ -11,7 +11,7 @@ values, never discovered.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -53,6 +53,22 @@ class BoxExport:
     categories: list[dict[str, Any]]
     boxes: Callable[..., list[dict[str, Any]]]
     file_name: Callable[..., str]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A project-page figure a dataset computes from its finished items (`Dataset.charts`).
+
+    `rows` are (label, one value per series). "stacked": each row's values are counts shown as
+    shares of the row; "bars": values side by side, scaled to the largest; "table": numbers only.
+    A None value is shown as a dash."""
+
+    title: str
+    series: tuple[str, ...]
+    rows: list[tuple[str, tuple[float | None, ...]]]
+    kind: str = "bars"
+    note: str = ""
+    digits: int = 2
 
 
 @dataclass(frozen=True)
@@ -141,6 +157,11 @@ class Dataset:
             if value:
                 refs[pointer] = value
         return refs
+
+    def charts(self, finished: Iterable[Any]) -> list[Chart]:
+        """Figures of the project page computed from its finished items (kept and discarded),
+        each with `data`, `source` and `results` (task name -> final); none by default."""
+        return []
 
     # -- the published export ----------------------------------------------------------
     # `source` is the record as it came (key order, absent keys and values as imported), or None

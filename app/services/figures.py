@@ -9,6 +9,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
 from app.datasets import dataset_of
+from app.datasets.dataset import Chart, Dataset
 from app.lifecycle import ItemStatus
 from app.models import Item, ItemResult, Stage, SuggestionOutcome
 from app.services.projects import stages_of
@@ -156,6 +157,20 @@ def figures(session: Session, project_id: int) -> list[StageFigures]:
                 means.append((title, rows_m))
         out.append(StageFigures(stage.name, spec.answer, spec.answers, groups, means))
     return out
+
+
+def charts(session: Session, project_id: int) -> list[Chart]:
+    """The charts the project's dataset computes from its finished items (streamed in batches)."""
+    from app.exporters import project_dataset
+    from app.exporters.rows import finished_rows
+
+    stages = stages_of(session, project_id)
+    if not stages:
+        return []
+    dataset = project_dataset(session, project_id)
+    if type(dataset).charts is Dataset.charts:
+        return []  # declares none: no need to read the items
+    return dataset.charts(row for batch in finished_rows(session, project_id) for row in batch)
 
 
 def _latest_results(stage_id: int):

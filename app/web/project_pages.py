@@ -72,6 +72,7 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
         "stage_rows": projects.stages_of(session, project_id),
         "breakdown": figures.breakdown(session, project_id),
         "figures": figures.figures(session, project_id),
+        "charts": figures.charts(session, project_id),
         "acceptance": figures.suggestion_acceptance(session, project_id),
         **extra,
     }

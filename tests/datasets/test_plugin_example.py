@@ -97,6 +97,34 @@ def test_readme_example_dataset_runs_end_to_end(client, app, settings, yesno):
     assert [(r["id"], r["question"], r["choice"]) for r in lines] == [("q1", records[0]["question"], "yes"), ("q2", "Is it blue?", "no")]
 
 
+@pytest.mark.committed
+def test_a_dataset_charts_its_finished_items_on_the_project_page(client, app, settings, yesno, monkeypatch):
+    from app.datasets.dataset import Chart
+    from app.services import imports, projects
+
+    def charts(self, finished):
+        answers = [row.results["yesno.check"]["choice"] for row in finished]
+        return [Chart("Answers", ("yes", "no"), [("all", (answers.count("yes"), answers.count("no")))], kind="stacked", digits=0)]
+
+    monkeypatch.setattr(type(yesno), "charts", charts)
+    sessions = app.state.sessions
+    make_user(sessions, "boss", "admin")
+    ann = {"Authorization": f"Bearer {make_token(sessions, make_user(sessions, 'ann'))}"}
+    with transaction(sessions) as s:
+        pid = projects.create_project(s, "charted", [projects.StageSpec(workflow="yesno.check")]).id
+        source = imports.ImageSource(settings, app.state.storage, zip_path=None)
+        body = "\n".join(json.dumps({"id": f"q{i}", "image": "https://x.org/a.png", "question": "Red?"}) for i in range(3))
+        imports.import_items(s, pid, body.encode(), "q.jsonl", settings=settings, storage=app.state.storage, images=source)
+        sid = projects.stages_of(s, pid)[0].id
+    for choice in ("yes", "yes", "no"):
+        claim = client.post(f"/api/v1/stages/{sid}/claim", headers=ann).json()
+        client.post(f"/api/v1/assignments/{claim['assignment_id']}/submit", headers=ann,
+                    json={"payload": {"choice": choice}, "idempotency_key": f"k{claim['item_id']}"}).raise_for_status()
+    login(client, "boss")
+    page = client.get(f"/projects/{pid}").text
+    assert 'data-chart="Answers"' in page and 'data-series="yes" data-value="2"' in page and 'data-series="no" data-value="1"' in page
+
+
 def test_registering_a_taken_name_is_refused(yesno):
     with pytest.raises(ValueError, match="registered already"):
         load_example("tests.datasets.yesno_again")
