@@ -32,7 +32,21 @@
     var form = document.querySelector("[data-annotation-form]");
     if (!form || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "Enter") {
-      if (event.target && event.target.tagName && event.target.tagName.toLowerCase() === "textarea") return;
+      var focused = event.target && event.target.tagName ? event.target : document.body;
+      var tag = focused.tagName.toLowerCase();
+      if (tag === "textarea") return;
+      // A focused link, button or disclosure does what it says (the browser activates it): Enter
+      // on Skip skips, on a header link navigates. Only the Submit button, the form's own
+      // answer controls, or no particular focus submit; focus outside the form submits nothing.
+      var control = tag === "a" || tag === "summary" || tag === "button" ||
+        (tag === "input" && ["button", "submit", "reset", "image"].indexOf((focused.type || "").toLowerCase()) >= 0);
+      if (control && focused.id !== "submit-button") return;
+      if (focused !== document.body && !form.contains(focused)) return;
+      // A review decision is taken only by its own control or key, never by Enter from nowhere.
+      if (form.dataset.enter === "focused" && (focused === document.body || focused.id !== "submit-button")) {
+        event.preventDefault();
+        return;
+      }
       event.preventDefault();
       if (form.dataset.sent) return;
       if (form.reportValidity()) {

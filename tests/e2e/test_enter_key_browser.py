@@ -1,0 +1,93 @@
+"""Enter does what the focused control says: a focused Skip skips, a link navigates, a review
+decision is taken only by its own control — Enter from nowhere on the review screen stores nothing."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from app.db import transaction
+from app.models import Annotation, Assignment, Item, ItemResult
+from app.services import annotation
+from tests.conftest import PASSWORD, make_choice_project, make_user
+from tests.e2e.conftest import log_in
+
+
+def _annotations(committed) -> int:
+    with transaction(committed) as s:
+        return s.scalar(sa.select(sa.func.count()).select_from(Annotation))
+
+
+def test_enter_on_a_focused_skip_or_link_stores_nothing(page, committed, settings, storage):
+    _, stage_id = make_choice_project(committed, settings, storage, 3, name="Keys")
+    make_user(committed, "kim", "annotator", PASSWORD)
+    log_in(page, "kim", PASSWORD)
+    page.goto(f"/stages/{stage_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    first = page.url
+    page.keyboard.press("2")  # an answer is chosen ...
+    page.focus("#skip-button")
+    page.keyboard.press("Enter")  # ... but Enter on Skip skips
+    page.wait_for_url(lambda url: url != first)
+    assert _annotations(committed) == 0
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Assignment).where(Assignment.status == "skipped")) == 1
+
+    page.keyboard.press("1")
+    page.locator("header a", has_text="Projects").first.focus()
+    page.keyboard.press("Enter")  # a focused link navigates
+    page.wait_for_url(lambda url: "/assignments/" not in url)
+    assert _annotations(committed) == 0
+
+    page.goto(f"/stages/{stage_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")  # from the answer: submits
+    page.wait_for_function("() => !document.querySelector('#annotation-form') || location.pathname.includes('/assignments/')")
+    page.wait_for_timeout(300)
+    assert _annotations(committed) == 1
+
+
+def test_review_enter_takes_only_the_focused_decision(page, committed, settings, storage):
+    project_id, stage_id = make_choice_project(committed, settings, storage, 2, overlap=2, name="Disagree twice")
+    for name, choice in (("u1", "a"), ("u2", "c")):
+        user = make_user(committed, name)
+        for n in range(2):
+            with transaction(committed) as s:
+                claimed = annotation.claim(s, stage_id, user)
+                annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"k-{name}-{n}")
+    make_user(committed, "rita", "reviewer", PASSWORD)
+    log_in(page, "rita", PASSWORD)
+    page.goto(f"/stages/{stage_id}/review")
+    page.click("#first-review")
+    page.wait_for_selector(".review-annotation")
+    screen = page.url
+    page.locator("body").click(position={"x": 5, "y": 5})  # focus nowhere in particular
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(500)
+    assert page.url == screen
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(ItemResult)) == 0
+
+    page.fill("#comment", "Read the question again")
+    page.keyboard.press("Enter")  # Enter in the comment decides nothing either
+    page.wait_for_timeout(500)
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(ItemResult)) == 0
+
+    page.focus("button[name=accept] >> nth=1")  # "Accept this 2"
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: url != screen)
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(ItemResult.payload)) == {"choice": "c"}
+
+    page.goto(f"/stages/{stage_id}/review")
+    page.click("#first-review")
+    page.wait_for_selector(".review-annotation")
+    page.fill("#comment", "Look at the image again")
+    page.focus("#send-back")
+    page.keyboard.press("Enter")  # sends back: nothing finalized
+    page.wait_for_timeout(800)
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(ItemResult)) == 1
+        statuses = set(s.scalars(sa.select(Item.status).where(Item.project_id == project_id)))
+    assert "active" in statuses  # the second item went back to its annotators
