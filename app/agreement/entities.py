@@ -183,3 +183,37 @@ def scores(reference_entities: Sequence[str], reference: str, generated: str, ge
         "entity_cooccurrence": entity_cooccurrence(reference_entities, reference, generated, generation_entities, window=window),
         "length_penalty": length_penalty(reference, generated),
     }
+
+
+@dataclass(frozen=True)
+class RankCorrelation:
+    rho: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+
+def spearman_interval(x: Sequence[float], y: Sequence[float], *, samples: int = 1000, seed: int = 0, level: float = 0.95) -> RankCorrelation:
+    """Spearman's rho of paired values (scipy) with a seeded percentile bootstrap over the pairs;
+    None where it is undefined (fewer than three pairs, or a constant side)."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(a)
+
+    def rho(u, v):
+        if len(u) < 3 or np.all(u == u[0]) or np.all(v == v[0]):
+            return None
+        return float(spearmanr(u, v).statistic)
+
+    estimate = rho(a, b)
+    if estimate is None:
+        return RankCorrelation(None, None, None, n)
+    rng = np.random.default_rng(seed)
+    draws = [rho(a[idx], b[idx]) for idx in rng.integers(0, n, size=(samples, n))]
+    values = np.array([d for d in draws if d is not None])
+    if not len(values):
+        return RankCorrelation(estimate, None, None, n)
+    tail = (1 - level) / 2 * 100
+    return RankCorrelation(estimate, float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail)), n)
