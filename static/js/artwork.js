@@ -38,7 +38,7 @@
     function changed() { boxes[0] && boxes[0].dispatchEvent(new Event("change", { bubbles: true })); }
 
     function strike(i, span) {
-      history.push(boxes.map(function (b) { return b.checked; }));
+      history.push({ checked: boxes.map(function (b) { return b.checked; }), anchor: anchor });
       if (span && anchor !== null) {
         for (var k = Math.min(anchor, i); k <= Math.max(anchor, i); k++) boxes[k].checked = true;
       } else {
@@ -71,7 +71,8 @@
         event.preventDefault();
         var last = history.pop();
         if (last) {
-          boxes.forEach(function (b, i) { b.checked = last[i]; });
+          boxes.forEach(function (b, i) { b.checked = last.checked[i]; });
+          anchor = last.anchor;
           paint();
           changed();
         }
