@@ -53,6 +53,8 @@ STORED = {
     ],
     "visargs.grounding": [{"b_box": [{"startX": 0, "startY": 5, "w": 10, "h": 20}, {"startX": 33, "startY": 1, "w": 2, "h": 2}]}],
     "visargs.equivalence": [{"equivalent": True}, {"equivalent": False}],
+    "artwork.sections": [{"decision": "keep", "reason": None}, {"decision": "drop", "reason": "not_about_artwork"}],
+    "artwork.explanation": [{"score": 4, "struck": [[0, 2], [5, 6]]}, {"score": 1, "struck": []}],
 }
 
 
