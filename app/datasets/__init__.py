@@ -16,7 +16,7 @@ from app.datasets.registry import (
     producers,
 )
 
-BUILTIN = ("generic", "colorswap", "wikido", "visargs")
+BUILTIN = ("generic", "colorswap", "wikido", "visargs", "voldoger")
 
 for _name in BUILTIN:
     import_module(f"app.datasets.{_name}.dataset")

@@ -53,6 +53,12 @@ STORED = {
     ],
     "visargs.grounding": [{"b_box": [{"startX": 0, "startY": 5, "w": 10, "h": 20}, {"startX": 33, "startY": 1, "w": 2, "h": 2}]}],
     "visargs.equivalence": [{"equivalent": True}, {"equivalent": False}],
+    "voldoger.verify": [
+        {"image": "keep", "label": "no", "paraphrase": "keep", "note": ""},
+        {"image": "keep", "label": "2", "paraphrase": "edit", "text": "A man climbs a hill.", "note": "hill, not mountain"},
+        {"image": "keep", "paraphrase": "keep"},
+        {"image": "discard", "note": "the ball is gone"},
+    ],
 }
 
 
