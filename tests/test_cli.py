@@ -83,7 +83,7 @@ def test_demo_is_idempotent(env):
     r = invoke("demo")
     assert r.exit_code == 0 and "Created project" not in r.output
     with transaction(env) as s:
-        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 30 + 20 + 12 + 12 + 6
+        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 30 + 20 + 12 + 12 + 6 + 7
 
 
 def test_suggest_queues_jobs_once_and_warns_about_missing_models(env, tmp_path):
