@@ -16,7 +16,14 @@ from app.db import transaction
 from app.models import Annotation, Item
 from app.services import export, imports, projects
 from tests.conftest import PASSWORD, make_user, png_bytes
-from tests.datasets.voldoger.release_rows import CAP_ORIGINAL, CAP_STYLISED, VE_ORIGINAL, VE_STYLISED, VQA_ORIGINAL, VQA_STYLISED
+from tests.datasets.voldoger.release_rows import (
+    CAP_ORIGINAL,
+    CAP_STYLISED,
+    VE_ORIGINAL,
+    VE_STYLISED,
+    VQA_ORIGINAL,
+    VQA_STYLISED,
+)
 from tests.e2e.conftest import log_in_by_keyboard
 
 

@@ -10,12 +10,17 @@ import re
 import pytest
 import sqlalchemy as sa
 
+from app.datasets.voldoger.release import join
 from app.db import transaction
 from app.models import Annotation, Item
-from app.datasets.voldoger.release import join
 from tests.conftest import login, png_bytes, zip_bytes
 from tests.datasets.voldoger.release_rows import (
-    CAP_ORIGINAL, CAP_STYLISED, VE_ORIGINAL, VE_STYLISED, VQA_ORIGINAL, VQA_STYLISED,
+    CAP_ORIGINAL,
+    CAP_STYLISED,
+    VE_ORIGINAL,
+    VE_STYLISED,
+    VQA_ORIGINAL,
+    VQA_STYLISED,
 )
 from tests.web.test_round_trip import jpeg_bytes, run
 

@@ -13,7 +13,16 @@ from pydantic import Field
 from app.datasets.dataset import Chart, Dataset, ItemBase, JsonStyle
 from app.datasets.registry import register
 from app.datasets.voldoger import demo
-from app.datasets.voldoger.release import LABEL_FIELD, LABELS, STYLES, TASK_NAMES, TEXT_FIELD, flipped, label_text, labels
+from app.datasets.voldoger.release import (
+    LABEL_FIELD,
+    LABELS,
+    STYLES,
+    TASK_NAMES,
+    TEXT_FIELD,
+    flipped,
+    label_text,
+    labels,
+)
 from app.datasets.voldoger.verify import VERIFY, VoldogerVerify
 from app.errors import Invalid
 

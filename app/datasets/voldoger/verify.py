@@ -18,7 +18,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
-from app.datasets.voldoger.release import LABEL_FIELD, LABELS, STYLE_NAMES, TASK_NAMES, TEXT_FIELD, flipped, label_text, labels
+from app.datasets.voldoger.release import (
+    LABEL_FIELD,
+    LABELS,
+    STYLE_NAMES,
+    TASK_NAMES,
+    TEXT_FIELD,
+    flipped,
+    label_text,
+    labels,
+)
 
 VERIFY = "voldoger.verify"
 ROUTES = ("all", "flipped")

@@ -12,7 +12,12 @@ from app.datasets import get_dataset, get_task
 from app.datasets.voldoger.release import join, join_files
 from app.errors import Invalid
 from tests.datasets.voldoger.release_rows import (
-    CAP_ORIGINAL, CAP_STYLISED, VE_ORIGINAL, VE_STYLISED, VQA_ORIGINAL, VQA_STYLISED,
+    CAP_ORIGINAL,
+    CAP_STYLISED,
+    VE_ORIGINAL,
+    VE_STYLISED,
+    VQA_ORIGINAL,
+    VQA_STYLISED,
 )
 
 TASK = get_task("voldoger.verify")
