@@ -16,7 +16,7 @@ from app.datasets.registry import (
     producers,
 )
 
-BUILTIN = ("generic", "colorswap", "wikido", "visargs", "artwork")
+BUILTIN = ("generic", "colorswap", "wikido", "visargs", "voldoger", "artwork")
 
 for _name in BUILTIN:
     import_module(f"app.datasets.{_name}.dataset")

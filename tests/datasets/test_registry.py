@@ -55,6 +55,12 @@ STORED = {
     "visargs.equivalence": [{"equivalent": True}, {"equivalent": False}],
     "artwork.sections": [{"decision": "keep", "reason": None}, {"decision": "drop", "reason": "not_about_artwork"}],
     "artwork.explanation": [{"score": 4, "struck": [[0, 2], [5, 6]]}, {"score": 1, "struck": []}],
+    "voldoger.verify": [
+        {"image": "keep", "label": "no", "paraphrase": "keep", "note": ""},
+        {"image": "keep", "label": "2", "paraphrase": "edit", "text": "A man climbs a hill.", "note": "hill, not mountain"},
+        {"image": "keep", "paraphrase": "keep"},
+        {"image": "discard", "note": "the ball is gone"},
+    ],
 }
 
 

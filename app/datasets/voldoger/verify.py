@@ -1,0 +1,208 @@
+"""voldoger.verify: a person checks an LLM's checks of one stylised row.
+
+Three decisions, each by one key: does the stylised image keep the photo's content (K keep /
+D discard: the item leaves the release); which label holds on the stylised image (L the LLM's,
+O the original, or a digit for a given label; VQA yes / no, VE entailment / neutral /
+contradiction; captioning has none); does the paraphrase (question, hypothesis or caption) keep
+the meaning (P keep / E edit it in place). An optional note (comment) goes to the check log.
+
+Stage config `route`: `all` (default) or `flipped`, only the items whose label the LLM changed
+(`applies`; see the README for the first stage).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
+from app.datasets.voldoger.release import (
+    LABEL_FIELD,
+    LABELS,
+    STYLE_NAMES,
+    TASK_NAMES,
+    TEXT_FIELD,
+    flipped,
+    label_text,
+    labels,
+)
+
+VERIFY = "voldoger.verify"
+ROUTES = ("all", "flipped")
+_FIELDS = ("image", "label", "paraphrase", "text", "note")
+
+
+class VerifyAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    image: Literal["keep", "discard"]
+    label: str | None = Field(default=None, max_length=40)
+    paraphrase: Literal["keep", "edit"] | None = None
+    text: str | None = Field(default=None, max_length=5000)
+    note: str = Field(default="", max_length=5000)
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _label(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        return str(value).strip().lower()
+
+    @field_validator("note", mode="before")
+    @classmethod
+    def _note(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+def _words(text: str | None) -> tuple[str, ...]:
+    return tuple((text or "").split())
+
+
+def llm_text(item: dict[str, Any]) -> str:
+    return str((item.get("stylised") or {}).get(TEXT_FIELD.get(item.get("task"), ""), "") or "")
+
+
+class VoldogerVerify(Task):
+    name = VERIFY
+    title = "VOLDOGER: check a stylised image, its label and its paraphrase"
+    description = "Keep or discard the stylised image; LLM's / original / another label; keep or edit the paraphrase."
+    annotation_schema = VerifyAnnotation
+    template = "datasets/voldoger/verify.html"
+    facets = {"image kept": "nominal", "label": "nominal", "paraphrase kept": "nominal"}
+    keys_help = (
+        "K keeps the stylised image · D discards it · L the LLM's label · O the original label · digits a given label · "
+        "P the paraphrase keeps the meaning · E edits it · + / − zoom, 0 resets · Esc leaves a text field · "
+        "Enter submits (outside text fields) · S skips"
+    )
+
+    # -- annotations ---------------------------------------------------------------
+    def validate_annotation(self, item, payload, config, results=None):
+        clean = super().validate_annotation(item, payload, config, results)
+        if clean["image"] == "discard":
+            clean.update(label=None, paraphrase=None, text=None)
+        else:
+            if item.get("task") not in LABEL_FIELD:
+                clean["label"] = None
+            if item.get("task") == "ve" and clean["label"] is not None:
+                clean["label"] = label_text("ve", clean["label"])
+            if clean["paraphrase"] != "edit":
+                clean["text"] = None
+        return clean
+
+    def check(self, item, payload, config, results):
+        if payload.image == "discard":
+            return []
+        problems = []
+        task = item.get("task")
+        allowed = [v for v, _ in LABELS.get(task, ())]
+        if allowed:
+            label = label_text(task, payload.label) if payload.label is not None else None
+            if label is None:
+                problems.append("Choose the label that holds on the stylised image (L, O or a digit).")
+            elif label not in allowed:
+                problems.append(f"The label must be one of: {', '.join(allowed)}.")
+        if payload.paraphrase is None:
+            problems.append("Say whether the paraphrase keeps the meaning (P), or edit it (E).")
+        elif payload.paraphrase == "edit":
+            if not (payload.text or "").strip():
+                problems.append("An edited paraphrase needs its text.")
+            elif _words(payload.text) == _words(llm_text(item)):
+                problems.append("The edited paraphrase is the same as the LLM's: choose P if it keeps the meaning.")
+        return problems
+
+    def form_to_payload(self, form):
+        payload = {k: v for k, v in form.items() if k in _FIELDS}
+        for key in ("image", "paraphrase"):
+            if isinstance(payload.get(key), str):
+                payload[key] = payload[key].strip().lower() or None
+        if payload.get("paraphrase") != "edit":
+            payload.pop("text", None)
+        return payload
+
+    def payload_values(self, payload, item, config, results):
+        return {k: v for k, v in payload.items() if k in _FIELDS and v is not None}
+
+    def is_discard(self, payload):
+        return payload.get("image") == "discard"
+
+    # -- agreement and consolidation ----------------------------------------------------
+    def facet_values(self, payload):
+        keep = payload.get("image") == "keep"
+        return {
+            "image kept": payload.get("image"),
+            "label": payload.get("label") if keep else None,
+            "paraphrase kept": payload.get("paraphrase") if keep else None,
+        }
+
+    def consolidate(self, payloads, config):
+        """Majority per field: the image, then (of those keeping it) the label, the paraphrase
+        decision and the edited text (by words); a tie anywhere goes to review. Comments are joined."""
+        if not payloads:
+            return Consolidation(final=None, needs_review=True)
+        if len(payloads) == 1:
+            return Consolidation(final=payloads[0], discard=self.is_discard(payloads[0]))
+        image = consolidate_fields(payloads, ("image",))
+        if image is None:
+            return Consolidation(final=None, needs_review=True)
+        agreeing = [p for p in payloads if p.get("image") == image["image"]]
+        note = "\n".join(dict.fromkeys(p["note"] for p in agreeing if p.get("note")))
+        if image["image"] == "discard":
+            return Consolidation(final={**agreeing[0], "note": note}, discard=True)
+        fields = consolidate_fields(agreeing, ("label", "paraphrase"))
+        if fields is None:
+            return Consolidation(final=None, needs_review=True)
+        text = None
+        if fields["paraphrase"] == "edit":
+            edits = [p for p in agreeing if p.get("paraphrase") == "edit"]
+            ranked = Counter(_words(p.get("text")) for p in edits).most_common(2)
+            if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+                return Consolidation(final=None, needs_review=True)
+            text = next(p["text"] for p in edits if _words(p.get("text")) == ranked[0][0])
+        return Consolidation(final={"image": "keep", **fields, "text": text, "note": note})
+
+    def applies(self, item, results, config):
+        """Route `flipped`: only items whose label the LLM changed need a person."""
+        if (config or {}).get("route", "all") == "flipped":
+            return flipped(item.get("task"), item.get("original") or {}, item.get("stylised") or {})
+        return True
+
+    # -- screen ------------------------------------------------------------------
+    def screen_context(self, item, config, *, assets, results, suggestions, values):
+        task = item.get("task")
+        original, stylised = item.get("original") or {}, item.get("stylised") or {}
+        before, after = labels(task, original, stylised)
+        names = dict(LABELS.get(task, ()))
+        text_field = TEXT_FIELD.get(task)
+        if task == "cap":
+            original_texts = list(original.get("captions") or [])
+        else:
+            original_texts = [str(original.get(text_field, ""))]
+        return {
+            "task": task,
+            "task_name": TASK_NAMES.get(task, task),
+            "style_name": STYLE_NAMES.get(item.get("style"), item.get("style")),
+            "original_image": image_urls(item.get("original_image"), assets.get("/original_image")),
+            "stylised_image": image_urls(item.get("stylised_image"), assets.get("/stylised_image")),
+            "premise": original.get("premise") if task == "ve" else None,
+            "original_texts": original_texts,
+            "caption_number": stylised.get("caption_number") if task == "cap" else None,
+            "llm_text": llm_text(item),
+            "text_name": {"cap": "caption", "vqa": "question", "ve": "hypothesis"}.get(task, "text"),
+            "labels": [{"value": v, "name": n, "key": str(i)} for i, (v, n) in enumerate(LABELS.get(task, ()), 1)],
+            "original_label": before,
+            "llm_label": after,
+            "original_label_name": names.get(before, before),
+            "llm_label_name": names.get(after, after),
+            "flipped": flipped(task, original, stylised),
+        }
+
+    def initial_values(self, item, config, *, results, suggestions):
+        """The LLM's work is the suggestion: its label, its paraphrase kept (the text ready to edit)."""
+        task = item.get("task")
+        values = {"paraphrase": "keep", "text": llm_text(item)}
+        _, after = labels(task, item.get("original") or {}, item.get("stylised") or {})
+        if after is not None:
+            values["label"] = after
+        return values
