@@ -135,7 +135,7 @@ class Dataset:
     published_path: ClassVar[str] = "{split}.jsonl"
     release_style: ClassVar[JsonStyle] = JsonStyle()
     parquet_columns: ClassVar[tuple[str, ...]] = ()
-    # The published log file (written for every finished item by export_log), or None.
+    # The published log file, JSON Lines (a line for every finished item export_log speaks of), or None.
     export_log_name: ClassVar[str | None] = None
     # Optional capability: boxes for the COCO export.
     boxes: ClassVar[BoxExport | None] = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from app.datasets.dataset import JsonStyle
 from app.exporters.base import Context, Format
 from app.exporters.files import JsonArray
 from app.exporters.rows import finished_rows, split_rows
@@ -40,12 +41,14 @@ def write(ctx: Context) -> dict[str, int]:
                 doc.close()
         counts[split] = n
     if dataset.export_log_name:
+        # A log is JSON Lines whatever the records' layout: one compact line per entry.
+        line_style = JsonStyle(indent=None, ensure_ascii=style.ensure_ascii)
         with ctx.out.open_text(dataset.export_log_name) as fh:
             for batch in finished_rows(ctx.session, ctx.project.id):
                 for row in batch:
                     line = dataset.export_log(row.data, row.results, row.source)
                     if line is not None:
-                        fh.write(style.dumps(line) + "\n")
+                        fh.write(line_style.dumps(line) + "\n")
     return counts
 
 

@@ -54,9 +54,10 @@ _PROVENANCE = """,
       WHERE a.item_id = i.id) AS suggestions"""
 
 
-def _stream(session: Session, sql: str, params: dict[str, Any], split: str | None, provenance: bool) -> Iterator[list[Row]]:
-    # A server-side cursor read BATCH rows at a time (yield_per here buffered every row: measured).
-    conn = session.connection().execution_options(stream_results=True, max_row_buffer=BATCH)
+def _stream(session: Session, sql: str, params: dict[str, Any], split: str | None, provenance: bool, stream: bool = True) -> Iterator[list[Row]]:
+    # A server-side cursor read BATCH rows at a time (yield_per here buffered every row: measured);
+    # `stream=False` reads on the client, for callers inside a savepoint (a page's request in tests).
+    conn = session.connection().execution_options(stream_results=stream, max_row_buffer=BATCH)
     result = conn.execute(sa.text(sql), params)
     for part in result.partitions(BATCH):
         rows = []
@@ -83,11 +84,11 @@ def split_rows(session: Session, project_id: int, definition: SplitDefinition | 
     return _stream(session, sql, {"definition": definition.id, "split": split}, split, provenance)
 
 
-def finished_rows(session: Session, project_id: int) -> Iterator[list[Row]]:
+def finished_rows(session: Session, project_id: int, *, stream: bool = True) -> Iterator[list[Row]]:
     """Every finished item, kept or discarded (the WikiDO verification log lists both)."""
     sql = f"""SELECT i.id, i.external_id, i.data, i.source, i.assets, {_RESULTS}
               FROM items i WHERE i.project_id = :project AND i.status IN ({FINISHED}) ORDER BY i.id"""
-    return _stream(session, sql, {"project": project_id}, ALL, False)
+    return _stream(session, sql, {"project": project_id}, ALL, False, stream)
 
 
 def count_items(session: Session, project_id: int, definition: SplitDefinition | None) -> int:

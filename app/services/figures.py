@@ -170,7 +170,8 @@ def charts(session: Session, project_id: int) -> list[Chart]:
     dataset = project_dataset(session, project_id)
     if type(dataset).charts is Dataset.charts:
         return []  # declares none: no need to read the items
-    return dataset.charts(row for batch in finished_rows(session, project_id) for row in batch)
+    # Read on the client: the page's request may run inside a savepoint, where a server-side cursor can't.
+    return dataset.charts(row for batch in finished_rows(session, project_id, stream=False) for row in batch)
 
 
 def _latest_results(stage_id: int):

@@ -21,11 +21,11 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.datasets import dataset_of
+from app.datasets import dataset_of, get_task
 from app.datasets.task import is_external
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
-from app.lifecycle import ITEM_START
+from app.lifecycle import ITEM_START, ItemStatus
 from app.models import Asset, Item
 from app.services import sampling
 from app.services.audit import record
@@ -248,6 +248,7 @@ def import_items(
         ) as copy:
             for i, ((_, item, source), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
                 data_json = item.model_dump(mode="json")
+                stage_id, status, slots = _entry(stages, data_json)
                 copy.write_row(
                     (
                         project.id,
@@ -256,9 +257,9 @@ def import_items(
                         source,
                         json.dumps(pointers),
                         item.group_id,
-                        first.id,
-                        ITEM_START,
-                        sampling.entry_slots(first),
+                        stage_id,
+                        status,
+                        slots,
                     )
                 )
                 if i % 10000 == 0:
@@ -275,6 +276,15 @@ def import_items(
         images=len(checked),
     )
     return ImportResult(created=len(parsed), images=len(checked), new_images=new_images)
+
+
+def _entry(stages: list, data: dict) -> tuple[int, str, int]:
+    """Where an imported item starts: the first stage whose task applies to it (routing, as
+    between stages), or done at once when none does (stage, status, open slots)."""
+    for stage in stages:
+        if get_task(stage.workflow).applies(data, {}, stage.config):
+            return stage.id, ITEM_START.value, sampling.entry_slots(stage)
+    return stages[-1].id, ItemStatus.done.value, 0
 
 
 def _text_array(values: list[str]):

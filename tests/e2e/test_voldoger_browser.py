@@ -105,12 +105,7 @@ def test_three_rows_by_keyboard(page, committed, settings, storage, tmp_path):
     # The VQA answer put back and its question edited; the VE row as the LLM wrote it; the discarded drawing left out.
     assert rows == [{**VQA_STYLISED[0], "question": "Is the ball red?", "answer": "yes"}, VE_STYLISED[1]]
     assert (tmp_path / "out" / "all.json").read_text() == json.dumps(rows, indent=4)
-    log = (tmp_path / "out" / "check_log.txt").read_text()
-    decoder, entries, pos = json.JSONDecoder(), [], 0
-    while pos < len(log):
-        value, end = decoder.raw_decode(log, pos)
-        entries.append(value)
-        pos = end + 1
+    entries = [json.loads(line) for line in (tmp_path / "out" / "check_log.jsonl").read_text().splitlines()]
     assert entries == [
         {"image_id": "100034.jpg", "question": "Is the ball coloured red? ", "ori_answer": "yes", "style_answer": "no", "flag": False, "comment": ""},
         {"image_id": "3215589470.jpg", "question": VE_STYLISED[1]["hypothesis"], "ori_answer": 1, "style_answer": 2, "flag": True, "comment": ""},

@@ -38,13 +38,8 @@ def images_of(records) -> dict[str, bytes]:
 
 
 def read_log(path) -> list[dict]:
-    """The check log: JSON objects in the release's indent-4 style, one after another."""
-    text, decoder, out, pos = path.read_text(), json.JSONDecoder(), [], 0
-    while pos < len(text):
-        value, pos = decoder.raw_decode(text, pos)
-        out.append(value)
-        pos += text[pos:].find("{") if "{" in text[pos:] else len(text) - pos
-    return out
+    """The check log: JSON Lines, one entry a line."""
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def accept_llm(workflow, item):
@@ -65,7 +60,7 @@ def test_release_round_trip(client, app, api, tmp_path, task, style, original, s
     records = join(original, stylised, task, style)
     out = run(client, app, api, tmp_path, ["voldoger.verify"], f"{style}_{task}.jsonl", import_body(records), images_of(records), accept_llm)
     assert (out / "all.json").read_bytes() == json.dumps(stylised, indent=4).encode()
-    log = read_log(out / "check_log.txt")
+    log = read_log(out / "check_log.jsonl")
     if task == "vqa":
         # The two answers the LLM flipped, accepted; in the authors' fields and types.
         assert log == [
@@ -85,7 +80,6 @@ def _form(html: str) -> tuple[str, dict[str, str]]:
     return assignment, hidden
 
 
-@pytest.mark.committed  # the project page's charts read finished items through a server-side cursor
 def test_the_screen_works_as_a_plain_form(client, app, api):
     records = join(VQA_ORIGINAL, VQA_STYLISED, "vqa", "pencil")
     r = client.post("/api/v1/projects", headers=api["admin"], json={"name": "VOLDOGER", "stages": [{"workflow": "voldoger.verify"}]})
@@ -128,3 +122,33 @@ def test_the_screen_works_as_a_plain_form(client, app, api):
     login(client, "boss")
     page = client.get(f"/projects/{project_id}").text
     assert "LLM label changes people accepted" in page and "Stylised images kept or discarded" in page
+
+
+@pytest.mark.committed
+def test_route_flipped_on_the_first_stage_shows_only_changed_labels(client, app, api, tmp_path):
+    """Rows whose label the LLM kept are done at import, exported as the LLM left them."""
+    records = join(VQA_ORIGINAL, VQA_STYLISED, "vqa", "oil")
+    admin, ann = api["admin"], api["ann"]
+    project = client.post("/api/v1/projects", headers=admin, json={
+        "name": "flipped only", "stages": [{"workflow": "voldoger.verify", "config": {"route": "flipped"}}]}).json()
+    r = client.post(f"/api/v1/projects/{project['id']}/items", headers=admin,
+                    files={"file": ("oil_vqa.jsonl", import_body(records)), "images": ("i.zip", zip_bytes(images_of(records)))})
+    assert r.status_code == 201, r.text
+    shown = []
+    stage = project["stages"][0]["id"]
+    while (claim := client.post(f"/api/v1/stages/{stage}/claim", headers=ann)).status_code == 200:
+        item = claim.json()
+        shown.append(item["data"]["stylised"]["question_id"])
+        client.post(f"/api/v1/assignments/{item['assignment_id']}/submit", headers=ann,
+                    json={"payload": accept_llm("voldoger.verify", item), "idempotency_key": str(item["item_id"])}).raise_for_status()
+    changed = [row["question_id"] for row, orig in zip(VQA_STYLISED, [next(o for o in VQA_ORIGINAL if o["question_id"] == s["question_id"]) for s in VQA_STYLISED])
+               if row["answer"] != orig["answer"]]
+    assert shown == changed and len(shown) < len(VQA_STYLISED)
+    with transaction(app.state.sessions) as s:
+        statuses = sorted(s.scalars(sa.select(Item.status).where(Item.project_id == project["id"])))
+    assert statuses == ["done"] * len(VQA_STYLISED)
+    out = tmp_path / "flipped"
+    from tests.web.test_round_trip import export_as
+
+    export_as(app, project["id"], "published", out)
+    assert (out / "all.json").read_bytes() == json.dumps(VQA_STYLISED, indent=4).encode()

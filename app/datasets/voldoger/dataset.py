@@ -86,7 +86,7 @@ class Voldoger(Dataset):
     release_style = JsonStyle(indent=4, ensure_ascii=True, final_newline=False)
     # The core writes a log line by line in `release_style`: with indent 4 that is one indented object per
     # changed label, one after another (a stream of JSON values, not JSON Lines; see the README).
-    export_log_name = "check_log.txt"
+    export_log_name = "check_log.jsonl"
 
     def parse_item(self, record, config):
         item = super().parse_item(record, config)

@@ -7,7 +7,7 @@ contradiction; captioning has none); does the paraphrase (question, hypothesis o
 the meaning (P keep / E edit it in place). An optional note (comment) goes to the check log.
 
 Stage config `route`: `all` (default) or `flipped`, only the items whose label the LLM changed
-(`applies`; see the README for the first stage).
+(`applies`; on a project's first stage the import routes, so the others are done at once).
 """
 
 from __future__ import annotations
