@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -82,3 +81,11 @@ def test_sections_then_explanations_with_plain_forms(client, app, api):
     judged = {x["id"]: x for x in log}
     assert judged["0001_02"]["reason"] == "not_about_artwork"
     assert judged["0001_01"]["score"] == 3 and judged["0001_01"]["struck_words"] == ["in", "Rome"]
+    # The project page draws the expert-vs-metrics charts (SVG and the rank-correlation table).
+    from tests.conftest import make_user
+
+    client.cookies.clear()
+    make_user(sessions, "root", "admin")
+    login(client, "root")
+    page = client.get(f"/projects/{project_id}").text
+    assert page.count('data-chart="') >= 2 and "<svg" in page

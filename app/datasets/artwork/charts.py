@@ -56,6 +56,16 @@ def charts(finished: Iterable[Any]) -> list[Chart]:
         kind="table",
         note="Mean expert score (1–5), mean share of struck words, and mean entity metrics of each model's explanations.",
     )
+    # The same means drawn side by side, all on a 0–1 scale (the expert score divided by 5).
+    bars = Chart(
+        "Expert score and entity metrics by model (0–1)",
+        ("expert score / 5", "struck words", *(label for label, _ in METRICS)),
+        [
+            (model, tuple(None if v is None else v / 5 if i == 0 else v for i, v in enumerate(values[1:])))
+            for model, values in per_model.rows
+        ],
+        kind="bars",
+    )
     correlations = []
     for label, key in METRICS:
         pairs = [(r["score"], r[key]) for r in rows if r[key] is not None]
@@ -69,4 +79,4 @@ def charts(finished: Iterable[Any]) -> list[Chart]:
         note="Spearman's rank correlation of the expert scores with each metric over judged explanations, "
              "with a seeded percentile bootstrap interval (1,000 resamples); a dash where it is undefined.",
     )
-    return [per_model, rank]
+    return [bars, per_model, rank]

@@ -10,7 +10,7 @@ starts with this stage (it needs no earlier stage's final).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -152,8 +152,9 @@ def test_charts_per_model_and_rank_correlation():
         data = item({**RECORD, "id": f"x{i}", "model": model, "explanation": explanation})
         rows.append(SimpleNamespace(data=data, results={"artwork.explanation": {"score": score, "struck": [[0, 1]]}}, source=None))
     rows.append(SimpleNamespace(data=item(), results={"artwork.sections": {"decision": "keep", "reason": None}}, source=None))
-    per_model, rank = DATASET.charts(rows)
+    bars, per_model, rank = DATASET.charts(rows)
     table = dict(per_model.rows)
+    assert bars.kind == "bars" and dict(bars.rows)["a"][0] == pytest.approx(4.5 / 5)  # drawn on one 0–1 scale
     assert table["a"][:2] == (2, 4.5) and table["b"][:2] == (2, 1.5)
     assert table["b"][2] == pytest.approx((1 / 5 + 1 / 6) / 2)  # one struck token of 5 and of 6 (full stops count)
     rho = dict(rank.rows)["EC"]
