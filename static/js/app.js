@@ -68,7 +68,51 @@
     var form = event.target;
     if (form.matches && form.matches("[data-annotation-form]")) {
       form.dataset.sent = "1";
+      if (window.htmx) htmx.trigger(form, "htmx:abort");  // a draft save in flight must not race the submit
       form.querySelectorAll("button[type=submit]").forEach(function (b) { b.setAttribute("aria-busy", "true"); });
     }
   });
+
+  // Drafts: nothing typed is lost. The screen says "unsaved" from the first change until the
+  // server confirms a save; a hidden or closing page sends what is unsaved at once (keepalive);
+  // a submitted form cancels draft saves still waiting; a refused save shows its message.
+  var draftForm = document.querySelector("[data-annotation-form][hx-post]");
+  if (draftForm) {
+    var state = document.getElementById("draft-state");
+    var dirty = false;
+    var markUnsaved = function () {
+      if (draftForm.dataset.sent) return;
+      dirty = true;
+      if (state) state.innerHTML = '<small class="draft-state unsaved">Unsaved changes…</small>';
+    };
+    draftForm.addEventListener("input", markUnsaved);
+    draftForm.addEventListener("change", markUnsaved);
+    document.body.addEventListener("htmx:beforeRequest", function (event) {
+      if (event.detail.elt === draftForm && draftForm.dataset.sent) event.preventDefault();
+    });
+    var isDraft = function (detail) {
+      return detail.pathInfo && /\/draft$/.test(detail.pathInfo.requestPath || "");
+    };
+    document.body.addEventListener("htmx:afterRequest", function (event) {
+      if (isDraft(event.detail) && event.detail.successful) dirty = false;
+    });
+    document.body.addEventListener("htmx:beforeSwap", function (event) {
+      if (isDraft(event.detail) && event.detail.xhr.status === 409) {
+        event.detail.shouldSwap = true;  // "this item was already submitted", on screen
+        event.detail.isError = false;
+        dirty = false;
+      }
+    });
+    var flush = function () {
+      if (!dirty || draftForm.dataset.sent) return;
+      dirty = false;
+      fetch(draftForm.getAttribute("hx-post"), {
+        method: "POST", body: new URLSearchParams(new FormData(draftForm)), keepalive: true, credentials: "same-origin",
+        headers: { "X-CSRF-Token": document.body.dataset.csrf || "", "HX-Request": "true" },
+      });
+    };
+    document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") flush(); });
+    window.addEventListener("pagehide", flush);
+    window.addEventListener("beforeunload", flush);
+  }
 })();

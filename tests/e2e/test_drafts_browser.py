@@ -1,0 +1,70 @@
+"""Nothing typed is lost: a page closed right after a change has its draft saved, a fast
+choose-and-submit races no draft save, and a refused save says why on screen."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from app.db import transaction
+from app.models import Annotation, Draft
+from tests.conftest import PASSWORD, make_choice_project, make_user
+from tests.e2e.conftest import log_in
+
+
+def test_a_change_100_ms_before_closing_is_kept(page, committed, settings, storage):
+    _, stage_id = make_choice_project(committed, settings, storage, 2, name="Drafts")
+    make_user(committed, "dee", "annotator", PASSWORD)
+    log_in(page, "dee", PASSWORD)
+    page.goto(f"/stages/{stage_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    screen = page.url
+    page.keyboard.press("3")
+    assert "Unsaved" in page.locator("#draft-state").inner_text()
+    page.wait_for_timeout(100)
+    context = page.context
+    page.close(run_before_unload=True)
+    again = context.new_page()
+    again.wait_for_timeout(500)  # the keepalive request lands
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(Draft.payload)) == {"choice": "c"}
+    again.goto(f"/stages/{stage_id}/annotate")
+    again.wait_for_url("**/assignments/*")
+    assert again.url == screen and again.locator("input[name=choice][value=c]").is_checked()
+
+
+def test_choosing_and_submitting_at_once_races_no_draft_save(page, committed, settings, storage):
+    _, stage_id = make_choice_project(committed, settings, storage, 2, name="Fast")
+    make_user(committed, "fay", "annotator", PASSWORD)
+    log_in(page, "fay", PASSWORD)
+    statuses = []
+    page.on("response", lambda r: statuses.append(r.status) if "/draft" in r.url else None)
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(f"/stages/{stage_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    first = page.url
+    page.keyboard.press("2")
+    page.wait_for_timeout(50)
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: url != first)
+    page.wait_for_timeout(800)
+    assert 409 not in statuses and not [e for e in errors if "409" in e]
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(Annotation.payload)) == {"choice": "b"}
+
+
+def test_a_refused_draft_save_is_shown(page, committed, settings, storage):
+    _, stage_id = make_choice_project(committed, settings, storage, 2, name="Refused")
+    make_user(committed, "gus", "annotator", PASSWORD)
+    log_in(page, "gus", PASSWORD)
+    page.goto(f"/stages/{stage_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    screen = page.url
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: url != screen)
+    page.go_back()  # the submitted item again
+    page.wait_for_url(screen)
+    page.keyboard.press("2")
+    page.wait_for_selector("#draft-state .error")
+    assert "submitted" in page.locator("#draft-state").inner_text().lower()
