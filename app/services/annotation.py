@@ -22,6 +22,10 @@ from app.services.projects import get_stage
 MAX_KEY_LENGTH = 100
 
 
+class AlreadySubmitted(Conflict):
+    """Another answer posted under the key of an earlier submit (a revision needs a new key)."""
+
+
 @dataclass
 class SubmitResult:
     annotation_id: int
@@ -66,8 +70,18 @@ def submit(
     if earlier is not None:
         if earlier.assignment_id != assignment.id:
             raise Conflict("This idempotency key was already used for another assignment.")
-        item_status = session.scalar(sa.select(Item.status).where(Item.id == assignment.item_id))
-        return SubmitResult(earlier.id, earlier.revision, True, item_status)
+        item = session.get(Item, assignment.item_id)
+        if payload != earlier.payload:
+            # A retry repeats the answer; another answer under the same key (a page shown again
+            # after its submit) must never be dropped silently: it is refused with the way on.
+            stage = session.get(Stage, assignment.stage_id)
+            clean = get_task(stage.workflow).validate_annotation(item.data, payload, stage.config, results_by_stage(session, item.id))
+            if clean != earlier.payload:
+                raise AlreadySubmitted(
+                    f"You already submitted this item with another answer (revision {earlier.revision}); "
+                    "nothing was changed. Submit again to store this answer as a new revision."
+                )
+        return SubmitResult(earlier.id, earlier.revision, True, item.status)
 
     item = session.scalar(sa.select(Item).where(Item.id == assignment.item_id).with_for_update())
     stage = session.get(Stage, assignment.stage_id)

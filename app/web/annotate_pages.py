@@ -112,7 +112,9 @@ def submit(request: Request, assignment_id: int, session: Db, answer: Answer, us
             stage_id = _submit(session, assignment_id, user, answer)
     except (Invalid, Conflict) as exc:
         ctx = _screen_context(session, assignment_id, user, answer.values)
-        return render_error(request, "annotate/screen.html", ctx, exc, idempotency_key=answer.meta.get("idempotency_key"))
+        # A revision of a submitted item goes in under a new key; anything else keeps the posted one.
+        keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
+        return render_error(request, "annotate/screen.html", ctx, exc, **keep)
     request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
     return _go(request, f"/stages/{stage_id}/annotate")
 

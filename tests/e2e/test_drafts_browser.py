@@ -68,3 +68,26 @@ def test_a_refused_draft_save_is_shown(page, committed, settings, storage):
     page.keyboard.press("2")
     page.wait_for_selector("#draft-state .error")
     assert "submitted" in page.locator("#draft-state").inner_text().lower()
+
+
+def test_back_to_a_submitted_item_and_another_answer_is_never_dropped(page, committed, settings, storage):
+    _, stage_id = make_choice_project(committed, settings, storage, 2, overlap=2, name="Revise")
+    make_user(committed, "ivy", "annotator", PASSWORD)
+    log_in(page, "ivy", PASSWORD)
+    page.goto(f"/stages/{stage_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    screen = page.url
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: url != screen)
+    page.go_back()
+    page.wait_for_url(screen)
+    page.keyboard.press("2")
+    page.keyboard.press("Enter")  # the same key as the first submit: refused, with the way on
+    page.wait_for_selector("[role=alert]")
+    assert "already submitted this item with another answer" in page.locator("[role=alert]").inner_text()
+    page.keyboard.press("Enter")  # now a revision
+    page.wait_for_url(lambda url: url != screen and not url.endswith("/submit"))
+    with transaction(committed) as s:
+        stored = s.execute(sa.select(Annotation.revision, Annotation.payload).order_by(Annotation.id)).all()
+    assert [tuple(r) for r in stored] == [(1, {"choice": "a"}), (2, {"choice": "b"})]
