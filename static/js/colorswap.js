@@ -35,6 +35,14 @@
         root.querySelector('[data-caption="' + n + '"]').classList.toggle("focused", focus === n);
       });
       shown = { 1: value(1), 2: value(2) };
+      // One image for both captions can't be submitted: say why at once, and hold the submit.
+      var same = value(1) !== "" && value(1) !== "none" && value(1) === value(2);
+      var message = same ? "Image " + (Number(value(1)) + 1) + " cannot fit both captions: their colours are swapped. " +
+        "Choose another image for one caption, or mark \u201cnone fits\u201d (N)." : "";
+      form.querySelectorAll('input[name="choice_2"]').forEach(function (r) { r.setCustomValidity(message); });
+      var clash = root.querySelector("[data-clash]");
+      clash.textContent = message;
+      clash.hidden = !same;
       root.querySelectorAll(".candidate").forEach(function (fig) {
         var i = fig.dataset.index;
         fig.classList.toggle("chosen-1", value(1) === i);

@@ -133,3 +133,25 @@ def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, t
         final = s.scalars(sa.select(ItemResult.payload).where(ItemResult.item_id == item.id).order_by(ItemResult.id)).all()
     assert item.status == "done"
     assert final[-1] == {"caption_1": f"a fluffy red cat {n} in a grey jacket", "caption_2": f"a fluffy grey cat {n} in a red jacket"}
+
+
+def test_one_image_for_both_captions_says_why_at_once(page, committed, settings, storage):
+    filter_id, _ = _project(committed, settings, storage)
+    make_user(committed, "cs2", "annotator", PASSWORD)
+    log_in_by_keyboard(page, "cs2", PASSWORD)
+    page.goto(f"/stages/{filter_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    page.wait_for_selector(".caption-target.focused")
+    screen = page.url
+    page.keyboard.press("1")
+    page.keyboard.press("1")  # the same image for caption 2
+    page.wait_for_timeout(600)  # more than a second digit could take
+    clash = page.locator("[data-clash]")
+    assert clash.is_visible() and "cannot fit both captions" in clash.inner_text()
+    page.keyboard.press("Enter")  # held on the screen: nothing is sent
+    page.wait_for_timeout(400)
+    assert page.url == screen
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Annotation)) == 0
+    page.keyboard.press("z")  # undo caption 2's choice: the message goes
+    assert not clash.is_visible()
