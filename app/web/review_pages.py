@@ -29,6 +29,14 @@ def review_list(request: Request, stage_id: int, session: Db, user: Principal = 
     return render(request, "review/list.html", {"stage": stage, "project": project, "rows": rows, "waiting": waiting})
 
 
+@router.get("/stages/{stage_id}/review/next")
+def review_next(stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+    """The item annotators disagree on most, or the queue when nothing waits: where a decision leads."""
+    rows = review.review_queue(session, stage_id, limit=500)
+    target = f"/stages/{stage_id}/review/{rows[0].item_id}" if rows else f"/stages/{stage_id}/review"
+    return RedirectResponse(target, status_code=303)
+
+
 @router.post("/stages/{stage_id}/review/{item_id}/take-back")
 def take_back(stage_id: int, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
     """Stop waiting for the annotators of a sent-back item and review it again."""
@@ -88,9 +96,9 @@ def review_submit(
                 chosen = {"accept_annotation_id": accept} if accept is not None else {"payload": _json_object(final)}
                 review.resolve(session, stage_id, item_id, user.id, comment=comment, **chosen)
     except DomainError as exc:
-        ctx = _screen_context(session, stage_id, item_id, final_text=final, comment=comment)
+        ctx = _screen_context(session, stage_id, item_id, final_text=final, comment=comment, failed=action or ("accept" if accept else "final"))
         return render_error(request, "review/screen.html", ctx, exc)
-    return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
+    return RedirectResponse(f"/stages/{stage_id}/review/next", status_code=303)
 
 
 def _json_object(text: str) -> dict:
@@ -140,7 +148,7 @@ def review_edit_submit(request: Request, stage_id: int, item_id: int, session: D
         start = int(answer.meta["start"]) if (answer.meta.get("start") or "").isdigit() else None
         ctx = _editor_context(session, stage_id, item_id, start, answer.values)
         return render_error(request, "review/edit.html", ctx, exc, comment=comment)
-    return RedirectResponse(f"/stages/{stage_id}/review", status_code=303)
+    return RedirectResponse(f"/stages/{stage_id}/review/next", status_code=303)
 
 
 @router.post("/stages/{stage_id}/review/{item_id}/check")

@@ -91,3 +91,31 @@ def test_review_enter_takes_only_the_focused_decision(page, committed, settings,
         assert s.scalar(sa.select(sa.func.count()).select_from(ItemResult)) == 1
         statuses = set(s.scalars(sa.select(Item.status).where(Item.project_id == project_id)))
     assert "active" in statuses  # the second item went back to its annotators
+
+
+def test_a_decision_opens_the_next_item_and_a_failed_send_back_focuses_the_comment(page, committed, settings, storage):
+    _, stage_id = make_choice_project(committed, settings, storage, 2, overlap=2, name="Next please")
+    for name, choice in (("v1", "a"), ("v2", "b")):
+        user = make_user(committed, name)
+        for n in range(2):
+            with transaction(committed) as s:
+                claimed = annotation.claim(s, stage_id, user)
+                annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"n-{name}-{n}")
+    make_user(committed, "rey", "reviewer", PASSWORD)
+    log_in(page, "rey", PASSWORD)
+    page.goto(f"/stages/{stage_id}/review")
+    page.click("#first-review")
+    page.wait_for_selector(".review-annotation")
+    first = page.url
+    page.keyboard.press("b")  # send back without a comment: refused, the comment field has the focus
+    page.wait_for_selector("[role=alert]")
+    assert page.evaluate("document.activeElement.id") == "comment"
+    assert page.locator("details.review-json").get_attribute("open") is None
+    page.keyboard.press("Escape")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("1")  # accept: the next item opens at once
+    page.wait_for_url(lambda url: url != first and not url.endswith("/review/" + first.rsplit("/", 1)[-1]) and "/review/" in url)
+    page.wait_for_selector(".review-annotation")
+    page.keyboard.press("2")
+    page.wait_for_url(f"**/stages/{stage_id}/review")
+    assert page.get_by_text("Nothing waits for review").count() == 1
