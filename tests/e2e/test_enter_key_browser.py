@@ -103,8 +103,7 @@ def test_a_decision_opens_the_next_item_and_a_failed_send_back_focuses_the_comme
                 annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"n-{name}-{n}")
     make_user(committed, "rey", "reviewer", PASSWORD)
     log_in(page, "rey", PASSWORD)
-    page.goto(f"/stages/{stage_id}/review")
-    page.click("#first-review")
+    page.locator("[data-review-queue]", has_text="Review 2").click()  # the home page leads to the queue
     page.wait_for_selector(".review-annotation")
     first = page.url
     page.keyboard.press("b")  # send back without a comment: refused, the comment field has the focus
