@@ -2,24 +2,33 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 8000
 CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: install run test browser bench clean
 
+# The app alone for `make run` (no multi-GB model environment); tests add the dev and worker extras.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,worker]'
+	$(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,worker]'
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
+# The server and a worker (exports, agreement reports, the suggestion kinds whose models are
+# installed); Ctrl-C stops both.
 run: install
 	$(BIN)/vlcurate db upgrade
 	$(BIN)/vlcurate demo
-	$(BIN)/vlcurate serve --host $(HOST) --port $(PORT)
+	$(BIN)/vlcurate worker & worker=$$!; trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
+	  $(BIN)/vlcurate serve --host $(HOST) --port $(PORT)
 
 # Browser tests drive the system's Chromium; install it where we may (as root with apt).
 browser:
@@ -28,10 +37,10 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Browser tests need Chromium at $(CHROMIUM): install it (Debian: sudo apt-get install chromium) or set CHROMIUM=/path"; exit 1; fi; }
 
-test: install browser
+test: $(TEST_STAMP) browser
 	VLCURATE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q $(PYTEST_ARGS)
 
-bench: install
+bench: $(TEST_STAMP)
 	$(BIN)/python bench/import_bench.py
 	$(BIN)/python bench/colorswap_bench.py
 	$(BIN)/python bench/wikido_bench.py

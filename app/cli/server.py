@@ -96,7 +96,7 @@ def worker(
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
     for kind in sorted(producers()):
         why = jobs.unavailable(kind, settings)
-        console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False)
+        console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False, markup=False)
     recovered = jobs.recover_stalled(settings)
     if recovered:
         console.print(f"Re-queued {recovered} jobs whose worker had stopped.")
