@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import PASSWORD
+
 CHROMIUM = os.environ.get("VLCURATE_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
@@ -43,3 +45,25 @@ def log_in_by_keyboard(page, username: str, password: str) -> None:
     page.keyboard.type(password)
     page.keyboard.press("Enter")
     page.wait_for_url("**/")
+
+
+def open_stage(page, username: str, stage_id: int) -> str:
+    """Log in as `username` and open the stage's next item; returns the screen's URL."""
+    log_in(page, username, PASSWORD)
+    page.goto(f"/stages/{stage_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    return page.url
+
+
+def disagree(sessions, stage_id: int, answers: dict[str, str], items: int = 1) -> None:
+    """Each named annotator answers `items` items of the stage with their choice (through the services)."""
+    from app.db import transaction
+    from app.services import annotation
+    from tests.conftest import make_user
+
+    for name, choice in answers.items():
+        user = make_user(sessions, name)
+        for n in range(items):
+            with transaction(sessions) as s:
+                claimed = annotation.claim(s, stage_id, user)
+                annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"k-{name}-{n}")

@@ -8,16 +8,13 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Annotation, Draft
 from tests.conftest import PASSWORD, make_choice_project, make_user
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import open_stage
 
 
 def test_a_change_100_ms_before_closing_is_kept(page, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 2, name="Drafts")
     make_user(committed, "dee", "annotator", PASSWORD)
-    log_in(page, "dee", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
-    page.wait_for_url("**/assignments/*")
-    screen = page.url
+    screen = open_stage(page, "dee", stage_id)
     page.keyboard.press("3")
     assert "Unsaved" in page.locator("#draft-state").inner_text()
     page.wait_for_timeout(100)
@@ -35,14 +32,10 @@ def test_a_change_100_ms_before_closing_is_kept(page, committed, settings, stora
 def test_choosing_and_submitting_at_once_races_no_draft_save(page, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 2, name="Fast")
     make_user(committed, "fay", "annotator", PASSWORD)
-    log_in(page, "fay", PASSWORD)
-    statuses = []
+    statuses, errors = [], []
     page.on("response", lambda r: statuses.append(r.status) if "/draft" in r.url else None)
-    errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.goto(f"/stages/{stage_id}/annotate")
-    page.wait_for_url("**/assignments/*")
-    first = page.url
+    first = open_stage(page, "fay", stage_id)
     page.keyboard.press("2")
     page.wait_for_timeout(50)
     page.keyboard.press("Enter")
@@ -56,10 +49,7 @@ def test_choosing_and_submitting_at_once_races_no_draft_save(page, committed, se
 def test_a_refused_draft_save_is_shown(page, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 2, name="Refused")
     make_user(committed, "gus", "annotator", PASSWORD)
-    log_in(page, "gus", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
-    page.wait_for_url("**/assignments/*")
-    screen = page.url
+    screen = open_stage(page, "gus", stage_id)
     page.keyboard.press("1")
     page.keyboard.press("Enter")
     page.wait_for_url(lambda url: url != screen)
@@ -73,10 +63,7 @@ def test_a_refused_draft_save_is_shown(page, committed, settings, storage):
 def test_back_to_a_submitted_item_and_another_answer_is_never_dropped(page, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 2, overlap=2, name="Revise")
     make_user(committed, "ivy", "annotator", PASSWORD)
-    log_in(page, "ivy", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
-    page.wait_for_url("**/assignments/*")
-    screen = page.url
+    screen = open_stage(page, "ivy", stage_id)
     page.keyboard.press("1")
     page.keyboard.press("Enter")
     page.wait_for_url(lambda url: url != screen)

@@ -7,9 +7,8 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, ItemResult
-from app.services import annotation
 from tests.conftest import PASSWORD, make_choice_project, make_user
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import disagree, log_in, open_stage
 
 
 def _annotations(committed) -> int:
@@ -20,10 +19,7 @@ def _annotations(committed) -> int:
 def test_enter_on_a_focused_skip_or_link_stores_nothing(page, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 3, name="Keys")
     make_user(committed, "kim", "annotator", PASSWORD)
-    log_in(page, "kim", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
-    page.wait_for_url("**/assignments/*")
-    first = page.url
+    first = open_stage(page, "kim", stage_id)
     page.keyboard.press("2")  # an answer is chosen ...
     page.focus("#skip-button")
     page.keyboard.press("Enter")  # ... but Enter on Skip skips
@@ -49,12 +45,7 @@ def test_enter_on_a_focused_skip_or_link_stores_nothing(page, committed, setting
 
 def test_review_enter_takes_only_the_focused_decision(page, committed, settings, storage):
     project_id, stage_id = make_choice_project(committed, settings, storage, 2, overlap=2, name="Disagree twice")
-    for name, choice in (("u1", "a"), ("u2", "c")):
-        user = make_user(committed, name)
-        for n in range(2):
-            with transaction(committed) as s:
-                claimed = annotation.claim(s, stage_id, user)
-                annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"k-{name}-{n}")
+    disagree(committed, stage_id, {"u1": "a", "u2": "c"}, items=2)
     make_user(committed, "rita", "reviewer", PASSWORD)
     log_in(page, "rita", PASSWORD)
     page.goto(f"/stages/{stage_id}/review")
@@ -95,12 +86,7 @@ def test_review_enter_takes_only_the_focused_decision(page, committed, settings,
 
 def test_a_decision_opens_the_next_item_and_a_failed_send_back_focuses_the_comment(page, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 2, overlap=2, name="Next please")
-    for name, choice in (("v1", "a"), ("v2", "b")):
-        user = make_user(committed, name)
-        for n in range(2):
-            with transaction(committed) as s:
-                claimed = annotation.claim(s, stage_id, user)
-                annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"n-{name}-{n}")
+    disagree(committed, stage_id, {"v1": "a", "v2": "b"}, items=2)
     make_user(committed, "rey", "reviewer", PASSWORD)
     log_in(page, "rey", PASSWORD)
     page.locator("[data-review-queue]", has_text="Review 2").click()  # the home page leads to the queue
