@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from app.cli import app as cli
 from app.db import transaction
-from app.models import ApiToken, Item, User
+from app.models import ApiToken, Item, Project, User
 from app.settings import get_settings
 from tests.conftest import png_bytes
 
@@ -146,10 +146,10 @@ def test_sampled_project_and_equivalence_commands(env, tmp_path):
     r = invoke("equivalence", "Sampled")
     assert r.exit_code == 1 and "no stage with free-text answers" in r.output
     assert invoke("project", "create", "Args", "--workflow", "visargs.premises", "--workflow", "visargs.structure").exit_code == 0
-    r = invoke("equivalence", "Args")
-    assert r.exit_code == 0 and "0 new pairs to judge" in r.output, r.output
-    r = invoke("equivalence", "Args")  # the judgement project exists: reused
-    assert r.exit_code == 0 and "0 new pairs" in r.output
+    r = invoke("equivalence", "Args")  # no answers yet: nothing to judge, and no empty companion project
+    assert r.exit_code == 1 and "Nothing to judge yet" in r.output, r.output
+    with transaction(env) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Project).where(Project.name.like("Args · %"))) == 0
 
 
 def test_splits_and_export_commands(env, settings, storage, tmp_path):

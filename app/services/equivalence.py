@@ -89,6 +89,12 @@ def create_judgements(session: Session, stage_id: int, *, overlap: int = 1, acto
     stage = projects.get_stage(session, stage_id)
     pairs = answer_pairs(session, stage)
     judging = judging_stage(session, stage)
+    if judging is None and all(p.same_wording for p in pairs):
+        # No companion project for nothing: say so instead.
+        raise Invalid(
+            f"Nothing to judge yet: stage '{stage.name}' has {len(pairs)} answer pairs and none is worded differently. "
+            "Judgements are needed once two annotators answer one item in different words."
+        )
     if judging is None:
         owner = projects.get_project(session, stage.project_id)
         project = projects.create_project(

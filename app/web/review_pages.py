@@ -217,7 +217,11 @@ def recompute(request: Request, stage_id: int, session: Db, user: Principal = De
 @router.post("/stages/{stage_id}/equivalence")
 def judge_equivalence(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
     """Queue the differently worded answer pairs of the stage for equivalence judgements."""
-    made = equivalence.create_judgements(session, stage_id, actor_id=user.id)
+    try:
+        with savepoint(session):
+            made = equivalence.create_judgements(session, stage_id, actor_id=user.id)
+    except DomainError as exc:
+        return render_error(request, "review/agreement.html", _dashboard_context(session, stage_id), exc)
     notice = (
         f"{made['created']} new pairs to judge ({made['pairs']} pairs in all, {made['same_wording']} worded the same). "
         "Recompute once they are judged."

@@ -224,3 +224,20 @@ def test_conclusion_equivalence_rate_from_reviewers_judgements(client, app):
     low, high = figures["metrics"]["equivalence rate"]["low"], figures["metrics"]["equivalence rate"]["high"]
     assert low <= expected <= high
     assert figures["pairwise"]["a1 / a3"] == {"items": 4, "equivalence rate": pytest.approx(3 / 4)}
+
+
+def test_equivalence_with_nothing_to_judge_says_so(client, app):
+    from app.models import Project
+    from app.services import projects
+
+    sessions = app.state.sessions
+    with transaction(sessions) as s:
+        made = projects.create_project(s, "Args", projects.stage_specs_for("visargs.premises"))
+        structure = projects.stages_of(s, made.id)[1].id
+    make_user(sessions, "rita", "reviewer")
+    login(client, "rita")
+    page = client.get(f"/stages/{structure}/agreement").text
+    r = client.post(f"/stages/{structure}/equivalence", data={"csrf_token": csrf_from(page)})
+    assert r.status_code == 422 and 'role="alert">Nothing to judge yet' in r.text
+    with transaction(sessions) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Project)) == 1
