@@ -65,7 +65,8 @@ def write_export(
 ) -> dict[str, Any]:
     """Write the export under `root` and return its manifest (also written as manifest.json)."""
     project = session.get(Project, project_id)
-    dataset = project_dataset(session, project_id)
+    tasks = session.scalars(sa.select(Stage.workflow).where(Stage.project_id == project_id).order_by(Stage.position)).all()
+    dataset = dataset_of(tasks[0])
     writer = get_format(fmt, dataset)
     splits = definition.order if definition is not None else [ALL]
     root.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,7 @@ def write_export(
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "project": project.name,
-        "workflow": session.scalar(sa.select(Stage.workflow).where(Stage.project_id == project_id).order_by(Stage.position.desc()).limit(1)),
+        "workflow": tasks[-1],
         "format": fmt,
         "splits": counts,
         "split_order": splits,

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.datasets import dataset_of, get_task
+from app.datasets import dataset_of
 from app.datasets.task import is_external
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
@@ -30,6 +30,7 @@ from app.models import Asset, Item
 from app.services import sampling
 from app.services.audit import record
 from app.services.projects import get_project, stages_of
+from app.services.pipeline import first_applying
 from app.services.records import parse_records
 from app.settings import Settings
 from app.storage import S3Storage, Storage
@@ -279,12 +280,12 @@ def import_items(
 
 
 def _entry(stages: list, data: dict) -> tuple[int, str, int]:
-    """Where an imported item starts: the first stage whose task applies to it (routing, as
-    between stages), or done at once when none does (stage, status, open slots)."""
-    for stage in stages:
-        if get_task(stage.workflow).applies(data, {}, stage.config):
-            return stage.id, ITEM_START.value, sampling.entry_slots(stage)
-    return stages[-1].id, ItemStatus.done.value, 0
+    """Where an imported item starts: the first stage whose task applies to it (the pipeline's
+    routing), or done at once when none does (stage, status, open slots)."""
+    stage = first_applying(stages, data, {})
+    if stage is None:
+        return stages[-1].id, ItemStatus.done.value, 0
+    return stage.id, ITEM_START.value, sampling.entry_slots(stage)
 
 
 def _text_array(values: list[str]):

@@ -92,17 +92,21 @@ def finalize(
         item.status = transition(item.status, ItemEvent.discard)
         item.slots_left = 0
         return
-    results = results_by_stage(session, item.id)
     later = session.scalars(
         sa.select(Stage)
         .where(Stage.project_id == stage.project_id, Stage.position > stage.position)
         .order_by(Stage.position)
     )
-    for nxt in later:
-        if get_task(nxt.workflow).applies(item.data, results, nxt.config):
-            item.stage_id = nxt.id
-            item.status = transition(item.status, ItemEvent.advance)
-            item.slots_left = sampling.required(session, nxt, item.id)
-            return
+    nxt = first_applying(later, item.data, results_by_stage(session, item.id))
+    if nxt is not None:
+        item.stage_id = nxt.id
+        item.status = transition(item.status, ItemEvent.advance)
+        item.slots_left = sampling.required(session, nxt, item.id)
+        return
     item.status = transition(item.status, ItemEvent.finish)
     item.slots_left = 0
+
+
+def first_applying(stages, data: dict[str, Any], results: dict[str, Any]) -> Stage | None:
+    """Routing: the first of `stages` (in order) whose task applies to the item, or None (done)."""
+    return next((s for s in stages if get_task(s.workflow).applies(data, results, s.config)), None)
