@@ -40,6 +40,7 @@ def log_in(page, username: str, password: str) -> None:
 def log_in_by_keyboard(page, username: str, password: str) -> None:
     """The login form by keyboard only: the username field has the focus, Tab, Enter."""
     page.goto("/login")
+    page.wait_for_selector("input[name=username]:focus")  # autofocus lands after load on a busy machine
     page.keyboard.type(username)
     page.keyboard.press("Tab")
     page.keyboard.type(password)
