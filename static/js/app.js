@@ -111,6 +111,13 @@
     }
   });
 
+  // A submitted screen shown again from the back-forward cache asks the server anew: it then says
+  // the item was submitted and takes a revision, instead of a form that can no longer send.
+  window.addEventListener("pageshow", function (event) {
+    var form = document.querySelector("[data-annotation-form]");
+    if (event.persisted && form && form.dataset.sent) location.reload();
+  });
+
   // Drafts: nothing typed is lost. The screen says "unsaved" from the first change until the
   // server confirms a save; a hidden or closing page sends what is unsaved at once (keepalive);
   // a submitted form cancels draft saves still waiting; a refused save shows its message.

@@ -11,7 +11,7 @@ from app.db import transaction
 from app.models import Annotation
 from app.services import imports, projects
 from tests.conftest import PASSWORD, make_choice_project, make_user
-from tests.e2e.conftest import Keys, open_stage
+from tests.e2e.conftest import Keys, open_stage, shoot
 
 
 def _payloads(committed) -> list[dict]:
@@ -67,6 +67,7 @@ def test_an_equivalence_in_two_keys(page, committed, settings, storage):
     make_user(committed, "eve", "annotator", PASSWORD)
     first = open_stage(page, "eve", stage_id)
     assert page.locator("blockquote").first.inner_text().startswith("Smoking harms <b>")
+    shoot(page, "visargs.equivalence")
     keys = Keys(page)
     keys.press("n", "Enter")
     page.wait_for_url(lambda url: url != first and "/assignments/" in url)
