@@ -165,3 +165,38 @@ def test_markup_in_an_items_and_an_answers_text_is_shown_as_text(client, app, se
         page = client.get(url).text
         assert "<b>cat</b>" not in page and "<script>mat" not in page and "<u>here" not in page and "<i>cat" not in page
         assert "&lt;b&gt;" in page and "&lt;i&gt;cat&lt;/i&gt; &amp; a dog." in page and "here" in page
+
+
+@pytest.mark.parametrize("task_name, kind, payload, shown", [
+    ("colorswap.filter", "colorswap.itm", {"scores": [[0.9, 0.1], [0.2, 0.3], [0.1, 0.8], [0.3, 0.2], [0.2, 0.1], [0.1, 0.2]]},
+     "The model&#39;s preselection"),
+    ("wikido.verify", "wikido.unsupported", {"spans": [[3, 6]]}, '<u title="not supported by the reference text">pale</u>'),
+    ("visargs.grounding", "visargs.boxes", {"boxes": [{"vp": 0, "startX": 5, "startY": 6, "w": 70, "h": 30}]}, "70 × 30"),
+])
+def test_the_history_shows_suggestions_as_their_task_renders_them(client, app, settings, tmp_path, task_name, kind, payload, shown):
+    from app.services import suggestions
+
+    stage_id, item_id, _ = review_ready(app, settings, tmp_path, task_name)
+    with transaction(app.state.sessions) as s:
+        suggestions.store(s, item_id, stage_id, kind, "model-x", payload, model_version="1")
+    make_user(app.state.sessions, "rita", "reviewer")
+    login(client, "rita")
+    history = client.get(f"/items/{item_id}/history").text
+    assert f"suggestion {kind}" in history and "model-x 1" in history and shown in history
+    _no_json(history)
+
+
+def test_a_task_without_a_view_shows_its_fields_as_readable_text():
+    from app.datasets.task import Task
+    from app.web.templating import templates
+
+    view = Task().view_item(
+        {"id": "x", "image": "https://example.org/a.png", "caption": "A <b>dog</b>", "tags": ["one", "two"], "meta": {"n": 3, "ok": True}},
+        {}, assets={}, results={}, sizes={},
+    )
+    assert [i["src"]["full"] for i in view["images"]] == ["https://example.org/a.png"] and "image" not in view["fields"]
+    macros = templates.env.get_template("datasets/_view.html").module
+    html = str(macros.item(view)) + str(macros.answer(Task().view_answer({"labels": ["a", "b"], "note": None}, {}, {}, assets={}, results={}, sizes={})))
+    assert "A &lt;b&gt;dog&lt;/b&gt;" in html and "<li>one</li><li>two</li>" in html and "<dd>yes</dd>" in html
+    assert "<li>a</li><li>b</li>" in html and "—" in html
+    assert "{" not in html and "[" not in html and "&#34;" not in html
