@@ -14,7 +14,7 @@ from app.models import Role
 from app.services import agreement, equivalence, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, Db, Principal, csrf_protect, page_role, savepoint
-from app.web.item_views import answer_view, item_view
+from app.web.item_views import answer_view, history_page, item_view
 from app.web.templating import render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -167,20 +167,9 @@ def history(request: Request, item_id: int, session: Db, user: Principal = Depen
     """An item's full history: annotations (every revision), finals, suggestions and reviews, who and when,
     each answer shown as its stage's task shows it."""
     found = review.item_history(session, item_id)
-    item = found.item
-    project = projects.get_project(session, item.project_id)
-    current = found.stages.get(item.stage_id) or next(iter(found.stages.values()))
-    rows = []
-    for e in found.entries:
-        stage = found.stages.get(e.stage_id)
-        shown = None
-        if e.payload is not None and stage is not None:
-            shown = answer_view(stage.workflow, e.payload, item, stage.config, found.results, found.sizes, kind=e.kind)
-        rows.append({"at": e.at, "what": e.what, "who": e.who, "stage": e.stage, "shown": shown,
-                     "detail": {k: v for k, v in e.detail.items() if v not in (None, "")}})
+    project = projects.get_project(session, found.item.project_id)
     return render(request, "review/history.html", {
-        "item": item.data, "item_id": item.id, "status": item.status, "project": project, "entries": rows,
-        "shown_item": item_view(current.workflow, item, current.config, found.results, found.sizes),
+        "item": found.item.data, "item_id": found.item.id, "status": found.item.status, "project": project, **history_page(found),
     })
 
 
