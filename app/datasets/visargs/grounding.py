@@ -41,6 +41,7 @@ class VisArgsGrounding(Task):
     description = "Draw one tight box around what each visual premise describes."
     annotation_schema = GroundingAnnotation
     template = "datasets/visargs/grounding.html"
+    view_template = "datasets/visargs/grounding_view.html"
     requires = PREMISES
     suggestion_kinds = (BOX_KIND, REGION_KIND)
     facets = {"boxes": "boxes"}
@@ -136,6 +137,26 @@ class VisArgsGrounding(Task):
         if len(drafts) == len(vps) and premises_of(results) == item.get("candidate_premises"):
             values = box_values(drafts)
         return values
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "vps": premises_of(results)}
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        """The boxes on the stored image (its size known), numbered by premise; a suggestion's too."""
+        vps = premises_of(results)
+        if kind is None:
+            given = [(i, b) for i, b in enumerate(payload.get("b_box") or [])]
+            note = None
+        else:
+            given = [(b.get("vp"), b) for b in payload.get("boxes") or [] if isinstance(b.get("vp"), int)]
+            note = "Suggested boxes"
+        boxes = [
+            {"number": i + 1, "premise": vps[i] if 0 <= i < len(vps) else None,
+             "x": b.get("startX"), "y": b.get("startY"), "w": b.get("w"), "h": b.get("h")}
+            for i, b in given
+            if isinstance(b, dict) and all(isinstance(b.get(k), int) for k in ("startX", "startY", "w", "h"))
+        ]
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "size": sizes.get("/image"), "boxes": boxes, "note": note}
 
 
 

@@ -48,6 +48,7 @@ class VisArgsPremises(Task):
     description = "Keep, edit, split, add and order the visual premises a model drafted; discard unusable images."
     annotation_schema = PremisesAnnotation
     template = "datasets/visargs/premises.html"
+    view_template = "datasets/visargs/premises_view.html"
     facets = {"discard": "nominal", "visual premises": "set"}
     keys_help = (
         "typing in a premise keeps it; Space on its keep box keeps or drops it · ↑/↓ move between premises · "
@@ -115,3 +116,9 @@ class VisArgsPremises(Task):
             if accept:
                 values[f"keep_{i}"] = "on"
         return values
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "drafts": list(item.get("candidate_premises") or [])}
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        return {"discard": bool(payload.get("discard")), "premises": list(payload.get("visual_premises") or [])}

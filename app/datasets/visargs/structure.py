@@ -89,6 +89,7 @@ class VisArgsStructure(Task):
     description = "Write the commonsense premises, check the conclusion, and build the reasoning tree."
     annotation_schema = StructureAnnotation
     template = "datasets/visargs/structure.html"
+    view_template = "datasets/visargs/structure_view.html"
     requires = PREMISES
     # Conclusions worded differently can still be equivalent: reviewers judge pairs in visargs.equivalence.
     equivalence = Equivalence(field="conclusion", judge=EQUIVALENCE)
@@ -163,4 +164,18 @@ class VisArgsStructure(Task):
             "tree": render_tree(steps, vps, payload["commonsense_premises"]),
             "conclusion": payload["conclusion"],
             "printed": [print_step(s) for s in steps],
+        }
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "vps": premises_of(results)}
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        cps = list(payload.get("commonsense_premises") or [])
+        steps, _ = parse_steps(list(payload.get("reasoning_steps") or []))
+        return {
+            "discard": bool(payload.get("discard")),
+            "conclusion": payload.get("conclusion") or "",
+            "cps": cps,
+            "tree": render_tree(steps, premises_of(results), cps),
+            "steps": list(payload.get("reasoning_steps") or []),
         }
