@@ -38,6 +38,17 @@ def shoot(page, name: str) -> None:
         page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
+def fits(page, *selectors: str) -> None:
+    """Each selector's first element lies wholly inside the viewport with the page at its top: seen
+    without scrolling."""
+    page.evaluate("window.scrollTo(0, 0)")
+    height, width = page.viewport_size["height"], page.viewport_size["width"]
+    for selector in selectors:
+        box = page.locator(selector).first.bounding_box()
+        assert box is not None, f"{selector} is not shown"
+        assert box["y"] >= 0 and box["y"] + box["height"] <= height and box["x"] + box["width"] <= width, (selector, box)
+
+
 def log_in(page, username: str, password: str) -> None:
     page.goto("/login")
     page.fill("input[name=username]", username)

@@ -13,7 +13,7 @@ from app.db import transaction
 from app.models import Annotation, Item, Stage
 from app.services import export, imports, projects
 from tests.conftest import PASSWORD, make_user, png_bytes
-from tests.e2e.conftest import log_in_by_keyboard, shoot
+from tests.e2e.conftest import fits, log_in_by_keyboard, shoot
 
 RECORDS = [
     {"id": "0001_01", "title": "Mona Lisa", "image": "0.png", "section": "History", "subsection": "Theft",
@@ -44,6 +44,7 @@ def test_sections_and_an_explanation_by_keyboard(page, committed, settings, stor
         page.wait_for_url("**/assignments/*")
         ident = page.locator(".annotate-head code").first.inner_text()
         if ident == "0001_02":
+            fits(page, "[data-rule]", "#submit-button")
             shoot(page, "artwork.sections")
             assert page.locator("[data-rule]").is_visible()
             assert page.locator("input[name=reason][value=not_about_artwork]").is_checked()
@@ -61,6 +62,7 @@ def test_sections_and_an_explanation_by_keyboard(page, committed, settings, stor
         explain_id = s.scalar(sa.select(Stage.id).where(Stage.project_id == project_id, Stage.workflow == "artwork.explanation"))
     page.goto(f"/stages/{explain_id}/annotate")
     page.wait_for_url("**/assignments/*")
+    fits(page, "[data-path]", "[data-struck-count]", "#submit-button")
     assert page.locator(".tok.ent.shared").all_inner_texts() == ["Louvre"]
     assert page.locator(".tok.ent").count() == 1
     # Tokens: It was stolen from the Louvre by thieves in Rome .

@@ -8,7 +8,7 @@ from app.db import transaction
 from app.models import Annotation, Item, Project
 from app.services.demo import load_demo
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import log_in, shoot
+from tests.e2e.conftest import fits, log_in, shoot
 
 
 def _progress(page) -> int:
@@ -39,6 +39,7 @@ def test_log_in_and_annotate_three_items_by_keyboard(page, committed, settings, 
     legend = page.locator("legend.question")
     assert legend.inner_text() == "Is <script>window.__xss = 1</script> shown as text?"
     assert page.evaluate("window.__xss") is None
+    fits(page, ".item-image img", "legend.question", "#submit-button")
     shoot(page, "generic.choice")
 
     seen = []
