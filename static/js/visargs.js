@@ -1,7 +1,10 @@
-// VisArgs screens. Premises: rows to keep, edit, split at the caret (Ctrl+Enter), move (Alt+↑/↓),
-// delete and add (N). Structure: add and delete commonsense premises and steps, keeping the step
-// chips in line with the premises. Grounding: draw, move and resize one box per premise with the
-// mouse or the keyboard, zoom, and take suggested boxes (A). Enter, S and D come from app.js.
+// VisArgs screens. Premises: drafts start kept; from a premise's text ↑/↓ (or Tab) go to the
+// next premise, Alt+K keeps or drops it, Ctrl+Enter splits at the caret, Alt+↑/↓ moves it,
+// Escape leaves the text for the screen's keys (N adds, D discards). Structure: step chips are
+// one Tab stop per step (arrows walk them, A takes every premise no step uses yet), and a step
+// concluding C says the conclusion unless written otherwise. Grounding: draw, move and resize one
+// box per premise with the mouse or the keyboard (B makes a box, A/Shift+A take suggested ones),
+// zoom. Every screen: Z shows the image at full size. Enter, S and D come from app.js.
 (function () {
   "use strict";
 
@@ -29,9 +32,10 @@
       li.dataset.row = i;
       li.querySelector("[data-pos]").name = "pos_" + i;
       li.querySelector("[data-keep]").name = "keep_" + i;
-      li.querySelector("[data-keep]").checked = true;
+      li.querySelector("[data-keep]").checked = !!text;  // an empty row is kept once typed in
       li.querySelector("[data-text]").name = "text_" + i;
       li.querySelector("[data-text]").value = text;
+      li.querySelector("[data-text]").removeAttribute("autofocus");
       if (after && after.nextSibling) list.insertBefore(li, after.nextSibling); else list.appendChild(li);
       renumber();
       return li;
@@ -83,18 +87,34 @@
       } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown")) {
         event.preventDefault();
         move(li, event.key === "ArrowUp" ? -1 : 1);
+      } else if (event.altKey && (event.key === "k" || event.key === "K")) {
+        event.preventDefault();
+        var keep = li.querySelector("[data-keep]");
+        keep.checked = !keep.checked;
+        changed(form);
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        root.querySelector("[data-side]").focus();  // letters are keys again (N, D, S); Enter submits
       } else if (!event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown")) {
         var all = rows(), k = all.indexOf(li) + (event.key === "ArrowUp" ? -1 : 1);
-        if (all[k]) { event.preventDefault(); all[k].querySelector("[data-text]").focus(); }
+        if (all[k]) { event.preventDefault(); toText(all[k]); }
       }
     });
-    root.querySelector("[data-add-premise]").addEventListener("click", function () {
-      newRow("", null).querySelector("[data-text]").focus();
-    });
+    function toText(li) {  // the caret at the end, ready to add to the premise
+      var input = li.querySelector("[data-text]");
+      input.focus();
+      input.setSelectionRange(input.value.length, input.value.length);
+    }
+    // Adding goes to the first empty row (a spare one) before making a new row.
+    function add() {
+      var empty = rows().filter(function (li) { return !li.querySelector("[data-text]").value.trim(); })[0];
+      (empty || newRow("", null)).querySelector("[data-text]").focus();
+    }
+    root.querySelector("[data-add-premise]").addEventListener("click", add);
     document.addEventListener("keydown", function (event) {
       if ((event.key === "n" || event.key === "N") && !typing(event.target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
         event.preventDefault();
-        newRow("", null).querySelector("[data-text]").focus();
+        add();
       }
     });
     renumber();
@@ -102,13 +122,138 @@
 
   // -- structure --------------------------------------------------------------------------------
   function setupStructure(root) {
-    var form = root.closest("form");
     var vpCount = Number(root.dataset.vpCount);
     var cpList = root.querySelector("[data-cp-list]");
     var steps = root.querySelector("[data-steps]");
+    var conclusion = root.querySelector("[data-conclusion]");
+    // Changes are announced from inside the side column, so that the live check (and the draft) follow.
 
     function cpRows() { return Array.prototype.slice.call(cpList.querySelectorAll("[data-cp-row]")); }
     function stepRows() { return Array.prototype.slice.call(steps.querySelectorAll("[data-step-row]")); }
+    function chipsOf(row) { return Array.prototype.slice.call(row.querySelectorAll("[data-chips] input")); }
+    function shownChips(row) { return chipsOf(row).filter(function (c) { return !c.parentNode.hidden; }); }
+
+    // One Tab stop per step's chips (roving tabindex): the chip last focused, else the first.
+    function rove(row, chip) {
+      var all = chipsOf(row);
+      chip = chip || all.filter(function (c) { return c.tabIndex === 0; })[0] || all[0];
+      all.forEach(function (c) { c.tabIndex = c === chip ? 0 : -1; });
+      return chip;
+    }
+    function focusChip(row, k) {
+      var all = shownChips(row);
+      var chip = all[Math.max(0, Math.min(k, all.length - 1))];
+      if (chip) { rove(row, chip); chip.focus(); }
+    }
+
+    // A step's conclusion follows the rows until the annotator picks one: the last step with
+    // inputs concludes C, each earlier one its own IC; a step concluding C says the conclusion
+    // until its text is written otherwise.
+    function autoOutputs() {
+      var rows = stepRows();
+      var used = rows.filter(function (row) { return chipsOf(row).some(function (c) { return c.checked; }); });
+      rows.forEach(function (row, k) {
+        var select = row.querySelector("[data-out]");
+        if (select.hasAttribute("data-auto")) {
+          var want = used.indexOf(row) < 0 ? "" : row === used[used.length - 1] ? "C" : "IC" + (k + 1);
+          if (select.value !== want) select.value = want;
+        }
+        sayConclusion(row);
+      });
+    }
+    function sayConclusion(row) {
+      var text = row.querySelector("[data-step-text]");
+      var concludesC = row.querySelector("[data-out]").value === "C";
+      if (concludesC && (!text.value || text.hasAttribute("data-auto"))) {
+        text.value = conclusion.value.trim();
+        text.setAttribute("data-auto", "");
+      } else if (!concludesC && text.hasAttribute("data-auto")) {
+        text.value = "";
+        text.removeAttribute("data-auto");
+      }
+    }
+    function takeUnused(row) {
+      var used = {};
+      stepRows().forEach(function (r) { chipsOf(r).forEach(function (c) { if (c.checked) used[c.value] = true; }); });
+      var cps = cpRows();
+      chipsOf(row).forEach(function (c) {
+        var kind = c.value.slice(0, 2);
+        var written = kind !== "CP" || (cps[Number(c.value.slice(2)) - 1] && cps[Number(c.value.slice(2)) - 1].querySelector("input").value.trim());
+        if ((kind === "VP" || kind === "CP") && !used[c.value] && written) c.checked = true;
+      });
+    }
+
+    // Chips of empty commonsense rows (spares) stay out of sight unless ticked.
+    function hideEmptyCps() {
+      var empty = {};
+      cpRows().forEach(function (li, k) { if (!li.querySelector("input").value.trim()) empty["CP" + (k + 1)] = true; });
+      stepRows().forEach(function (row) {
+        chipsOf(row).forEach(function (c) {
+          c.parentNode.hidden = !!empty[c.value] && !c.checked;
+          if (c.parentNode.hidden && c.tabIndex === 0) rove(row, chipsOf(row)[0]);
+        });
+      });
+    }
+    cpList.addEventListener("input", hideEmptyCps);
+
+    steps.addEventListener("change", function (event) {
+      if (event.target.matches("[data-out]")) event.target.removeAttribute("data-auto");
+      autoOutputs();
+    }, true);
+    steps.addEventListener("input", function (event) {
+      if (event.target.matches("[data-step-text]")) event.target.removeAttribute("data-auto");
+    });
+    conclusion.addEventListener("input", function () { stepRows().forEach(sayConclusion); });
+    steps.addEventListener("focusin", function (event) {
+      if (event.target.matches("[data-chips] input")) rove(event.target.closest("[data-step-row]"), event.target);
+    });
+    steps.addEventListener("keydown", function (event) {
+      var target = event.target;
+      var row = target.closest("[data-step-row]");
+      if (!row || event.ctrlKey || event.metaKey) return;
+      var rows = stepRows(), r = rows.indexOf(row);
+      if (target.matches("[data-step-text]") && !event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown")) {
+        var other = rows[r + (event.key === "ArrowUp" ? -1 : 1)];
+        if (other) { event.preventDefault(); other.querySelector("[data-step-text]").focus(); }
+        return;
+      }
+      if (!target.matches("[data-chips] input") || event.altKey) return;
+      var chips = shownChips(row), k = chips.indexOf(target);
+      var digit = /^Digit([1-9])$/.exec(event.code || "");
+      if (event.key === "ArrowLeft" || event.key === "ArrowRight") {
+        event.preventDefault();
+        focusChip(row, k + (event.key === "ArrowLeft" ? -1 : 1));
+      } else if (event.key === "Home" || event.key === "End") {
+        event.preventDefault();
+        focusChip(row, event.key === "Home" ? 0 : chips.length - 1);
+      } else if (event.key === "ArrowUp" || event.key === "ArrowDown") {
+        var next = rows[r + (event.key === "ArrowUp" ? -1 : 1)];
+        event.preventDefault();
+        if (next) focusChip(next, k);
+      } else if (event.key === "a" || event.key === "A") {
+        event.preventDefault();
+        takeUnused(row);
+        autoOutputs();
+        changed(steps);
+      } else if (digit) {
+        // Digits tick VP1–VP9 of this step, Shift+digits CP1–CP9.
+        var name = (event.shiftKey ? "CP" : "VP") + digit[1];
+        var chip = chips.filter(function (c) { return c.value === name; })[0];
+        event.preventDefault();
+        if (chip) {
+          chip.checked = !chip.checked;
+          rove(row, chip);
+          chip.focus();
+          autoOutputs();
+          changed(steps);
+        }
+      }
+    });
+    cpList.addEventListener("keydown", function (event) {
+      if (event.altKey || !event.target.matches("input") || (event.key !== "ArrowUp" && event.key !== "ArrowDown")) return;
+      var rows = cpRows(), other = rows[rows.indexOf(event.target.closest("[data-cp-row]")) + (event.key === "ArrowUp" ? -1 : 1)];
+      if (other) { event.preventDefault(); other.querySelector("input").focus(); }
+    });
 
     // Chips and outputs follow the number of premises and steps; `remap` renames CPs after a deletion.
     function rebuild(remap) {
@@ -139,6 +284,7 @@
           label.appendChild(document.createTextNode(node));
           chips.appendChild(label);
         });
+        rove(row, null);
         row.querySelector(".step-num").textContent = k + 1;
         var select = row.querySelector("[data-out]");
         var current = select.value;
@@ -151,7 +297,9 @@
           select.appendChild(option);
         });
       });
-      changed(form);
+      autoOutputs();
+      hideEmptyCps();
+      changed(steps);
     }
 
     root.querySelector("[data-add-cp]").addEventListener("click", function () {
@@ -180,15 +328,21 @@
       var row = last.cloneNode(true);
       var next = stepRows().reduce(function (m, r) { return Math.max(m, Number(r.dataset.stepRow) + 1); }, 0);
       row.dataset.stepRow = next;
-      row.querySelectorAll("input[type=checkbox]").forEach(function (b) { b.checked = false; });
+      row.removeAttribute("data-start");
+      row.querySelectorAll("input[type=checkbox]").forEach(function (b) { b.checked = false; b.removeAttribute("autofocus"); });
       row.querySelector("[data-out]").name = "step_out_" + next;
       row.querySelector("[data-out]").value = "";
+      row.querySelector("[data-out]").setAttribute("data-auto", "");
       var text = row.querySelector("input[type=text]");
       text.name = "step_text_" + next;
       text.value = "";
+      text.removeAttribute("data-auto");
       steps.appendChild(row);
       rebuild(null);
+      focusChip(row, 0);
     });
+    stepRows().forEach(function (row) { rove(row, null); });
+    hideEmptyCps();
   }
 
   // -- grounding --------------------------------------------------------------------------------
@@ -277,17 +431,41 @@
     });
     function setZoom(z) { zoom = Math.max(0.1, Math.min(8, z)); paint(); }
 
+    function pick(k) {
+      var radio = items[k].querySelector("input[name=current_vp]");
+      radio.checked = true;
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+    // After taking a suggestion the next premise still without a box becomes current.
+    function nextWithout(i) {
+      for (var k = 1; k <= items.length; k++) {
+        var j = (i + k) % items.length;
+        if (!box(j)) return j;
+      }
+      return i;
+    }
+
     document.addEventListener("keydown", function (event) {
       if (event.ctrlKey || event.metaKey || typing(event.target)) return;
       var key = event.key, i = current(), b = box(i);
       if (/^[1-9]$/.test(key) && Number(key) <= items.length) {
         event.preventDefault();
-        var radio = items[Number(key) - 1].querySelector("input[name=current_vp]");
-        radio.checked = true;
-        radio.dispatchEvent(new Event("change", { bubbles: true }));
+        pick(Number(key) - 1);
+      } else if ((key === "a" || key === "A") && event.shiftKey) {
+        event.preventDefault();
+        items.forEach(function (_, k) { if (!box(k) && suggested(k)) setBox(k, suggested(k)); });
+        pick(nextWithout(i));
+        changed(form);
       } else if ((key === "a" || key === "A") && suggested(i)) {
         event.preventDefault();
         setBox(i, suggested(i));
+        pick(nextWithout(i));
+        changed(form);
+      } else if ((key === "b" || key === "B") && !event.altKey) {
+        // A box to start from: centred, half the image's width and height (a quarter of it).
+        event.preventDefault();
+        var W = img.naturalWidth, H = img.naturalHeight;
+        setBox(i, { x: W / 4, y: H / 4, w: W / 2, h: H / 2 });
         changed(form);
       } else if (key === "+" || key === "=") { event.preventDefault(); setZoom(zoom * 1.25); }
       else if (key === "-") { event.preventDefault(); setZoom(zoom * 0.8); }
@@ -303,15 +481,60 @@
     });
 
     function start() {
-      // Fit wide images to the stage at first; zoom in for small regions.
-      var room = root.querySelector(".box-scroll").clientWidth;
-      if (img.naturalWidth > room && room > 0) zoom = room / img.naturalWidth;
+      // The whole image in view at first (the stage is capped by the screen's height); zoom in for small regions.
+      var scroll = root.querySelector(".box-scroll");
+      var room = scroll.clientWidth, tall = parseFloat(getComputedStyle(scroll).maxHeight) || 0;
+      var fit = Math.min(room > 0 ? room / img.naturalWidth : 1, tall > 0 ? (tall - 2) / img.naturalHeight : 1);
+      if (fit < 1) zoom = fit;
       paint();
     }
     if (img.complete && img.naturalWidth) start(); else img.addEventListener("load", start);
   }
 
+  // -- full-size image (premises, structure, equivalence) ------------------------------------------
+  function setupZoom(root) {
+    var dialog = root.querySelector("[data-zoom-dialog]");
+    var full = dialog && dialog.querySelector("[data-full]");
+    if (!full || !dialog.showModal) return;
+    var scale = 1, back = null;
+    function show(z) {
+      scale = Math.max(0.1, Math.min(8, z));
+      full.style.width = full.naturalWidth ? full.naturalWidth * scale + "px" : "";
+      dialog.querySelector("[data-zoom-scale]").textContent = Math.round(scale * 100) + "%";
+    }
+    function open() {
+      back = document.activeElement;
+      dialog.showModal();
+      show(1);  // real pixels first
+      dialog.querySelector(".full-scroll").focus();
+    }
+    function close() { if (dialog.open) dialog.close(); }
+    root.querySelector("[data-zoom-open]").addEventListener("click", open);
+    dialog.addEventListener("close", function () { if (back && back.focus) back.focus(); });
+    dialog.addEventListener("click", function (event) {
+      if (event.target === dialog || event.target.closest("[data-zoom-close]")) close();
+      var step = event.target.closest("[data-zoom-step]");
+      if (step) show(scale * (step.dataset.zoomStep === "1" ? 1.25 : 0.8));
+    });
+    // Keys inside the dialog stay there: Enter must not submit the item behind it.
+    dialog.addEventListener("keydown", function (event) {
+      if (event.key === "Escape") return;
+      event.stopPropagation();
+      if (event.key === "+" || event.key === "=") { event.preventDefault(); show(scale * 1.25); }
+      else if (event.key === "-") { event.preventDefault(); show(scale * 0.8); }
+      else if (event.key === "z" || event.key === "Z" || event.key === "Enter") { event.preventDefault(); close(); }
+    });
+    document.addEventListener("keydown", function (event) {
+      if ((event.key === "z" || event.key === "Z") && !dialog.open && !typing(event.target) &&
+          !event.ctrlKey && !event.metaKey && !event.altKey) {
+        event.preventDefault();
+        open();
+      }
+    });
+  }
+
   function init() {
+    document.querySelectorAll("[data-zoomable]").forEach(setupZoom);
     document.querySelectorAll("[data-visargs-premises]").forEach(setupPremises);
     document.querySelectorAll("[data-visargs-structure]").forEach(setupStructure);
     document.querySelectorAll("[data-visargs-grounding]").forEach(setupGrounding);

@@ -113,18 +113,17 @@ class VisArgsGrounding(Task):
                     continue
             if hint and len(suggested) > before:
                 models.append(f"{hint.model} {hint.model_version}".strip())
+        premises = []
+        for i, text in enumerate(vps):
+            box = {f: values.get(f"{f}_{i}", "") for f in ("x", "y", "w", "h")}
+            has_box = all(str(v).strip() for v in box.values())
+            premises.append({"index": i, "number": i + 1, "text": text, "box": box, "has_box": has_box, "suggested": suggested.get(i)})
+        # Work starts on the first premise still without a box.
+        current = next((p["index"] for p in premises if not p["has_box"]), 0)
         return {
             "image": image_urls(item.get("image"), assets.get("/image")),
-            "premises": [
-                {
-                    "index": i,
-                    "number": i + 1,
-                    "text": text,
-                    "box": {f: values.get(f"{f}_{i}", "") for f in ("x", "y", "w", "h")},
-                    "suggested": suggested.get(i),
-                }
-                for i, text in enumerate(vps)
-            ],
+            "premises": premises,
+            "current": current,
             "suggestion_model": ", ".join(models) or None,
         }
 

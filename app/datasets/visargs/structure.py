@@ -137,7 +137,10 @@ class VisArgsStructure(Task):
         start = max(step_ids, default=-1) + 1
         step_rows += [{"index": i, "inputs": set(), "output": "", "text": ""} for i in range(start, start + SPARE_ROWS)]
         n_ic = max(len(step_rows), 1)
+        # Work starts on the conclusion when there is none yet, else on the first step without inputs.
+        focus = "conclusion" if not clean(values.get("conclusion")) else next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
         return {
+            "focus": focus,
             "image": image_urls(item.get("image"), assets.get("/image")),
             "vps": vps,
             "cp_rows": cp_rows,
