@@ -130,6 +130,10 @@
 
     function cpRows() { return Array.prototype.slice.call(cpList.querySelectorAll("[data-cp-row]")); }
     function stepRows() { return Array.prototype.slice.call(steps.querySelectorAll("[data-step-row]")); }
+    // Only one empty spare row of each list is shown (CSS); keys and buttons go to shown rows.
+    function shown(rows) { return rows.filter(function (row) { return row.getClientRects().length > 0; }); }
+    function emptyStep() { return shown(stepRows()).filter(function (row) { return !row.querySelector("[data-chips] input:checked"); })[0]; }
+    function emptyCp() { return shown(cpRows()).filter(function (li) { return !li.querySelector("input").value.trim(); })[0]; }
     function chipsOf(row) { return Array.prototype.slice.call(row.querySelectorAll("[data-chips] input")); }
     function shownChips(row) { return chipsOf(row).filter(function (c) { return !c.parentNode.hidden; }); }
 
@@ -211,7 +215,7 @@
       var target = event.target;
       var row = target.closest("[data-step-row]");
       if (!row || event.ctrlKey || event.metaKey) return;
-      var rows = stepRows(), r = rows.indexOf(row);
+      var rows = shown(stepRows()), r = rows.indexOf(row);
       if (target.matches("[data-step-text]") && !event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown")) {
         var other = rows[r + (event.key === "ArrowUp" ? -1 : 1)];
         if (other) { event.preventDefault(); other.querySelector("[data-step-text]").focus(); }
@@ -251,7 +255,7 @@
     });
     cpList.addEventListener("keydown", function (event) {
       if (event.altKey || !event.target.matches("input") || (event.key !== "ArrowUp" && event.key !== "ArrowDown")) return;
-      var rows = cpRows(), other = rows[rows.indexOf(event.target.closest("[data-cp-row]")) + (event.key === "ArrowUp" ? -1 : 1)];
+      var rows = shown(cpRows()), other = rows[rows.indexOf(event.target.closest("[data-cp-row]")) + (event.key === "ArrowUp" ? -1 : 1)];
       if (other) { event.preventDefault(); other.querySelector("input").focus(); }
     });
 
@@ -303,6 +307,8 @@
     }
 
     root.querySelector("[data-add-cp]").addEventListener("click", function () {
+      var spare = emptyCp();
+      if (spare) { spare.querySelector("input").focus(); return; }
       var li = cpRows()[0].cloneNode(true);
       var next = cpRows().reduce(function (m, r) { return Math.max(m, Number(r.querySelector("input").name.slice(3)) + 1); }, 0);
       li.querySelector("input").name = "cp_" + next;
@@ -324,6 +330,8 @@
       });
     });
     root.querySelector("[data-add-step]").addEventListener("click", function () {
+      var spare = emptyStep();
+      if (spare) { focusChip(spare, 0); return; }
       var last = stepRows()[stepRows().length - 1];
       var row = last.cloneNode(true);
       var next = stepRows().reduce(function (m, r) { return Math.max(m, Number(r.dataset.stepRow) + 1); }, 0);

@@ -345,3 +345,46 @@ def test_grounding_suggestions_then_a_box_made_by_keys(page, committed, settings
         {"startX": 160, "startY": 180, "w": 160, "h": 180},
         {"startX": 100, "startY": 89, "w": 250, "h": 181},
     ]}
+
+
+def test_premises_fit_the_screen_and_z_shows_the_image_full_size(page, committed, settings, storage):
+    """A tall image is capped by the window's height: the image, every row, discard and Submit are on
+    screen at 1280×800. Z shows it in real pixels; Enter there submits nothing; Escape goes back."""
+    stages = _project(committed, settings, storage, size=(800, 1000))
+    make_user(committed, "va")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    keys = _screen(page, "va", stages["visargs.premises"], ".premise-row:first-child [data-text]")
+    for selector in (".visargs-image img", ".premise-row:last-child [data-text]", "input[name=discard]", "#submit-button", "#skip-button"):
+        _in_view(page, selector)
+    keys.press("Escape")
+    keys.press("z")
+    page.wait_for_selector("dialog[data-zoom-dialog][open]")
+    page.wait_for_function("document.querySelector('[data-full]').getBoundingClientRect().width === 800")
+    url = page.url
+    keys.press("Enter")
+    page.wait_for_timeout(300)
+    assert page.url == url and _stored(committed, stages["visargs.premises"]) is None
+    keys.press("Escape")
+    assert page.locator("dialog[data-zoom-dialog][open]").count() == 0
+    _submit(page, keys)
+    assert _stored(committed, stages["visargs.premises"])["visual_premises"] == RECORD["candidate_premises"]
+
+
+def test_equivalence_costs_two_keys_and_fits_the_screen(page, committed, settings, storage):
+    _project(committed, settings, storage, size=(800, 1000))  # a stored poster; pairs share their image's asset
+    with transaction(committed) as s:
+        project = projects.create_project(s, "Conclusions", [projects.StageSpec(workflow="visargs.equivalence")])
+        record = {"id": "pair-1", "conclusion_a": "Save water.", "conclusion_b": "Fix dripping taps.", "image": "poster.png"}
+        imports.import_items(s, project.id, json.dumps(record).encode(), "a.jsonl", settings=settings, storage=storage)
+        poster = s.scalar(sa.select(Item.assets).where(Item.external_id == "poster-1"))
+        s.execute(sa.update(Item).where(Item.external_id == "pair-1").values(assets=poster))
+        stage = projects.stages_of(s, project.id)[0].id
+    make_user(committed, "va")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    keys = _screen(page, "va", stage, "input[name=equivalent][value=yes]")
+    for selector in (".visargs-image img", "input[value=no]", "#submit-button"):
+        _in_view(page, selector)
+    keys.press("y")
+    _submit(page, keys)
+    assert keys.count == 2
+    assert _stored(committed, stage) == {"equivalent": True}

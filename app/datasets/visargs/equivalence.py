@@ -29,7 +29,7 @@ class VisArgsEquivalence(Task):
     description = "Judge whether two annotators' conclusions are equivalent (for agreement studies)."
     annotation_schema = EquivalenceAnnotation
     template = "datasets/visargs/equivalence.html"
-    keys_help = "Y equivalent · N not equivalent · Enter submits · S skips"
+    keys_help = "Y equivalent · N not equivalent · Enter submits · Z shows the image full size · S skips"
     facets = {"equivalent": "nominal"}
 
     def facet_values(self, payload):

@@ -94,7 +94,14 @@ class VisArgsStructure(Task):
     equivalence = Equivalence(field="conclusion", judge=EQUIVALENCE)
     facets = {"discard": "nominal", "conclusion (same words)": "nominal"}
     has_live_check = True
-    keys_help = "click the chips to choose a step's inputs · the check below updates as you type · Enter submits"
+    keys_help = (
+        "the first step without inputs has the focus (the conclusion, when there is none yet) · in a step's chips: "
+        "A takes every premise no step uses yet, 1–9 tick VP1–VP9, Shift+1–9 CP1–CP9, ←/→ walk the chips, Space ticks, "
+        "↑/↓ go to the step above or below · Tab goes chips → concludes → text → next step · a step concludes C when it "
+        "is the last, its own IC otherwise, and says the conclusion until you write its text · ↑/↓ in a text go to the "
+        "row above or below · Z shows the image full size · the check beside the image updates as you go · Enter submits · "
+        "S skips"
+    )
 
     def form_to_payload(self, form):
         return structure_from_form(form)
