@@ -274,6 +274,8 @@ def test_structure_two_steps_by_keys_with_image_and_check_in_view(page, committe
     assert [outputs.nth(0).input_value(), outputs.nth(1).input_value()] == ["IC1", "C"]
     page.wait_for_selector("#tree-check.ok >> text=A valid tree")
     _in_view(page, "#tree-check")
+    check, actions = page.locator("#tree-check").bounding_box(), page.locator(".actions").bounding_box()
+    assert check["y"] + check["height"] <= actions["y"]  # not under the pinned Submit either
     _in_view(page, ".visargs-image img")
     _in_view(page, "#submit-button")
     _submit(page, keys)
