@@ -87,7 +87,7 @@
       } else if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown")) {
         event.preventDefault();
         move(li, event.key === "ArrowUp" ? -1 : 1);
-      } else if (event.altKey && (event.key === "k" || event.key === "K")) {
+      } else if (event.altKey && (event.code === "KeyK" || event.key === "k" || event.key === "K")) {
         event.preventDefault();
         var keep = li.querySelector("[data-keep]");
         keep.checked = !keep.checked;

@@ -338,8 +338,8 @@ def test_grounding_suggestions_then_a_box_made_by_keys(page, committed, settings
     keys.press("ArrowUp")
     keys.press("Shift+Alt+ArrowRight")
     keys.press("Shift+ArrowDown")
-    _in_view(page, "[data-scroll]")
-    _in_view(page, "#submit-button")
+    for selector in ("[data-scroll]", ".box-list", "#submit-button"):
+        _in_view(page, selector)
     _submit(page, keys)
     assert keys.count == 8
     assert _stored(committed, grounding) == {"b_box": [
