@@ -122,8 +122,9 @@
         setBox(i, suggested(i));
         pick(nextWithout(i));
         changed(form);
-      } else if ((key === "b" || key === "B") && !event.altKey) {
+      } else if ((key === "b" || key === "B") && !event.altKey && !b) {
         // A box to start from: centred, half the image's width and height (a quarter of it).
+        // Only for a premise without one, so that a stray B never undoes a drawn box.
         event.preventDefault();
         var W = img.naturalWidth, H = img.naturalHeight;
         setBox(i, { x: W / 4, y: H / 4, w: W / 2, h: H / 2 });

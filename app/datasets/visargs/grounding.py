@@ -47,7 +47,7 @@ class VisArgsGrounding(Task):
     keys_help = (
         "the image has the focus and the first premise without a box is current · 1–9 pick a premise · "
         "A takes the current premise's suggested box and goes to the next premise without one, Shift+A takes every "
-        "suggested box · B puts a box in the middle (half the image's width and height) · arrows move the box "
+        "suggested box · B puts a box in the middle of a premise without one (half the image's width and height) · arrows move the box "
         "(Alt: 10 px), Shift+arrows size it · drag on the image to draw, drag the box to move it, its corner to resize · "
         "+ / − zoom · Enter submits · S skips"
     )

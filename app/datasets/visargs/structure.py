@@ -145,7 +145,9 @@ class VisArgsStructure(Task):
         step_rows += [{"index": i, "inputs": set(), "output": "", "text": ""} for i in range(start, start + SPARE_ROWS)]
         n_ic = max(len(step_rows), 1)
         # Work starts on the conclusion when there is none yet, else on the first step without inputs.
-        focus = "conclusion" if not clean(values.get("conclusion")) else next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
+        focus = next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
+        if not clean(values.get("conclusion")):
+            focus = "conclusion"
         return {
             "focus": focus,
             "image": image_urls(item.get("image"), assets.get("/image")),
