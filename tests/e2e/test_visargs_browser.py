@@ -45,6 +45,8 @@ class Keys:
 
     def __init__(self, page):
         self.page, self.count, self.typed = page, 0, 0
+        self.errors: list[str] = []  # script errors on the page, checked at submit
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
 
     def press(self, key: str, times: int = 1) -> None:
         for _ in range(times):
@@ -58,16 +60,18 @@ class Keys:
 
 def _screen(page, username: str, stage_id: int, focused: str) -> Keys:
     """Open the stage's next item and wait until the screen has put the focus where work starts."""
+    keys = Keys(page)
     open_stage(page, username, stage_id)
     page.wait_for_selector(focused + ":focus")
     page.wait_for_function("document.readyState === 'complete'")
-    return Keys(page)
+    return keys
 
 
 def _submit(page, keys: Keys) -> None:
     url = page.url
     keys.press("Enter")
     page.wait_for_url(lambda u, old=url: u != old)
+    assert not keys.errors, keys.errors
 
 
 def _finish(committed, stage_id: int, payload: dict) -> None:
