@@ -30,7 +30,7 @@ class VisArgsEquivalence(Task):
     annotation_schema = EquivalenceAnnotation
     template = "datasets/visargs/equivalence.html"
     view_template = "datasets/visargs/equivalence_view.html"
-    keys_help = "Y equivalent · N not equivalent · Enter submits · S skips"
+    keys_help = "Y equivalent · N not equivalent · Enter submits · Z shows the image full size · S skips"
     facets = {"equivalent": "nominal"}
 
     def facet_values(self, payload):
