@@ -87,8 +87,26 @@ def revoke_token(token_id: int, session: Db, user: Principal = Depends(admin_onl
     return RedirectResponse("/admin/users", status_code=303)
 
 
+def _worker_context(session: Session, request: Request) -> dict:
+    status = jobs_view.worker_status(session, request.app.state.settings.worker_stalled_seconds)
+    return {"worker": status, "worker_ago": jobs_view.ago(status.seconds_since)}
+
+
 @router.get("/jobs")
 def jobs_page(request: Request, session: Db, user: Principal = Depends(admin_only)):
-    """Background jobs: status, progress, error and duration; the table refreshes itself every 2 s."""
-    ctx = {"jobs": jobs_view.recent_jobs(session), "counts": jobs_view.counts(session)}
+    """Background jobs: periodic tasks one line each, then one-off jobs with their project and stage;
+    the section refreshes itself every 2 s and says when no worker is alive."""
+    ctx = {
+        "jobs": jobs_view.recent_jobs(session),
+        "periodic": jobs_view.periodic_jobs(session),
+        "counts": jobs_view.counts(session),
+        "show_alive": True,
+        **_worker_context(session, request),
+    }
     return render(request, "admin/jobs.html", ctx)
+
+
+@router.get("/worker")
+def worker_notice(request: Request, session: Db, user: Principal = Depends(page_role(Role.reviewer))):
+    """The "no worker is running" notice that every admin and reviewer page loads (empty while one is)."""
+    return render(request, "admin/_worker.html", _worker_context(session, request))

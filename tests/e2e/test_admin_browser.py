@@ -57,3 +57,25 @@ def test_pages_ask_for_no_missing_file_and_the_favicon_is_served(page, committed
         page.wait_for_load_state("networkidle")
         assert page.locator('link[rel="icon"]').get_attribute("href") == "/static/favicon.svg"
     assert seen["failed"] == [] and page.evaluate("window.__csp") == []
+
+
+def test_admin_pages_say_when_no_worker_is_running(page, committed):
+    import sqlalchemy as sa
+
+    from app.db import transaction
+
+    make_user(committed, "boss", "admin")
+    log_in(page, "boss", PASSWORD)
+    notice = page.locator("#worker-notice .worker-notice")
+    notice.wait_for()
+    assert "No worker is running" in notice.inner_text() and "vlcurate worker" in notice.inner_text()
+    page.goto("/admin/jobs")
+    assert page.locator(".worker-notice").count() == 1  # the jobs page's own, live; not the layout's too
+
+    with transaction(committed) as s:
+        s.execute(sa.text("INSERT INTO procrastinate_workers DEFAULT VALUES"))
+    page.wait_for_selector(".worker-alive")  # the jobs section refreshes itself
+    assert page.locator(".worker-notice").count() == 0
+    page.goto("/")
+    page.wait_for_load_state("networkidle")
+    assert page.locator(".worker-notice").count() == 0
