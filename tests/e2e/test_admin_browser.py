@@ -79,3 +79,31 @@ def test_admin_pages_say_when_no_worker_is_running(page, committed):
     page.goto("/")
     page.wait_for_load_state("networkidle")
     assert page.locator(".worker-notice").count() == 0
+
+
+def test_adding_a_user_in_the_browser_then_reloading_adds_nobody_twice(page, committed):
+    import sqlalchemy as sa
+
+    from app.db import transaction
+
+    make_user(committed, "boss", "admin")
+    log_in(page, "boss", PASSWORD)
+    page.goto("/admin/users")
+    page.fill("input[name=username]", "carol")
+    page.select_option("form[action='/admin/users'] select[name=role]", "reviewer")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#one-time-password")
+    assert page.url.endswith("/admin/users")
+    password = page.locator("#one-time-password").inner_text()
+    assert "User carol added (reviewer); one-time password: " + password in page.locator("#flash").inner_text()
+    page.reload()
+    assert page.locator("#one-time-password").count() == 0 and page.locator("#flash").count() == 0
+    with transaction(committed) as s:
+        assert s.scalar(sa.text("SELECT count(*) FROM users WHERE username = 'carol'")) == 1
+    # The one-time password works once: carol must choose her own.
+    page.context.clear_cookies()
+    page.goto("/login")
+    page.fill("input[name=username]", "carol")
+    page.fill("input[name=password]", password)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/account/password")

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from tests import factories
-from tests.conftest import login
+from tests.conftest import csrf_from, login
 
 
 @pytest.fixture
@@ -123,3 +123,78 @@ def test_worker_notice_is_for_admins_and_reviewers(app, client):
     login(client, "ann")
     assert client.get("/admin/worker").status_code == 403
     assert 'hx-get="/admin/worker"' not in client.get("/").text
+
+
+def _log_in_as(client, username: str, password: str):
+    client.cookies.clear()
+    page = client.get("/login")
+    return client.post("/login", data={"username": username, "password": password, "csrf_token": csrf_from(page.text), "next": "/"}, follow_redirects=False)
+
+
+def test_adding_a_user_shows_a_generated_one_time_password_once(app, client, boss, caplog):
+    token = csrf_from(client.get("/admin/users").text)
+    r = client.post("/admin/users", data={"csrf_token": token, "username": "newbie", "role": "reviewer"}, follow_redirects=False)
+    # Post, redirect, get: a reload shows the page again without adding anyone; nothing secret in the URL.
+    assert r.status_code == 303 and r.headers["location"] == "/admin/users"
+    page = client.get("/admin/users")
+    assert page.headers["cache-control"] == "no-store"
+    password = re.search(r'<code id="one-time-password">([^<]+)</code>', page.text).group(1)
+    assert len(password) >= 12
+    assert "User <strong>newbie</strong> added (reviewer); one-time password:" in page.text and "must change it at first login" in page.text
+    again = client.get("/admin/users")
+    assert password not in again.text and "one-time password:" not in again.text and "no-store" not in again.headers.get("cache-control", "")
+    assert password not in caplog.text
+
+    with transaction(app.state.sessions) as s:
+        stored = s.execute(sa.text("SELECT role, must_change_password, password_hash FROM users WHERE username = 'newbie'")).one()
+        events = s.execute(sa.text("SELECT detail::text FROM audit_events WHERE action = 'user.create'")).scalars().all()
+    assert stored.role == "reviewer" and stored.must_change_password and password not in stored.password_hash
+    assert all(password not in e for e in events)
+
+    # The new user logs in with it and is sent to choose their own password first.
+    r = _log_in_as(client, "newbie", password)
+    assert r.status_code == 303 and r.headers["location"] == "/account/password"
+    assert client.get("/", follow_redirects=False).headers["location"] == "/account/password"
+
+
+def test_adding_a_user_keeps_what_was_typed_on_errors(app, client, boss):
+    token = csrf_from(client.get("/admin/users").text)
+    r = client.post("/admin/users", data={"csrf_token": token, "username": "no spaces!", "role": "reviewer"})
+    assert r.status_code == 422 and 'value="no spaces!"' in r.text and "<option selected>reviewer</option>" in r.text
+    assert "A username has 2 to 64" in r.text and "one-time password:" not in r.text
+    r = client.post("/admin/users", data={"csrf_token": token, "username": "boss", "role": "annotator"})
+    assert r.status_code == 409 and "already exists" in r.text and 'value="boss"' in r.text
+    r = client.post("/admin/users", data={"csrf_token": token, "username": "newbie", "role": "owner"})
+    assert r.status_code == 422 and "Unknown role" in r.text
+    with transaction(app.state.sessions) as s:
+        assert s.execute(sa.text("SELECT count(*) FROM users")).scalar() == 1
+
+
+def test_a_new_one_time_password_replaces_the_old_one(app, client, boss):
+    with transaction(app.state.sessions) as s:
+        uid = factories.user(s, "forgetful", "annotator")
+    token = csrf_from(client.get("/admin/users").text)
+    r = client.post(f"/admin/users/{uid}/password", data={"csrf_token": token}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/admin/users"
+    page = client.get("/admin/users").text
+    password = re.search(r'<code id="one-time-password">([^<]+)</code>', page).group(1)
+    assert "New one-time password for <strong>forgetful</strong>" in page
+    assert _log_in_as(client, "forgetful", factories.PASSWORD).status_code == 401
+    assert _log_in_as(client, "forgetful", password).headers["location"] == "/account/password"
+
+
+def test_user_forms_redirect_after_posting(app, client, boss):
+    with transaction(app.state.sessions) as s:
+        uid = factories.user(s, "ann", "annotator")
+    token = csrf_from(client.get("/admin/users").text)
+    r = client.post(f"/admin/users/{uid}", data={"csrf_token": token, "role": "reviewer", "is_active": "on"}, follow_redirects=False)
+    assert r.status_code == 303 and "Saved <strong>ann</strong>: reviewer, active." in client.get("/admin/users").text
+    r = client.post(f"/admin/users/{uid}/tokens", data={"csrf_token": token, "name": "cli"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/admin/users"
+    page = client.get("/admin/users").text
+    plain = re.search(r'<code id="new-token">(vlc_[^<]+)</code>', page).group(1)
+    assert plain not in client.get("/admin/users").text
+    token_id = re.search(r'action="/admin/tokens/(\d+)/revoke"', page).group(1)
+    r = client.post(f"/admin/tokens/{token_id}/revoke", data={"csrf_token": token}, follow_redirects=False)
+    assert r.status_code == 303 and f"API token {token_id} revoked." in client.get("/admin/users").text
+    assert client.get("/api/v1/projects", headers={"Authorization": f"Bearer {plain}"}).status_code == 401
