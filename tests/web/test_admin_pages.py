@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from tests import factories
-from tests.conftest import csrf_from, login
+from tests.conftest import csrf_from, login, make_choice_project
 
 
 @pytest.fixture
@@ -100,6 +100,7 @@ def test_no_worker_notice_until_a_worker_sends_heartbeats(app, client, boss):
     # Every admin page loads the notice.
     home = client.get("/").text
     assert 'hx-get="/admin/worker"' in home and 'hx-trigger="load, every 30s"' in home
+    assert 'hx-get="/admin/worker"' in client.get("/admin/users").text
 
     # A worker that stopped beating long ago does not count; the notice says when it was last heard.
     _sql(app, "INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '2 hours')")
@@ -110,6 +111,13 @@ def test_no_worker_notice_until_a_worker_sends_heartbeats(app, client, boss):
     assert client.get("/admin/worker").text.strip() == ""
     jobs = client.get("/admin/jobs").text
     assert notice not in jobs and "1 worker running; last heartbeat 0 s ago." in jobs
+
+
+def test_annotation_screens_load_no_worker_notice(app, client, boss, settings, storage):
+    _, stage_id = make_choice_project(app.state.sessions, settings, storage, 2)
+    screen = client.get(f"/stages/{stage_id}/annotate")
+    assert "/assignments/" in str(screen.url) and 'name="choice"' in screen.text
+    assert 'hx-get="/admin/worker"' not in screen.text
 
 
 def test_worker_notice_is_for_admins_and_reviewers(app, client):
