@@ -83,12 +83,18 @@ def update_user(
             target = users_service.get_user(session, user_id)
             users_service.update_user(session, target, role=role, is_active=is_active == "on", actor_id=user.id)
     except DomainError as exc:
-        return render(request, "admin/users.html", _users_context(session, error=exc.message), status_code=exc.status_code)
+        # The row shows what was chosen, not what is stored, next to the reason it was refused.
+        ctx = _users_context(session, error=exc.message, edited={"id": user_id, "role": role, "is_active": is_active == "on"})
+        return render(request, "admin/users.html", ctx, status_code=exc.status_code)
     return _flash(request, "user_saved", username=target.username, role=target.role, active=target.is_active)
 
 
 @router.post("/users/{user_id}/password")
 def reset_password(request: Request, user_id: int, session: Db, user: Principal = Depends(admin_only)):
+    if user_id == user.id:
+        # A new password ends the admin's own session before the page could show it.
+        ctx = _users_context(session, error="Change your own password on your account page (your name, top right).")
+        return render(request, "admin/users.html", ctx, status_code=409)
     target = users_service.get_user(session, user_id)
     password = users_service.reset_password(session, target, actor_id=user.id)
     return _flash(request, "password_reset", username=target.username, password=password)

@@ -206,3 +206,17 @@ def test_user_forms_redirect_after_posting(app, client, boss):
     r = client.post(f"/admin/tokens/{token_id}/revoke", data={"csrf_token": token}, follow_redirects=False)
     assert r.status_code == 303 and f"API token {token_id} revoked." in client.get("/admin/users").text
     assert client.get("/api/v1/projects", headers={"Authorization": f"Bearer {plain}"}).status_code == 401
+
+
+def test_refused_user_changes_keep_what_was_chosen(app, client, boss):
+    with transaction(app.state.sessions) as s:
+        boss_id = s.execute(sa.text("SELECT id FROM users WHERE username = 'boss'")).scalar()
+    token = csrf_from(client.get("/admin/users").text)
+    r = client.post(f"/admin/users/{boss_id}", data={"csrf_token": token, "role": "reviewer", "is_active": "on"})
+    assert r.status_code == 409 and "At least one active admin must remain." in r.text
+    row = re.search(rf'action="/admin/users/{boss_id}".*?</form>', r.text, re.S).group(0)
+    assert "<option selected>reviewer</option>" in row
+    # Your own password is changed on your account page: a new one would end this session unseen.
+    r = client.post(f"/admin/users/{boss_id}/password", data={"csrf_token": token})
+    assert r.status_code == 409 and "Change your own password" in r.text
+    assert f'action="/admin/users/{boss_id}/password"' not in client.get("/admin/users").text
