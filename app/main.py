@@ -24,6 +24,7 @@ from app.web import (
     admin_pages,
     annotate_pages,
     api,
+    api_docs,
     assets,
     auth_pages,
     export_pages,
@@ -63,8 +64,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="vlcurate",
         version=__version__,
         description="Curate vision-language datasets with humans in the loop.",
-        # /api/docs is ours (below): FastAPI's page loads Swagger UI from a CDN with an inline script,
-        # which the Content-Security-Policy refuses.
+        # /api/docs is app.web.api_docs: FastAPI's page loads Swagger UI from a CDN with an inline
+        # script, which the Content-Security-Policy refuses.
         docs_url=None,
         redoc_url=None,
     )
@@ -94,13 +95,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
-    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api):
-        app.include_router(module.router)
-
-    @app.get("/api/docs", include_in_schema=False)
-    def api_docs(request: Request):
-        """The API reference: the vendored Swagger UI on /openapi.json, started by a static script."""
-        return render(request, "api/docs.html", {"openapi_url": app.openapi_url})
+    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api_docs):
+        # The schema documents the HTTP API only, not the pages.
+        app.include_router(module.router, include_in_schema=False)
+    app.include_router(api.router)
+    api_docs.with_bearer_tokens(app)
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon():

@@ -32,6 +32,7 @@ def test_api_docs_render_the_operations_under_the_csp(page, tmp_path):
     paths = page.locator(".opblock-summary-path").all_inner_texts()
     assert "/api/v1/projects" in [p.replace("\u200b", "") for p in paths]
     assert page.locator(".info .title").inner_text().startswith("vlcurate")
+    assert page.locator("button.authorize").is_visible()  # the bearer-token scheme: calls can be tried
     # Open one operation: its parameters render too.
     page.locator(".opblock-summary-path", has_text="/api/v1/stages/{stage_id}/claim").first.click()
     page.wait_for_selector(".opblock.is-open .parameters, .opblock.is-open .opblock-description-wrapper")
@@ -107,3 +108,23 @@ def test_adding_a_user_in_the_browser_then_reloading_adds_nobody_twice(page, com
     page.fill("input[name=password]", password)
     page.keyboard.press("Enter")
     page.wait_for_url("**/account/password")
+
+
+def test_api_docs_try_a_call_with_a_token(page, committed):
+    from tests.conftest import make_token
+
+    token = make_token(committed, make_user(committed, "boss", "admin"))
+    seen = _watch(page)
+    page.goto("/api/docs")
+    page.locator("button.authorize").click()
+    page.locator(".auth-container input").fill(token)
+    page.locator(".auth-btn-wrapper button.authorize").click()
+    page.locator(".auth-btn-wrapper button.btn-done").click()
+    operation = page.locator("#operations-api-list_projects_api_v1_projects_get")
+    operation.locator(".opblock-summary-control").click()
+    operation.locator("button.try-out__btn").click()
+    operation.locator("button.execute").click()
+    status = operation.locator(".live-responses-table tbody .response-col_status")
+    status.wait_for()
+    assert status.inner_text().strip() == "200"
+    assert page.evaluate("window.__csp") == [] and seen["failed"] == []

@@ -220,3 +220,17 @@ def test_refused_user_changes_keep_what_was_chosen(app, client, boss):
     r = client.post(f"/admin/users/{boss_id}/password", data={"csrf_token": token})
     assert r.status_code == 409 and "Change your own password" in r.text
     assert f'action="/admin/users/{boss_id}/password"' not in client.get("/admin/users").text
+
+
+def test_the_api_schema_documents_the_api_with_its_bearer_tokens(client):
+    spec = client.get("/openapi.json").json()
+    assert spec["components"]["securitySchemes"]["token"] == {
+        "type": "http", "scheme": "bearer", "description": spec["components"]["securitySchemes"]["token"]["description"]
+    }
+    api_ops = [op for path, ops in spec["paths"].items() if path.startswith("/api/v1/") for op in ops.values()]
+    assert len(api_ops) >= 15 and all(op["security"] == [{"token": []}] for op in api_ops)
+    # The pages are not part of the HTTP API.
+    assert set(spec["paths"]) - {p for p in spec["paths"] if p.startswith("/api/v1/")} == {"/healthz"}
+    docs = client.get("/api/docs")
+    assert docs.status_code == 200 and 'src="/static/vendor/swagger-ui-bundle-5.35.0.js"' in docs.text
+    assert "<script>" not in docs.text and 'data-openapi-url="/openapi.json"' in docs.text
