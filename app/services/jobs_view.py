@@ -28,7 +28,7 @@ _ONE_OFF = sa.text(
 _PERIODIC = sa.text(
     f"""
     SELECT g.task_name, g.runs, g.succeeded, g.failed, g.waiting, g.last_id,
-           l.status::text AS last_status, e.at AS last_at
+           l.status::text AS last_status, e.at AS last_at, extract(epoch FROM now() - e.at) AS since
       FROM (SELECT task_name, count(*) AS runs,
                    count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
                    count(*) FILTER (WHERE status = 'failed') AS failed,
@@ -78,6 +78,11 @@ class PeriodicRow:
     waiting: int
     last_status: str | None
     last_at: datetime | None
+    seconds_since: float | None = None
+
+    @property
+    def ago(self) -> str:
+        return ago(self.seconds_since)
 
 
 def _short(task_name: str) -> str:
@@ -152,7 +157,10 @@ def recent_jobs(session: Session, limit: int = 100) -> list[JobRow]:
 def periodic_jobs(session: Session) -> list[PeriodicRow]:
     """One line per periodic task (reconcile runs every minute: its rows would flood the list)."""
     return [
-        PeriodicRow(_short(r["task_name"]), r["runs"], r["succeeded"], r["failed"], r["waiting"], r["last_status"], r["last_at"])
+        PeriodicRow(
+            _short(r["task_name"]), r["runs"], r["succeeded"], r["failed"], r["waiting"], r["last_status"], r["last_at"],
+            float(r["since"]) if r["since"] is not None else None,
+        )
         for r in session.execute(_PERIODIC).mappings()
     ]
 

@@ -77,7 +77,7 @@ def test_jobs_page_groups_periodic_runs_and_names_projects_and_stages(app, clien
     cells = re.findall(r"<td>(.*?)</td>", periodic, re.S)
     assert cells[0] == "<code>reconcile</code>"
     assert "succeeded" in cells[2] and cells[3:] == ["60", "1", "1"]  # runs, failed, waiting
-    assert re.search(r"<time datetime=\"\d{4}-\d\d-\d\dT", cells[1])
+    assert re.search(r"<time datetime=\"\d{4}-\d\d-\d\dT", cells[1]) and re.search(r"\(\d+ s ago\)", cells[1])
 
     one_off = {int(re.search(r"<td>(\d+)</td>", r).group(1)): r for r in _rows(page, "job-row")}
     assert set(one_off) == {suggest, agreement, export, gone}  # no reconcile row among them
