@@ -19,7 +19,8 @@ def _watch(page) -> dict[str, list[str]]:
     page.add_init_script(WATCH_CSP)
     page.on("console", lambda m: seen["console"].append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
     page.on("response", lambda r: seen["failed"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.on("requestfailed", lambda r: seen["failed"].append(f"failed {r.url}"))
+    # A request cut short by the next navigation (the favicon, often) is not a missing file.
+    page.on("requestfailed", lambda r: seen["failed"].append(f"failed {r.url}: {r.failure}") if "ERR_ABORTED" not in (r.failure or "") else None)
     return seen
 
 
