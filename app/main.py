@@ -133,7 +133,7 @@ def _error_page(request: Request, status: int, message: str, errors: list[str] |
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired):
-        target = "/login?next=" + request.url.path
+        target = exc.target.format(path=request.url.path)
         if is_htmx(request):
             return HTMLResponse("", status_code=401, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)
