@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,10 +14,11 @@ from sqlalchemy.orm import Session
 from app.datasets import all_tasks, follow_on, get_task
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import figures, projects
+from app.lifecycle import ItemStatus
+from app.services import figures, items, projects
 from app.web.deps import Db, Posted, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
-from app.web.templating import is_htmx, render
+from app.web.templating import is_htmx, render, render_error
 from app.web.uploads import run_upload_import
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -164,3 +166,28 @@ def import_page(
         return render(request, "projects/detail.html", ctx, status_code=exc.status_code)
     flash(request, f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
     return RedirectResponse(f"/projects/{project_id}#import", status_code=303)
+
+
+# -- the items of a project (reviewers and admins) ------------------------------------------------------
+
+
+@router.get("/projects/{project_id}/items")
+def items_page(
+    request: Request, project_id: int, session: Db, stage: str = "", status: str = "", annotator: str = "", q: str = "",
+    after: int | None = None, before: int | None = None, user: Principal = Depends(page_role(Role.reviewer)),
+):
+    """Filter by stage, status, annotator and text; pages by id (keyset), each row opening the item's history."""
+    project = projects.get_project(session, project_id)
+    typed = {"stage": stage, "status": status, "annotator": annotator, "q": q}
+    ctx = {"project": project, "stages": projects.stages_of(session, project_id), "statuses": list(ItemStatus),
+           "annotators": items.annotator_choices(session), "filters": typed}
+    try:
+        found = items.list_items(session, project_id, items.ItemFilter.parse(stage, status, annotator, q), after=after, before=before)
+    except DomainError as exc:
+        return render_error(request, "projects/items.html", {**ctx, "page": items.ItemPage([], None, None)}, exc)
+    query = {k: v for k, v in typed.items() if v}
+    return render(request, "projects/items.html", {
+        **ctx, "page": found,
+        "next_url": f"?{urlencode({**query, 'after': found.after})}" if found.after else None,
+        "prev_url": f"?{urlencode({**query, 'before': found.before})}" if found.before else None,
+    })
