@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from app.errors import Invalid
@@ -14,6 +16,7 @@ from app.lifecycle import ItemStatus
 from app.models import Assignment, Item, Stage, User
 
 PAGE_SIZE = 50
+SCAN_WINDOW = 20_000  # items a text search reads for one page
 SUMMARY_CHARS = 240
 
 
@@ -51,63 +54,112 @@ class ItemPage:
     rows: list[ItemRow]
     after: int | None  # the next page starts after this id (None: this is the last page)
     before: int | None  # the previous page ends before this id (None: this is the first page)
+    searched_to: int | None = None  # a text search stopped at this id before filling the page
 
 
 def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _matching(project_id: int, f: ItemFilter) -> sa.ColumnElement[bool]:
-    conditions = [Item.project_id == project_id]
-    if f.stage_id is not None:
-        conditions.append(Item.stage_id == f.stage_id)
+def _one_of(column, value: Any) -> sa.ColumnElement[bool]:
+    """`column = ANY(ARRAY[value])`: the same test as `column = value`, except that the planner does not
+    drop the column from ORDER BY (it drops columns held equal to a constant)."""
+    return column == sa.func.any(sa.literal([value], postgresql.ARRAY(column.type)))
+
+
+def _query(project_id: int, f: ItemFilter) -> tuple[list[sa.ColumnElement[bool]], list[Any]]:
+    """The filter's conditions and an ORDER BY equal to id order for its rows, chosen so that one index
+    yields the page in order. Ordered by id alone, the planner walks the primary key and filters,
+    expecting a project's rows spread evenly over the table; when they are not (a project imported
+    after a large one), that scan crosses every earlier row. So the order names the filter's own
+    columns first, and only the index on (them, id) can give it: (project_id, status, id),
+    (stage_id, id) or (project_id, id)."""
+    conditions: list[sa.ColumnElement[bool]] = []
     if f.status is not None:
-        conditions.append(Item.status == f.status)
+        # (status = constant is a plain index condition; an ANY on the index's second column is not.)
+        conditions += [_one_of(Item.project_id, project_id), Item.status == f.status]
+        order = [Item.project_id, Item.status]
+        if f.stage_id is not None:
+            conditions.append(Item.stage_id == f.stage_id)
+    elif f.stage_id is not None:
+        conditions += [Item.project_id == project_id, _one_of(Item.stage_id, f.stage_id)]
+        order = [Item.stage_id]
+    else:
+        conditions.append(_one_of(Item.project_id, project_id))
+        order = [Item.project_id]
     if f.annotator_id is not None:
-        # A semi-join the planner drives from the annotator's assignments (indexed by annotator).
+        # A semi-join the planner can drive from the annotator's assignments (indexed by annotator).
         conditions.append(Item.id.in_(sa.select(Assignment.item_id).where(Assignment.annotator_id == f.annotator_id)))
     if f.text:
         pattern = _like(f.text)
         conditions.append(sa.or_(Item.external_id.ilike(pattern), sa.cast(Item.data, sa.Text).ilike(pattern)))
-    return sa.and_(*conditions)
+    return conditions, order
 
 
 def list_items(
     session: Session, project_id: int, f: ItemFilter, *, after: int | None = None, before: int | None = None,
-    limit: int = PAGE_SIZE,
+    limit: int = PAGE_SIZE, window: int = SCAN_WINDOW,
 ) -> ItemPage:
     """One page of the project's items matching `f`, in id order: the first page, the page after id
-    `after`, or the page before id `before`."""
-    where = _matching(project_id, f)
+    `after`, or the page before id `before`. A text search reads at most `window` items per page (no
+    index serves a substring of any field): a page it leaves short ends where the search stopped, and
+    its next (or previous) link searches on from there."""
+    conditions, order = _query(project_id, f)
     backwards = before is not None and after is None
+    edge = _window_edge(session, project_id, after, before, backwards, window) if f.text else None
     q = (
         sa.select(Item.id, Item.external_id, Stage.name, Item.status, sa.func.left(sa.cast(Item.data, sa.Text), SUMMARY_CHARS))
         .outerjoin(Stage, Stage.id == Item.stage_id)
-        .where(where)
+        .where(*conditions)
         .limit(limit + 1)
     )
     if backwards:
-        q = q.where(Item.id < before).order_by(Item.id.desc())
+        q = q.where(Item.id < before).order_by(*[c.desc() for c in order], Item.id.desc())
+        q = q.where(Item.id >= edge) if edge is not None else q
     else:
         q = q.where(Item.id > after) if after is not None else q
-        q = q.order_by(Item.id)
+        q = q.where(Item.id <= edge) if edge is not None else q
+        q = q.order_by(*order, Item.id)
     found = session.execute(q).all()
     more = len(found) > limit
     found = found[:limit]
     if backwards:
         found.reverse()
-    if not found:
-        return ItemPage([], None, None)
-    first, last = found[0][0], found[-1][0]
+    ids = [r[0] for r in found]
 
     def exists(condition) -> bool:
-        return bool(session.scalar(sa.select(sa.exists().where(where, condition))))
+        if f.text:  # an unbounded search just to draw a link: assume there is more where we came from
+            return True
+        return bool(session.scalar(sa.select(sa.exists().where(*conditions, condition))))
 
-    has_next = more if not backwards else exists(Item.id > last)
-    has_prev = more if backwards else (after is not None and exists(Item.id < first))
-    names = annotators_of(session, [r[0] for r in found])
+    if backwards:
+        prev = ids[0] if more else edge  # the search stopped at `edge`: search on before it
+        nxt = (ids[-1] if ids else before - 1) if exists(Item.id >= before) else None
+    else:
+        nxt = ids[-1] if more else edge
+        prev = (ids[0] if ids else after + 1) if after is not None and exists(Item.id <= after) else None
+    names = annotators_of(session, ids)
     rows = [ItemRow(i, ext, stage, status, summary, names.get(i, [])) for i, ext, stage, status, summary in found]
-    return ItemPage(rows, last if has_next else None, first if has_prev else None)
+    return ItemPage(rows, nxt, prev, searched_to=edge if edge is not None and not more else None)
+
+
+def _window_edge(session: Session, project_id: int, after: int | None, before: int | None, backwards: bool, window: int) -> int | None:
+    """Where a text search's page stops reading: `window` ids on from where the page starts (ids within
+    a project are near dense: items are imported in bulk), or None when the project has no item beyond."""
+    mine = _one_of(Item.project_id, project_id)
+
+    def probe(*conditions, desc: bool = False) -> int | None:
+        order = [Item.project_id.desc(), Item.id.desc()] if desc else [Item.project_id, Item.id]
+        return session.scalar(sa.select(Item.id).where(mine, *conditions).order_by(*order).limit(1))
+
+    if backwards:
+        edge = before - window
+        return edge if probe(Item.id < edge, desc=True) is not None else None
+    start = after if after is not None else probe()
+    if start is None:
+        return None
+    edge = start + window - (0 if after is not None else 1)
+    return edge if probe(Item.id > edge) is not None else None
 
 
 def annotators_of(session: Session, item_ids: list[int]) -> dict[int, list[str]]:

@@ -187,7 +187,7 @@ def items_page(
         return render_error(request, "projects/items.html", {**ctx, "page": items.ItemPage([], None, None)}, exc)
     query = {k: v for k, v in typed.items() if v}
     return render(request, "projects/items.html", {
-        **ctx, "page": found,
+        **ctx, "page": found, "window": items.SCAN_WINDOW,
         "next_url": f"?{urlencode({**query, 'after': found.after})}" if found.after else None,
         "prev_url": f"?{urlencode({**query, 'before': found.before})}" if found.before else None,
     })

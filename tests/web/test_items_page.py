@@ -112,3 +112,21 @@ def test_item_text_is_escaped_and_a_bad_filter_says_why(client, project):
     bad = client.get(f"/projects/{project['id']}/items", params={"status": "lost"})
     assert bad.status_code == 422 and "Unknown status" in bad.text
     assert client.get("/projects/999999/items").status_code == 404
+
+
+def test_a_text_search_reads_a_window_of_items_per_page_and_searches_on(app, project):
+    from app.services import items
+
+    ids = project["ids"]
+    f = items.ItemFilter(text="heron")  # it-7 only
+    with transaction(app.state.sessions) as s:
+        first = items.list_items(s, project["id"], f, window=5)  # it-0..it-4: nothing yet
+        assert first.rows == [] and first.searched_to == ids["it-4"] and first.after == ids["it-4"] and first.before is None
+        second = items.list_items(s, project["id"], f, after=first.after, window=5)
+        assert [r.external_id for r in second.rows] == ["it-7"] and second.searched_to == ids["it-9"]
+        assert second.before == ids["it-7"]
+        back = items.list_items(s, project["id"], f, before=second.before, window=5)  # it-2..it-6
+        assert back.rows == [] and back.searched_to == ids["it-2"] and back.before == ids["it-2"] and back.after == ids["it-6"]
+        assert [r.external_id for r in items.list_items(s, project["id"], items.ItemFilter(text="it-1"), window=5, limit=3).rows] == ["it-1"]
+        whole = items.list_items(s, project["id"], items.ItemFilter(text="it-"), window=5, limit=3)  # a full page within the window
+        assert [r.external_id for r in whole.rows] == ["it-0", "it-1", "it-2"] and whole.searched_to is None and whole.after == ids["it-2"]
