@@ -128,3 +128,21 @@ def test_only_admins_open_the_form(client, app):
     login(client, "rev")
     assert client.get("/projects/new").status_code == 403
     assert 'href="/projects/new"' not in client.get("/").text
+
+
+def test_the_api_checks_stage_configurations_too(client, api):
+    bad = client.post("/api/v1/projects", headers=api["admin"], json={
+        "name": "typo", "stages": [{"workflow": "voldoger.verify", "config": {"route": "flippd"}}]})
+    assert bad.status_code == 422 and "Stage 1 (voldoger.verify)" in bad.text and "route" in bad.text
+    ok = client.post("/api/v1/projects", headers=api["admin"], json={
+        "name": "fine", "stages": [{"workflow": "voldoger.verify", "config": {"route": "flipped"}}]})
+    assert ok.status_code == 201, ok.text
+
+
+def test_one_configuration_for_a_pipeline_is_shared_out_by_the_keys_each_stage_reads():
+    from app.services.projects import stage_specs_for
+
+    specs = stage_specs_for("colorswap.filter", config={"suggestion_margin": 0.1, "sources": ["handmade"], "extra_colour_words": ["teal"],
+                                                        "colour": 1}, config_for_all=True)
+    assert [s.config for s in specs] == [{"suggestion_margin": 0.1, "extra_colour_words": ["teal"], "colour": 1},
+                                         {"sources": ["handmade"], "extra_colour_words": ["teal"]}]
