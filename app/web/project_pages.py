@@ -1,20 +1,21 @@
-"""Project pages: the list with progress bars, a project's stages and counts, creation and import."""
+"""Project pages: the list with progress bars, the new-project form, a project's stages and counts,
+import, and the project's items."""
 
 from __future__ import annotations
 
 import json
-from urllib.parse import urlencode
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Request, UploadFile
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
 from app.datasets import all_tasks, follow_on, get_task
 from app.errors import DomainError, Invalid
-from app.models import Role
 from app.lifecycle import ItemStatus
+from app.models import Role
 from app.services import figures, items, projects
 from app.web.deps import Db, Posted, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
