@@ -127,17 +127,19 @@ def list_items(
         found.reverse()
     ids = [r[0] for r in found]
 
-    def exists(condition) -> bool:
+    def exists(condition, desc: bool) -> bool:
         if f.text:  # an unbounded search just to draw a link: assume there is more where we came from
             return True
-        return bool(session.scalar(sa.select(sa.exists().where(*conditions, condition))))
+        # The nearest matching id in the filter's own index order (an EXISTS would walk the primary key).
+        keys = [*(c.desc() for c in order), Item.id.desc()] if desc else [*order, Item.id]
+        return session.scalar(sa.select(Item.id).where(*conditions, condition).order_by(*keys).limit(1)) is not None
 
     if backwards:
         prev = ids[0] if more else edge  # the search stopped at `edge`: search on before it
-        nxt = (ids[-1] if ids else before - 1) if exists(Item.id >= before) else None
+        nxt = (ids[-1] if ids else before - 1) if exists(Item.id >= before, desc=False) else None
     else:
         nxt = ids[-1] if more else edge
-        prev = (ids[0] if ids else after + 1) if after is not None and exists(Item.id <= after) else None
+        prev = (ids[0] if ids else after + 1) if after is not None and exists(Item.id <= after, desc=True) else None
     names = annotators_of(session, ids)
     rows = [ItemRow(i, ext, stage, status, summary, names.get(i, [])) for i, ext, stage, status, summary in found]
     return ItemPage(rows, nxt, prev, searched_to=edge if edge is not None and not more else None)
