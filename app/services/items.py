@@ -17,6 +17,7 @@ from app.models import Assignment, Item, Stage, User
 
 PAGE_SIZE = 50
 SCAN_WINDOW = 20_000  # items a text search reads for one page
+FIRST_STRETCH = 1_000  # ... of which it reads this many first
 SUMMARY_CHARS = 240
 
 
@@ -106,7 +107,6 @@ def list_items(
     its next (or previous) link searches on from there."""
     conditions, order = _query(project_id, f)
     backwards = before is not None and after is None
-    edge = _window_edge(session, project_id, after, before, backwards, window) if f.text else None
     q = (
         sa.select(Item.id, Item.external_id, Stage.name, Item.status, sa.func.left(sa.cast(Item.data, sa.Text), SUMMARY_CHARS))
         .outerjoin(Stage, Stage.id == Item.stage_id)
@@ -115,13 +115,21 @@ def list_items(
     )
     if backwards:
         q = q.where(Item.id < before).order_by(*[c.desc() for c in order], Item.id.desc())
-        q = q.where(Item.id >= edge) if edge is not None else q
     else:
         q = q.where(Item.id > after) if after is not None else q
-        q = q.where(Item.id <= edge) if edge is not None else q
         q = q.order_by(*order, Item.id)
-    found = session.execute(q).all()
-    more = len(found) > limit
+    # A text search reads a short stretch first (a common word fills the page there), then the window.
+    if f.text and not backwards and after is None:
+        # Bounded below too: a range scan of the primary key then starts at the project's first item.
+        start = session.scalar(sa.select(Item.id).where(_one_of(Item.project_id, project_id)).order_by(Item.project_id, Item.id).limit(1))
+        q = q.where(Item.id >= start) if start is not None else q
+    for stretch in (sorted({min(window, FIRST_STRETCH), window}) if f.text else [None]):
+        edge = _window_edge(session, project_id, after, before, backwards, stretch) if stretch else None
+        bounded = q if edge is None else q.where(Item.id >= edge if backwards else Item.id <= edge)
+        found = session.execute(bounded).all()
+        more = len(found) > limit
+        if more or edge is None:
+            break
     found = found[:limit]
     if backwards:
         found.reverse()
