@@ -64,6 +64,44 @@
     }
   });
 
+  // Focus starts on the screen's first control (one marked `autofocus`, else the first keyed
+  // answer, a chosen radio before its unchosen siblings), so keys and Enter act on the item at
+  // once; a screen with keys of its own and neither keeps its own focus. Not on a review screen:
+  // there Enter must do nothing until the reviewer chooses.
+  function firstControl(form) {
+    var el = form.querySelector("[autofocus]") || form.querySelector("input[data-key]:not([disabled])");
+    if (el && el.type === "radio" && !el.checked) {
+      var chosen = form.querySelector('input[type=radio][name="' + CSS.escape(el.name) + '"]:checked');
+      if (chosen) el = chosen;
+    }
+    return el;
+  }
+
+  function focusItem(form) {
+    var el = firstControl(form);
+    if (el) el.focus({ preventScroll: true });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var form = document.querySelector("[data-annotation-form]");
+    if (!form || form.dataset.enter === "focused") return;
+    var active = document.activeElement;
+    if (!active || active === document.body) focusItem(form);
+  });
+
+  document.addEventListener("click", function (event) {
+    var skip = event.target.closest && event.target.closest("[data-skip]");
+    var form = document.querySelector("[data-annotation-form]");
+    if (!skip || !form) return;
+    event.preventDefault();
+    if (form.dataset.enter === "focused") {  // to the decisions, none of them taken by the next Enter
+      form.tabIndex = -1;
+      form.focus();
+    } else {
+      focusItem(form);
+    }
+  });
+
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (form.matches && form.matches("[data-annotation-form]")) {
@@ -71,6 +109,21 @@
       if (window.htmx) htmx.trigger(form, "htmx:abort");  // a draft save in flight must not race the submit
       form.querySelectorAll("button[type=submit]").forEach(function (b) { b.setAttribute("aria-busy", "true"); });
     }
+  });
+
+  // The key help stays as the annotator left it, open or closed, from one screen to the next.
+  document.querySelectorAll("[data-key-help]").forEach(function (help) {
+    try {
+      if (localStorage.getItem("vlcurate.keyHelp") === "open") help.open = true;
+      help.addEventListener("toggle", function () { localStorage.setItem("vlcurate.keyHelp", help.open ? "open" : "closed"); });
+    } catch (e) { /* storage refused: the help starts closed */ }
+  });
+
+  // A submitted screen shown again from the back-forward cache asks the server anew: it then says
+  // the item was submitted and takes a revision, instead of a form that can no longer send.
+  window.addEventListener("pageshow", function (event) {
+    var form = document.querySelector("[data-annotation-form]");
+    if (event.persisted && form && form.dataset.sent) location.reload();
   });
 
   // Drafts: nothing typed is lost. The screen says "unsaved" from the first change until the
