@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.agreement.pairs import mean_agreement
 from app.errors import Invalid, format_validation_error
@@ -40,6 +40,18 @@ class Equivalence:
     judge: str
 
 
+class StageConfig(BaseModel):
+    """A stage's configuration: the keys every stage reads. A task's own schema subclasses it and adds
+    its keys. Unknown keys are refused (a misspelt key would otherwise be ignored without a word), and
+    types are strict (the stored JSON is what the task reads: "false" must not pass as a boolean)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    soft_match_threshold: float | None = Field(
+        default=None, ge=0, le=1, description="cosine similarity at which two texts count as the same in agreement"
+    )
+
+
 class Task:
     """One stage task. Subclasses set the class attributes and override the hooks they need."""
 
@@ -47,6 +59,8 @@ class Task:
     title: ClassVar[str]
     description: ClassVar[str] = ""
     annotation_schema: ClassVar[type[BaseModel]]
+    # The keys a stage of this task may set in its configuration (checked when a project is created).
+    config_schema: ClassVar[type[StageConfig]] = StageConfig
     template: ClassVar[str]
     keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
     # Suggestion kinds the screen reads (their producers are declared by the dataset).
@@ -59,6 +73,30 @@ class Task:
     # Optional capabilities, declared: a free-text answer judged for equivalence, a live check.
     equivalence: ClassVar[Equivalence | None] = None
     has_live_check: ClassVar[bool] = False
+
+    # -- configuration -------------------------------------------------------------
+    def validate_config(self, config: Any) -> dict[str, Any]:
+        """Check a stage configuration against `config_schema`; return it as given (a stage keeps
+        what its admin wrote, without filled-in defaults). Messages name the key and say why."""
+        if not isinstance(config, Mapping):
+            raise Invalid(f"The configuration of a {self.name} stage is a JSON object, e.g. {{}}.")
+        try:
+            self.config_schema.model_validate(dict(config))
+        except ValidationError as exc:
+            known = ", ".join(self.config_schema.model_fields)
+            problems = []
+            for err in exc.errors():
+                key = ".".join(str(p) for p in err["loc"]) or "configuration"
+                if err["type"] == "extra_forbidden":
+                    problems.append(f"'{key}' is not a setting of {self.name} (it reads: {known}).")
+                else:
+                    problems.append(f"'{key}': {err['msg'].removeprefix('Value error, ')}.")
+            raise Invalid(f"The configuration of the {self.name} stage is not valid.", problems) from None
+        return dict(config)
+
+    def config_keys(self) -> dict[str, str]:
+        """The configuration keys this task reads and what each does (the project form lists them)."""
+        return {name: f.description or "" for name, f in self.config_schema.model_fields.items()}
 
     # -- annotations ---------------------------------------------------------------
     def validate_annotation(

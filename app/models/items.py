@@ -49,6 +49,10 @@ class Item(Base):
             postgresql_where=sa.text(f"status = '{ItemStatus.active}' AND slots_left > 0"),
         ),
         sa.Index("ix_items_project_stage_status", "project_id", "stage_id", "status"),
+        # The items page: one page of a project's items in id order, whole, by stage or by status.
+        sa.Index("ix_items_project_id", "project_id", "id"),
+        sa.Index("ix_items_stage_id", "stage_id", "id"),
+        sa.Index("ix_items_project_status_id", "project_id", "status", "id"),
     )
 
     id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)

@@ -43,14 +43,34 @@ def stage_specs_for(
     """The stages of a new project that starts with workflow `first`: then the stages `then` names
     (the command line lists the pipeline), by default the workflow's own follow-on stages (the project
     form offers first stages only). `config` is the first stage's, or every stage's with `config_for_all`."""
-    rest = tuple(then) if then is not None else follow_on(first)
+    names = (first, *(tuple(then) if then is not None else follow_on(first)))
+    configs = _shared_config(names, config or {}) if config_for_all else [config or {}] + [{}] * (len(names) - 1)
     return [
         StageSpec(
             workflow=w, overlap=overlap, lease_seconds=lease_seconds, sample_size=sample_size, sample_seed=sample_seed,
-            config=(config or {}) if (i == 0 or config_for_all) else {},
+            config=c,
         )
-        for i, w in enumerate((first, *rest))
+        for w, c in zip(names, configs)
     ]
+
+
+def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[str, Any]]:
+    """One configuration for a whole pipeline, cut into each stage's share: a stage gets the keys its
+    task reads; a key that no stage reads stays with the first, whose check then refuses it."""
+    known = [set(get_task(w).config_keys()) if _is_task(w) else set() for w in names]
+    read_somewhere = set().union(*known)
+    return [
+        {k: v for k, v in config.items() if k in keys or (i == 0 and k not in read_somewhere)}
+        for i, keys in enumerate(known)
+    ]
+
+
+def _is_task(name: str) -> bool:
+    try:
+        get_task(name)
+    except Invalid:
+        return False
+    return True
 
 
 def create_project(
@@ -73,6 +93,10 @@ def create_project(
         if needed and needed not in earlier:
             raise Invalid(f"The stage '{spec.workflow}' builds on '{needed}', which must come before it.")
         earlier.append(spec.workflow)
+        try:
+            spec.config = get_task(spec.workflow).validate_config(spec.config)
+        except Invalid as exc:
+            raise Invalid(f"Stage {len(earlier)} ({spec.name or spec.workflow}): {exc.message}", exc.errors) from None
         if spec.sample_size is not None and spec.overlap < 2:
             raise Invalid(
                 f"The stage '{spec.name or spec.workflow}' samples {spec.sample_size} items for agreement: "

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy.orm import Session
 
-from app.errors import Invalid, NotFound, format_validation_error
+from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.models import ItemSplit, SplitDefinition
 from app.services.audit import record
@@ -157,7 +157,28 @@ def parse_config(raw: dict[str, Any]) -> SplitConfig:
     try:
         return SplitConfig.model_validate(raw)
     except ValidationError as exc:
-        raise Invalid("The split definition is not valid.", format_validation_error(exc)) from None
+        raise Invalid("The split definition is not valid.", _problems(exc)) from None
+
+
+# What each setting is called where people type it (the export page's labels).
+_LABELS = {"ratios": "Splits", "counts": "Splits", "rest": "Items past the counts go to", "seed": "Seed",
+           "stratify": "Stratify by field", "held_out": "Hold out by field", "held_out.field": "Hold out by field",
+           "held_out.values": "Hold-out values", "held_out.split": "Hold-out split"}
+
+
+def _problems(exc) -> list[str]:
+    """Validation errors in the words of the form: "Splits: split 'Train': use lower-case letters ...",
+    not pydantic's "field 'record': Value error, ..."."""
+    out = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        why = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "too_short" and loc[-1:] == ["values"]:
+            why = "name one or more values, separated by commas"
+        label = _LABELS.get(".".join(loc[:2])) or _LABELS.get(loc[0]) if loc else None
+        text = f"{label}: {why}" if label else why
+        out.append(text + ("" if text.endswith(".") else "."))
+    return out
 
 
 def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:

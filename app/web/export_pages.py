@@ -13,7 +13,8 @@ from app.errors import DomainError
 from app.models import Export, Role
 from app.services import export, projects, splits, targets
 from app.web.deps import Db, Posted, Principal, csrf_protect, page_role, savepoint
-from app.web.templating import render, render_error
+from app.web.flash import flash, take_flash
+from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 admin_only = page_role(Role.admin)
@@ -34,13 +35,14 @@ def _context(session: Session, project_id: int, **extra) -> dict:
     return {
         "project": project, "versions": versions, "unassigned": splits.unassigned(session, versions[0]) if versions else None,
         "finished": export.count_items(session, project_id, None), "exports": rows, "formats": export.formats_of(session, project_id),
-        "form": extra.pop("form", {}), "running": any(r["status"] in ("queued", "running") for r in rows), **extra,
+        "form": extra.pop("form", {}), "export_form": extra.pop("export_form", {}), "running": any(r["status"] in ("queued", "running") for r in rows), **extra,
     }
 
 
 @router.get("/projects/{project_id}/export")
 def export_page(request: Request, project_id: int, session: Db, user: Principal = Depends(admin_only)):
-    return render(request, "export/page.html", _context(session, project_id))
+    notice = None if is_htmx(request) else take_flash(request)  # the progress poll must not eat the notice
+    return render(request, "export/page.html", _context(session, project_id, notice=notice))
 
 
 class SplitForm(BaseModel):
@@ -69,8 +71,8 @@ def save_splits(request: Request, project_id: int, session: Db, form: Annotated[
             saved = splits.save_definition(session, project_id, config, actor_id=user.id)
     except DomainError as exc:
         return render_error(request, "export/page.html", _context(session, project_id, form=form.model_dump()), exc)
-    notice = f"Saved split version {saved.version}: " + ", ".join(f"{k} {v:,}" for k, v in saved.counts.items()) + "."
-    return render(request, "export/page.html", _context(session, project_id, notice=notice))
+    flash(request, f"Saved split version {saved.version}: " + ", ".join(f"{k} {v:,}" for k, v in saved.counts.items()) + ".")
+    return RedirectResponse(f"/projects/{project_id}/export", status_code=303)
 
 
 @router.post("/projects/{project_id}/exports")
@@ -80,6 +82,7 @@ def start_export(request: Request, project_id: int, session: Db, posted: Posted,
     from app.worker import jobs
 
     settings, version = request.app.state.settings, str(posted.get("version", "newest"))
+    typed = {k: str(posted.get(k, "")) for k in ("format", "version", "target")}
     try:
         with savepoint(session):
             row = export.create_export(
@@ -88,10 +91,11 @@ def start_export(request: Request, project_id: int, session: Db, posted: Posted,
                 target=targets.check_target(str(posted.get("target", ""))), actor_id=user.id,
             )
     except DomainError as exc:
-        return render_error(request, "export/page.html", _context(session, project_id), exc)
+        return render_error(request, "export/page.html", _context(session, project_id, export_form=typed), exc)
     # The job is queued on the job queue's own connection once the export row is committed (background
     # tasks run after the request's transaction); should that fail, the reconcile job queues it.
     jobs_after.add_task(jobs.defer_export, settings, row.id)
+    flash(request, f"Export {row.id} ({row.format}) is queued; it runs on the worker.")
     return RedirectResponse(f"/projects/{project_id}/export", status_code=303)
 
 

@@ -1,35 +1,79 @@
-"""Project pages: the list with progress bars, a project's stages and counts, creation and import."""
+"""Project pages: the list with progress bars, the new-project form, a project's stages and counts,
+import, and the project's items."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, File, Request, UploadFile
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
-from app.datasets import all_tasks, follow_on
+from app.datasets import all_tasks, follow_on, get_task
 from app.errors import DomainError, Invalid
+from app.lifecycle import ItemStatus
 from app.models import Role
-from app.services import figures, projects
-from app.web.deps import Db, Principal, csrf_protect, page_role, page_user, savepoint
-from app.web.templating import render
+from app.services import figures, items, projects
+from app.web.deps import Db, Posted, Principal, csrf_protect, page_role, page_user, savepoint
+from app.web.flash import flash, take_flash
+from app.web.templating import is_htmx, render, render_error
 from app.web.uploads import run_upload_import
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
 
-def _list_context(session: Session, form: dict | None = None, error: str | None = None) -> dict:
-    return {
-        "projects": projects.progress(session),
-        # A workflow that builds on another is added with it, never chosen on its own.
-        "workflows": [{"name": t.name, "title": t.title, "follow_on": follow_on(t.name)} for t in all_tasks() if not t.requires],
-        "form": form or {"name": "", "workflow": "generic.choice", "overlap": 1, "sample_size": "", "choices": ""},
-        "error": error,
-    }
+def _list_context(session: Session) -> dict:
+    return {"projects": projects.progress(session)}
 
 
 @router.get("/")
 def project_list(request: Request, session: Db, user: Principal = Depends(page_user)):
     return render(request, "projects/list.html", _list_context(session))
+
+
+# -- the new-project form ----------------------------------------------------------------------------
+
+PROJECT_FIELDS = {"name": "", "description": "", "workflow": "generic.choice", "overlap": "1", "sample_size": "", "choices": ""}
+
+
+def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stage_errors: dict[int, str] | None = None) -> dict:
+    """The form as typed: the project's fields, and one fieldset per stage of the chosen workflow's
+    pipeline (its name, guidelines and configuration, and the keys that configuration may set)."""
+    values = {k: str(form.get(k, default)) for k, default in PROJECT_FIELDS.items()}
+    try:
+        chain = (get_task(values["workflow"]).name, *follow_on(values["workflow"]))
+    except Invalid:
+        chain = ()
+    stages = [
+        {
+            "index": i, "workflow": w, "title": get_task(w).title, "settings": get_task(w).config_keys(),
+            "name": str(form.get(f"stage_name_{i}", "")), "guidelines": str(form.get(f"guidelines_{i}", "")),
+            "config": str(form.get(f"config_{i}", "")), "error": (stage_errors or {}).get(i),
+        }
+        for i, w in enumerate(chain)
+    ]
+    return {
+        # A workflow that builds on another is added with it, never chosen on its own.
+        "workflows": [{"name": t.name, "title": t.title, "follow_on": follow_on(t.name)} for t in all_tasks() if not t.requires],
+        "form": values, "stages": stages,
+        "error": error.message if error else None, "errors": error.errors if error else [],
+    }
+
+
+@router.get("/projects/new")
+def new_project(request: Request, user: Principal = Depends(page_role(Role.admin))):
+    """The form; with query parameters (the workflow select asks for its stages), the form as typed."""
+    return render(request, "projects/new.html", _new_context(request.query_params))
+
+
+@router.post("/projects/preview")
+def preview_guidelines(request: Request, posted: Posted, user: Principal = Depends(page_role(Role.admin))):
+    """Guidelines as annotators will see them: the same Markdown filter as the screens (raw HTML shown as text)."""
+    text = next((str(v) for k, v in posted.items() if k.startswith("guidelines")), "")
+    return render(request, "projects/new.html", {"text": text}, block="preview")
 
 
 def _sample_size(text: str) -> int | None:
@@ -42,25 +86,46 @@ def _sample_size(text: str) -> int | None:
     return sample
 
 
+def _overlap(text: str) -> int:
+    if not text.strip().isdigit() or not 1 <= int(text) <= 50:
+        raise Invalid("Annotators per item is a whole number from 1 to 50.")
+    return int(text)
+
+
+def _stage_specs(form: Mapping[str, Any]) -> tuple[list[projects.StageSpec], dict[int, str]]:
+    """The stages the form describes, and a message for each stage whose configuration is refused."""
+    specs = projects.stage_specs_for(form["workflow"], overlap=_overlap(form["overlap"]), sample_size=_sample_size(form["sample_size"]))
+    problems: dict[int, str] = {}
+    for i, spec in enumerate(specs):
+        text = str(form.get(f"config_{i}", "")).strip()
+        try:
+            config = json.loads(text) if text else {}
+        except json.JSONDecodeError as exc:
+            problems[i] = f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+            continue
+        if i == 0 and form["choices"].strip() and isinstance(config, dict):
+            config = {**config, "choices": [c.strip() for c in form["choices"].split(",") if c.strip()]}
+        try:
+            spec.config = get_task(spec.workflow).validate_config(config)
+        except Invalid as exc:
+            problems[i] = " ".join([exc.message, *exc.errors])
+        spec.name = str(form.get(f"stage_name_{i}", "")).strip() or None
+        spec.guidelines = str(form.get(f"guidelines_{i}", ""))
+    return specs, problems
+
+
 @router.post("/projects")
-def create_project(
-    request: Request,
-    session: Db,
-    name: str = Form(""),
-    workflow: str = Form(""),
-    overlap: int = Form(1),
-    sample_size: str = Form(""),
-    choices: str = Form(""),
-    user: Principal = Depends(page_role(Role.admin)),
-):
-    form = {"name": name, "workflow": workflow, "overlap": overlap, "sample_size": sample_size, "choices": choices}
-    config = {"choices": [c.strip() for c in choices.split(",") if c.strip()]} if choices.strip() else {}
+def create_project(request: Request, session: Db, posted: Posted, user: Principal = Depends(page_role(Role.admin))):
+    form = {**PROJECT_FIELDS, **{k: str(v) for k, v in posted.items() if k != "csrf_token"}}
+    problems: dict[int, str] = {}
     try:
-        specs = projects.stage_specs_for(workflow, overlap=max(1, overlap), sample_size=_sample_size(sample_size), config=config)
+        specs, problems = _stage_specs(form)
+        if problems:
+            raise Invalid("A stage's configuration is not valid; see the stage below.")
         with savepoint(session):
-            project = projects.create_project(session, name, specs, actor_id=user.id)
+            project = projects.create_project(session, form["name"], specs, description=form["description"].strip(), actor_id=user.id)
     except DomainError as exc:
-        return render(request, "projects/list.html", _list_context(session, form, exc.message), status_code=422)
+        return render(request, "projects/new.html", _new_context(form, exc, problems), status_code=exc.status_code)
     return RedirectResponse(f"/projects/{project.id}", status_code=303)
 
 
@@ -78,7 +143,8 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
 
 @router.get("/projects/{project_id}")
 def project_detail(request: Request, project_id: int, session: Db, user: Principal = Depends(page_user)):
-    return render(request, "projects/detail.html", _detail_context(session, project_id))
+    notice = None if is_htmx(request) else take_flash(request)  # a poll must not eat the notice
+    return render(request, "projects/detail.html", _detail_context(session, project_id, import_message=notice, import_ok=True))
 
 
 @router.post("/projects/{project_id}/import")
@@ -90,12 +156,37 @@ def import_page(
     images: UploadFile | None = File(None),
     user: Principal = Depends(page_role(Role.admin)),
 ):
-    message, errors, status = None, [], 200
+    """Import; on success back to the project page (a reload never imports twice), else the errors."""
     try:
         with savepoint(session):
             result = run_upload_import(request, session, project_id, file, images, user.id)
-        message = f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new)."
     except DomainError as exc:
-        message, errors, status = exc.message, exc.errors, exc.status_code
-    ctx = _detail_context(session, project_id, import_message=message, import_errors=errors, import_ok=status == 200)
-    return render(request, "projects/detail.html", ctx, status_code=status)
+        ctx = _detail_context(session, project_id, import_message=exc.message, import_errors=exc.errors, import_ok=False)
+        return render(request, "projects/detail.html", ctx, status_code=exc.status_code)
+    flash(request, f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
+    return RedirectResponse(f"/projects/{project_id}#import", status_code=303)
+
+
+# -- the items of a project (reviewers and admins) ------------------------------------------------------
+
+
+@router.get("/projects/{project_id}/items")
+def items_page(
+    request: Request, project_id: int, session: Db, stage: str = "", status: str = "", annotator: str = "", q: str = "",
+    after: int | None = None, before: int | None = None, user: Principal = Depends(page_role(Role.reviewer)),
+):
+    """Filter by stage, status, annotator and text; pages by id (keyset), each row opening the item's history."""
+    project = projects.get_project(session, project_id)
+    typed = {"stage": stage, "status": status, "annotator": annotator, "q": q}
+    ctx = {"project": project, "stages": projects.stages_of(session, project_id), "statuses": list(ItemStatus),
+           "annotators": items.annotator_choices(session), "filters": typed}
+    try:
+        found = items.list_items(session, project_id, items.ItemFilter.parse(stage, status, annotator, q), after=after, before=before)
+    except DomainError as exc:
+        return render_error(request, "projects/items.html", {**ctx, "page": items.ItemPage([], None, None)}, exc)
+    query = {k: v for k, v in typed.items() if v}
+    return render(request, "projects/items.html", {
+        **ctx, "page": found, "window": items.SCAN_WINDOW,
+        "next_url": f"?{urlencode({**query, 'after': found.after})}" if found.after else None,
+        "prev_url": f"?{urlencode({**query, 'before': found.before})}" if found.before else None,
+    })

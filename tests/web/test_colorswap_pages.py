@@ -193,7 +193,7 @@ def test_live_check_fragment_and_its_access(client, app, api):
 
 def test_project_form_builds_the_pipeline_and_shows_figures(client, app, api):
     login(client, "boss")
-    page = client.get("/").text
+    page = client.get("/projects/new").text
     assert "colorswap.filter → colorswap.recaption" in page
     assert 'value="colorswap.recaption"' not in page
     r = client.post("/projects", data={"csrf_token": csrf_from(page), "name": "CS", "workflow": "colorswap.filter", "overlap": 1}, follow_redirects=False)

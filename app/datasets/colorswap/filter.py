@@ -7,14 +7,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.colorswap.schema import FILTER, ITM_KIND, candidate_pointer
+from app.datasets.colorswap.schema import FILTER, ITM_KIND, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs
 from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
 from app.errors import Invalid
 
 DEFAULT_MARGIN = 0.01
+
+
+class FilterConfig(VocabularyConfig):
+    suggestion_margin: float = Field(default=DEFAULT_MARGIN, ge=0, description="how far the model's best image must lead to be preselected")
 
 
 class FilterAnnotation(BaseModel):
@@ -76,6 +80,7 @@ class ColorSwapFilter(Task):
     title = "ColorSwap: choose the image for each caption"
     description = "See all candidate images of a caption pair; pick the best image per caption, or discard the pair."
     annotation_schema = FilterAnnotation
+    config_schema = FilterConfig
     template = "datasets/colorswap/filter.html"
     view_template = "datasets/colorswap/filter_view.html"
     suggestion_kinds = (ITM_KIND,)

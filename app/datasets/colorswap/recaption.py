@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.colorswap.schema import FILTER, RECAPTION, candidate_pointer
+from app.datasets.colorswap.schema import FILTER, RECAPTION, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs, check_swap
 from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
 
@@ -18,6 +18,14 @@ DEFAULT_RECAPTION_SOURCES = ("rule-based",)
 
 def one_line(value: str) -> str:
     return " ".join(value.split())
+
+
+class RecaptionConfig(VocabularyConfig):
+    sources: list[str] = Field(default=list(DEFAULT_RECAPTION_SOURCES), description="caption sources routed to this stage")
+    required_sources: list[str] = Field(
+        default=list(DEFAULT_RECAPTION_SOURCES), description="caption sources whose captions must be rewritten"
+    )
+    missing_source: str = Field(default="unknown", description="the source of a record that names none")
 
 
 class RecaptionAnnotation(BaseModel):
@@ -54,6 +62,7 @@ class ColorSwapRecaption(Task):
     title = "ColorSwap: rewrite a caption pair"
     description = "See the two chosen images; rewrite both captions naturally, keeping them a colour-swap pair."
     annotation_schema = RecaptionAnnotation
+    config_schema = RecaptionConfig
     template = "datasets/colorswap/recaption.html"
     view_template = "datasets/colorswap/recaption_view.html"
     requires = FILTER

@@ -7,12 +7,22 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.datasets.dataset import ItemBase
+from app.datasets.task import StageConfig
 
 FILTER = "colorswap.filter"
 RECAPTION = "colorswap.recaption"
 # The suggestion kind the filter screen reads: payload {"scores": [[caption 1, caption 2], ...]},
 # one image-text score pair per candidate, in candidate order.
 ITM_KIND = "colorswap.itm"
+
+
+class VocabularyConfig(StageConfig):
+    """The colour vocabulary of a ColorSwap stage (see `swapcheck.Vocabulary.from_config`)."""
+
+    colour_words: list[str] | None = Field(default=None, description="colour words, replacing the built-in list")
+    colour_modifiers: list[str] | None = Field(default=None, description="modifiers before a colour, replacing the built-in list")
+    extra_colour_words: list[str] | None = Field(default=None, description="colour words added to the list")
+    extra_colour_modifiers: list[str] | None = Field(default=None, description="modifiers added to the list")
 
 
 class Candidate(BaseModel):

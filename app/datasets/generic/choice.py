@@ -2,15 +2,27 @@
 
 from typing import Any, Mapping
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, field_validator
 
-from app.datasets.task import Task, image_urls
+from app.datasets.task import StageConfig, Task, image_urls
 
 CHOICE = "generic.choice"
 
 
 class ChoiceAnnotation(BaseModel):
     choice: str
+
+
+class ChoiceConfig(StageConfig):
+    choices: list[str] | None = Field(default=None, description="the answers offered, unless an item names its own")
+    question: str = Field(default="", description="the question shown when an item has none")
+
+    @field_validator("choices")
+    @classmethod
+    def _distinct(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (len(value) < 2 or len(set(value)) != len(value)):
+            raise ValueError("give two or more distinct choices")
+        return value
 
 
 def item_choices(item: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
@@ -22,6 +34,7 @@ class GenericChoice(Task):
     title = "Image question (choose one answer)"
     description = "Look at an image and pick one of a fixed set of answers."
     annotation_schema = ChoiceAnnotation
+    config_schema = ChoiceConfig
     template = "datasets/generic/choice.html"
     view_template = "datasets/generic/choice_view.html"
     facets = {"choice": "nominal"}

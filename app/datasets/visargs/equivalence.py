@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.dataset import ItemBase
-from app.datasets.task import Task, image_urls
+from app.datasets.task import StageConfig, Task, image_urls
 from app.datasets.visargs.schema import EQUIVALENCE
 
 
@@ -15,6 +15,10 @@ class EquivalenceItem(ItemBase):
     conclusion_a: str = Field(min_length=1)
     conclusion_b: str = Field(min_length=1)
     image: str | None = None
+
+
+class EquivalenceConfig(StageConfig):
+    judges_stage: int | None = Field(default=None, description="the stage whose answers this stage judges (set by the equivalence action)")
 
 
 class EquivalenceAnnotation(BaseModel):
@@ -28,6 +32,7 @@ class VisArgsEquivalence(Task):
     title = "VisArgs: do two conclusions say the same?"
     description = "Judge whether two annotators' conclusions are equivalent (for agreement studies)."
     annotation_schema = EquivalenceAnnotation
+    config_schema = EquivalenceConfig
     template = "datasets/visargs/equivalence.html"
     view_template = "datasets/visargs/equivalence_view.html"
     keys_help = "Y equivalent · N not equivalent · Enter submits · Z shows the image full size · S skips"

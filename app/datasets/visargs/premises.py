@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.task import Consolidation, StageConfig, Task, image_urls
 from app.datasets.visargs.schema import (
     MAX_PREMISES,
     PREMISES,
@@ -18,6 +18,10 @@ from app.datasets.visargs.schema import (
     row_indices,
     truthy,
 )
+
+
+class PremisesConfig(StageConfig):
+    accept_candidates: bool = Field(default=True, description="machine-drafted premises start ticked \"keep\" (false: unticked)")
 
 
 class PremisesAnnotation(BaseModel):
@@ -47,6 +51,7 @@ class VisArgsPremises(Task):
     title = "VisArgs: choose and fix the visual premises"
     description = "Keep, edit, split, add and order the visual premises a model drafted; discard unusable images."
     annotation_schema = PremisesAnnotation
+    config_schema = PremisesConfig
     template = "datasets/visargs/premises.html"
     view_template = "datasets/visargs/premises_view.html"
     facets = {"discard": "nominal", "visual premises": "set"}

@@ -4,11 +4,11 @@ wrong) and the reasoning tree, checked live by `argtree`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Equivalence, Task, image_urls
+from app.datasets.task import Equivalence, StageConfig, Task, image_urls
 from app.datasets.visargs.argtree import (
     parse_steps,
     print_step,
@@ -27,6 +27,12 @@ from app.datasets.visargs.schema import (
     row_indices,
     truthy,
 )
+
+
+class StructureConfig(StageConfig):
+    unused_premises: Literal["error", "warning"] = Field(
+        default="error", description="a premise the reasoning tree leaves out is an error or a warning"
+    )
 
 
 class StructureAnnotation(BaseModel):
@@ -88,6 +94,7 @@ class VisArgsStructure(Task):
     title = "VisArgs: commonsense premises, conclusion and reasoning tree"
     description = "Write the commonsense premises, check the conclusion, and build the reasoning tree."
     annotation_schema = StructureAnnotation
+    config_schema = StructureConfig
     template = "datasets/visargs/structure.html"
     view_template = "datasets/visargs/structure_view.html"
     requires = PREMISES

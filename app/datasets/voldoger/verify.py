@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
+from app.datasets.task import Consolidation, StageConfig, Task, consolidate_fields, image_urls
 from app.datasets.voldoger.release import (
     LABEL_FIELD,
     LABELS,
@@ -32,6 +32,10 @@ from app.datasets.voldoger.release import (
 VERIFY = "voldoger.verify"
 ROUTES = ("all", "flipped")
 _FIELDS = ("image", "label", "paraphrase", "text", "note")
+
+
+class VerifyConfig(StageConfig):
+    route: Literal["all", "flipped"] = Field(default="all", description="all items, or only those whose label the LLM changed")
 
 
 class VerifyAnnotation(BaseModel):
@@ -69,6 +73,7 @@ class VoldogerVerify(Task):
     title = "VOLDOGER: check a stylised image, its label and its paraphrase"
     description = "Keep or discard the stylised image; LLM's / original / another label; keep or edit the paraphrase."
     annotation_schema = VerifyAnnotation
+    config_schema = VerifyConfig
     template = "datasets/voldoger/verify.html"
     view_template = "datasets/voldoger/verify_view.html"
     facets = {"image kept": "nominal", "label": "nominal", "paraphrase kept": "nominal"}
