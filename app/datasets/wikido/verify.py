@@ -7,6 +7,7 @@ whatever a client sends for them is refused.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Literal
 
@@ -49,8 +50,11 @@ class WikiDOVerify(Task):
     suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
     facets = {"verdict": "nominal", "deleted words": "token_set"}
     keys_help = (
-        "C correct · H hallucinated · W wrong · when hallucinated: ←/→ move, X or Space strikes a word, Shift+X "
-        "strikes up to the last struck word, click / shift-click strike with the mouse, Z undoes · Enter submits · S skips"
+        "C correct · H hallucinated · W wrong · A strikes the model's underlined words (and chooses Hallucinated) · "
+        "when hallucinated: a word's number jumps to it (two digits for 10 and up), Shift + a word's number strikes "
+        "from the frame through that word, ←/→ move one token, X or Space strikes, Shift+X strikes up to the last "
+        "struck word, click / shift-click strike with the mouse, Z undoes · F shows the image full size (+/− zoom, "
+        "Esc closes) · Enter submits · S skips"
     )
 
     def validate_annotation(self, item, payload, config, results=None):
@@ -120,6 +124,12 @@ class WikiDOVerify(Task):
                 if isinstance(span, list) and len(span) == 2:
                     unsupported.update(range(max(0, int(span[0])), min(len(tokens), int(span[1]))))
         caption = item["caption"]
+        # Words (not punctuation) are numbered from 1: a digit key jumps to a word by its number.
+        numbers = {}
+        for i, t in enumerate(tokens):
+            if re.match(r"\w", t.text):
+                numbers[i] = len(numbers) + 1
+        model = f"{hint.model} {hint.model_version}".strip() if hint else None
         return {
             "tokens": [
                 {
@@ -128,10 +138,13 @@ class WikiDOVerify(Task):
                     # Whether a space follows, so the token view reads like the caption.
                     "space": t.end < len(caption) and caption[t.end].isspace(),
                     "unsupported": i in unsupported,
+                    "word": numbers.get(i),
                 }
                 for i, t in enumerate(tokens)
             ],
-            "unsupported_model": f"{hint.model} {hint.model_version}".strip() if hint and unsupported else None,
+            "unsupported_model": model if unsupported else None,
+            # Nothing in the caption is supported: the model suggests Wrong rather than striking it all.
+            "unrelated_model": model if hint and not unsupported and hint.payload.get("unrelated") else None,
             "fit": (
                 {"score": suggestions[ITM_KIND].payload.get("score"), "model": suggestions[ITM_KIND].model}
                 if ITM_KIND in suggestions
