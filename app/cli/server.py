@@ -45,11 +45,17 @@ def serve(
     workers: int = typer.Option(1, help="Worker processes."),
 ) -> None:
     """Upgrade the database and serve the web app and API."""
+    import signal
+
     import uvicorn
 
     from app.migrate import upgrade
     from app.services.users import ensure_first_admin
 
+    # SIGTERM (a service manager, `kill`) ends like Ctrl-C: uvicorn shuts down gracefully, then
+    # re-raises the signal; as an exit instead of a kill, the embedded PostgreSQL this process
+    # started is stopped by its exit handler rather than left running.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     settings = get_settings()
     upgrade(database_url(settings))
     with transaction(session_factory(get_engine(settings))) as session:
@@ -61,6 +67,10 @@ def serve(
         )
     console.print(f"vlcurate on http://{host}:{port}")
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, proxy_headers=False)
+
+
+def _exit_on_signal(signum, frame) -> None:
+    raise SystemExit(0)
 
 
 @app.command()

@@ -64,6 +64,44 @@
     }
   });
 
+  // Focus starts on the screen's first control (one marked `autofocus`, else the first keyed
+  // answer, a chosen radio before its unchosen siblings), so keys and Enter act on the item at
+  // once; a screen with keys of its own and neither keeps its own focus. Not on a review screen:
+  // there Enter must do nothing until the reviewer chooses.
+  function firstControl(form) {
+    var el = form.querySelector("[autofocus]") || form.querySelector("input[data-key]:not([disabled])");
+    if (el && el.type === "radio" && !el.checked) {
+      var chosen = form.querySelector('input[type=radio][name="' + CSS.escape(el.name) + '"]:checked');
+      if (chosen) el = chosen;
+    }
+    return el;
+  }
+
+  function focusItem(form) {
+    var el = firstControl(form);
+    if (el) el.focus({ preventScroll: true });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var form = document.querySelector("[data-annotation-form]");
+    if (!form || form.dataset.enter === "focused") return;
+    var active = document.activeElement;
+    if (!active || active === document.body) focusItem(form);
+  });
+
+  document.addEventListener("click", function (event) {
+    var skip = event.target.closest && event.target.closest("[data-skip]");
+    var form = document.querySelector("[data-annotation-form]");
+    if (!skip || !form) return;
+    event.preventDefault();
+    if (form.dataset.enter === "focused") {  // to the decisions, none of them taken by the next Enter
+      form.tabIndex = -1;
+      form.focus();
+    } else {
+      focusItem(form);
+    }
+  });
+
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (form.matches && form.matches("[data-annotation-form]")) {

@@ -68,3 +68,20 @@ def disagree(sessions, stage_id: int, answers: dict[str, str], items: int = 1) -
             with transaction(sessions) as s:
                 claimed = annotation.claim(s, stage_id, user)
                 annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, f"k-{name}-{n}")
+
+
+class Keys:
+    """Real key presses on a page, counted: what an annotator spends on an item."""
+
+    def __init__(self, page):
+        self.page = page
+        self.count = 0
+
+    def press(self, *keys: str) -> None:
+        for key in keys:
+            self.page.keyboard.press(key)
+            self.count += 1
+
+    def type(self, text: str) -> None:
+        """Typing is the annotator's content, not overhead: it is not counted."""
+        self.page.keyboard.type(text)

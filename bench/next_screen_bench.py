@@ -1,0 +1,133 @@
+"""Submit-to-next-screen in real Chromium: the time from the key that submits an item to the next
+item's screen being usable (its first control focused, the frame painted), on the demo data.
+
+The page records the moment of the submitting key (sessionStorage survives the navigation) and
+the first animation frame after the next screen's focus lands; the difference is what an
+annotator waits. Prints p50/p95 per demo project against the 100 ms target. Uses DATABASE_URL
+when set, else the embedded PostgreSQL, in a scratch database dropped afterwards.
+
+    python bench/next_screen_bench.py [--items 25] [--chromium /usr/bin/chromium]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import sqlalchemy as sa
+from scratch import BENCH_PASSWORD, p95
+
+from app.db import session_factory, transaction  # noqa: E402
+from app.models import Project, Stage  # noqa: E402
+from app.services import users  # noqa: E402
+from app.services.demo import load_demo  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from app.storage import make_storage  # noqa: E402
+
+# Injected before the app's scripts on every page: the submitting key's time, and the first frame
+# after the next screen's load handlers (the app focuses the first control in one of them).
+PROBE = """
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Enter") sessionStorage.setItem("submitAt", String(performance.timeOrigin + performance.now()));
+}, true);
+window.addEventListener("load", () => requestAnimationFrame(() => {
+  const at = sessionStorage.getItem("submitAt");
+  if (at) { window.__waited = performance.timeOrigin + performance.now() - Number(at); sessionStorage.removeItem("submitAt"); }
+}));
+"""
+
+# The key that answers an item in each timed demo stage (any valid answer will do).
+ANSWERS = {"generic.choice": "1", "wikido.verify": "c"}
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(url: str, data_dir, port: int) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": url, "VLCURATE_DATA_DIR": str(data_dir), "VLCURATE_SECRET_KEY": "bench-" + "x" * 40}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "vlcurate"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the server did not start")
+
+
+def time_stage(page, stage_id: int, key: str, items: int) -> list[float]:
+    page.goto(f"/stages/{stage_id}/annotate")
+    waits = []
+    for _ in range(items):
+        page.wait_for_url("**/assignments/*")
+        page.wait_for_function("document.activeElement && document.activeElement !== document.body")
+        url = page.url
+        page.keyboard.press(key)
+        page.keyboard.press("Enter")
+        page.wait_for_url(lambda u, old=url: u != old)
+        if "/assignments/" not in page.url:
+            break
+        page.wait_for_function("window.__waited !== undefined")
+        waits.append(page.evaluate("window.__waited"))
+    return waits
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    from scratch import scratch_database
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=25, help="items timed per demo stage")
+    parser.add_argument("--chromium", default=os.environ.get("VLCURATE_CHROMIUM", "/usr/bin/chromium"))
+    args = parser.parse_args()
+    with scratch_database() as (url, tmp):
+        rendered = url.render_as_string(hide_password=False)
+        settings = Settings(database_url=rendered, data_dir=tmp / "data")
+        sessions = session_factory(sa.create_engine(url))
+        with transaction(sessions) as s:
+            load_demo(s, settings, make_storage(settings))
+            users.create_user(s, "bench", "annotator", BENCH_PASSWORD)
+            stages = s.execute(sa.select(Project.name, Stage.id, Stage.workflow).join(Stage).where(Stage.overlap == 1)
+                               .where(Stage.workflow.in_(ANSWERS)).order_by(Stage.id)).all()
+        port = free_port()
+        server = serve(rendered, settings.data_dir, port)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+                context = browser.new_context(base_url=f"http://127.0.0.1:{port}", viewport={"width": 1280, "height": 800})
+                context.add_init_script(PROBE)
+                page = context.new_page()
+                page.goto("/login")
+                page.fill("input[name=username]", "bench")
+                page.fill("input[name=password]", BENCH_PASSWORD)
+                page.keyboard.press("Enter")
+                page.wait_for_url("**/")
+                for name, stage_id, workflow in stages:
+                    waits = time_stage(page, stage_id, ANSWERS[workflow], args.items)
+                    if waits:
+                        verdict = "met" if p95(waits) < 100 else "NOT met"
+                        print(f"{name} ({workflow}): {len(waits)} items, submit to next screen "
+                              f"p50 {statistics.median(waits):.0f} ms, p95 {p95(waits):.0f} ms; target p95 < 100 ms: {verdict}")
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+if __name__ == "__main__":
+    main()
