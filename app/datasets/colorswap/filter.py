@@ -80,10 +80,8 @@ class ColorSwapFilter(Task):
     suggestion_kinds = (ITM_KIND,)
     facets = {"image for caption 1": "nominal", "image for caption 2": "nominal"}
     keys_help = (
-        "digits choose an image for the caption marked “choosing” (caption 1, then caption 2; two digits for 10 "
-        "and up) · C switches caption (Tab moves through the page) · N none fits · Z undoes · arrows move the dashed "
-        "frame over the images, F shows the framed image full size (+/− zoom, 0 real size, Esc closes), as does a "
-        "click · Enter submits · S skips"
+        "digits: an image for the “choosing” caption (1, then 2; two digits for 10+) · C: the other caption · "
+        "N: none fits · Z: undo · arrows + F: an image full size · Enter submits · S skips"
     )
 
     def validate_annotation(self, item, payload, config, results=None):

@@ -50,11 +50,9 @@ class WikiDOVerify(Task):
     suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
     facets = {"verdict": "nominal", "deleted words": "token_set"}
     keys_help = (
-        "C correct · H hallucinated · W wrong · A strikes the model's underlined words (and chooses Hallucinated) · "
-        "when hallucinated: a word's number jumps to it (two digits for 10 and up), Shift + a word's number strikes "
-        "from the frame through that word, ←/→ move one token, X or Space strikes, Shift+X strikes up to the last "
-        "struck word, click / shift-click strike with the mouse, Z undoes · F shows the image full size (+/− zoom, "
-        "Esc closes) · Enter submits · S skips"
+        "C correct · H hallucinated · W wrong · A strikes the model's underlined words · hallucinated: a word's "
+        "number goes to it, Shift + a number strikes through it, ←/→ move, X strikes, Z undoes · F: image full size · "
+        "Enter submits · S skips"
     )
 
     def validate_annotation(self, item, payload, config, results=None):
