@@ -15,7 +15,7 @@ from app.db import transaction
 from app.models import Annotation, Item, ItemResult
 from app.services import imports, projects, suggestions
 from tests.conftest import PASSWORD, colorswap_records, make_user, png_bytes
-from tests.e2e.conftest import log_in_by_keyboard, open_stage
+from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage
 
 GUIDELINES = "Pick the image that fits each caption best; [the paper](https://example.org/colorswap) shows examples."
 
@@ -39,18 +39,6 @@ def _project(committed, settings, storage, candidates=(4, 4, 12), sizes=None, sc
             for item_id in s.scalars(sa.select(Item.id).where(Item.project_id == project.id)):
                 suggestions.store(s, item_id, stages[0].id, "colorswap.itm", "clip-test", {"scores": scores}, model_version="v1")
         return stages[0].id, stages[1].id
-
-
-class Keys:
-    """Presses keys one at a time and counts them (a chord such as Shift+7 is one press)."""
-
-    def __init__(self, page):
-        self.page, self.count = page, 0
-
-    def __call__(self, *keys: str) -> None:
-        for key in keys:
-            self.page.keyboard.press(key)
-            self.count += 1
 
 
 def _stored(committed) -> list[dict]:
@@ -196,9 +184,10 @@ def test_model_preselection_right_takes_one_key(page, committed, settings, stora
     make_user(committed, "pre", "annotator", PASSWORD)
     open_stage(page, "pre", filter_id)
     screen = _ready(page)
+    assert page.evaluate("() => document.activeElement.matches('[data-colorswap-filter]')")  # the screen starts on the grid
     assert (_checked(page, 1), _checked(page, 2)) == ("2", "5")
     keys = Keys(page)
-    keys("Enter")
+    keys.press("Enter")
     page.wait_for_url(lambda u: u != screen)
     assert keys.count == 1
     assert _stored(committed) == [{"choice_1": 2, "choice_2": 5}]
@@ -211,7 +200,7 @@ def test_choosing_both_images_takes_three_keys(page, committed, settings, storag
     open_stage(page, "both", filter_id)
     screen = _ready(page)
     keys = Keys(page)
-    keys("7", "1", "Enter")  # image 7 for caption 1, image 1 for caption 2, submit
+    keys.press("7", "1", "Enter")  # image 7 for caption 1, image 1 for caption 2, submit
     page.wait_for_url(lambda u: u != screen)
     assert keys.count == 3
     assert _stored(committed) == [{"choice_1": 6, "choice_2": 0}]
@@ -261,21 +250,21 @@ def test_f_opens_the_framed_candidate_at_real_size(page, committed, settings, st
     open_stage(page, "zoom", filter_id)
     screen = _ready(page)
     keys = Keys(page)
-    keys("ArrowRight", "ArrowRight")  # the keyboard frame on image 3
+    keys.press("ArrowRight", "ArrowRight")  # the keyboard frame on image 3
     assert page.locator(".candidate.cursor").get_attribute("data-index") == "2"
-    keys("f")
+    keys.press("f")
     dialog = page.locator("dialog[data-full-view]")
     page.wait_for_function("() => { const i = document.querySelector('dialog[data-full-view] img'); return i && i.complete && i.naturalWidth > 0 && i.style.width; }")
     assert dialog.evaluate("d => d.open")
     size = page.evaluate("() => { const i = document.querySelector('dialog[data-full-view] img'); const r = i.getBoundingClientRect(); return [i.naturalWidth, i.naturalHeight, r.width, r.height]; }")
     assert size == [1000, 700, 1000, 700]  # the stored image itself, one image pixel per screen pixel
-    keys("+")
+    keys.press("+")
     assert page.evaluate("() => document.querySelector('dialog[data-full-view] img').getBoundingClientRect().width") == 1500
-    keys("1", "s")  # keys meant for the screen do nothing while the view is open
+    keys.press("1", "s")  # keys meant for the screen do nothing while the view is open
     assert _checked(page, 1) is None and page.url == screen
-    keys("Escape")
+    keys.press("Escape")
     assert not dialog.evaluate("d => d.open")
-    keys("3", "1", "Enter")
+    keys.press("3", "1", "Enter")
     page.wait_for_url(lambda u: u != screen)
     assert _stored(committed) == [{"choice_1": 2, "choice_2": 0}]
 

@@ -16,7 +16,7 @@ from app.models import Annotation, Item
 from app.services import imports, projects, suggestions
 from app.services.figures import figures
 from tests.conftest import PASSWORD, make_user, png_bytes
-from tests.e2e.conftest import log_in_by_keyboard, open_stage
+from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage
 
 CAPTION_1 = "A red square number 1, painted by an artist in 1913 near the sea."
 RECORDS = [
@@ -43,18 +43,6 @@ def _project(committed, settings, storage, records=RECORDS, spans=None, sizes=No
             for item_id in s.scalars(sa.select(Item.id).where(Item.project_id == project.id)):
                 suggestions.store(s, item_id, stage_id, "wikido.unsupported", "minilm", {"spans": spans}, model_version="0.1")
         return project.id, stage_id
-
-
-class Keys:
-    """Presses keys one at a time and counts them (a chord such as Shift+7 is one press)."""
-
-    def __init__(self, page):
-        self.page, self.count = page, 0
-
-    def __call__(self, *keys: str) -> None:
-        for key in keys:
-            self.page.keyboard.press(key)
-            self.count += 1
 
 
 def _stored(committed) -> dict[str, dict]:
@@ -128,11 +116,12 @@ def test_correct_and_wrong_take_two_keys(page, committed, settings, storage):
     _, stage_id = _project(committed, settings, storage, records=[RECORDS[0], RECORDS[2]])
     make_user(committed, "two", "annotator", PASSWORD)
     screen = open_stage(page, "two", stage_id)
+    assert page.evaluate("() => document.activeElement.value") == "correct"  # the screen starts on the verdicts
     answers = {"0": "c", "2": "w"}
     for _ in answers:
         ident = page.locator(".annotate-head code").first.inner_text()
         keys = Keys(page)
-        keys(answers[ident], "Enter")
+        keys.press(answers[ident], "Enter")
         page.wait_for_url(lambda u, old=screen: u != old)
         screen = page.url
         assert keys.count == 2
@@ -151,10 +140,10 @@ def test_the_models_underline_accepted_in_two_keys(page, committed, settings, st
     assert marked.first.evaluate("e => getComputedStyle(e).textDecorationStyle") == "dotted"
     assert not page.locator("[data-corrector]").is_visible()
     keys = Keys(page)
-    keys("a")  # strikes the underlined words, choosing Hallucinated
+    keys.press("a")  # strikes the underlined words, choosing Hallucinated
     assert page.locator("input[name=verdict][value=hallucinated]").is_checked()
     assert page.locator(".tok.struck").count() == 5
-    keys("Enter")
+    keys.press("Enter")
     page.wait_for_url(lambda u: u != screen)
     assert keys.count == 2
     (stored,) = _stored(committed).values()
@@ -169,10 +158,10 @@ def test_one_span_struck_by_hand_in_four_keys(page, committed, settings, storage
     screen = open_stage(page, "hand", stage_id)
     keys = Keys(page)
     # Hallucinated; jump to word 3; Shift+7 strikes words 3 to 7; submit.
-    keys("h", "3", "Shift+7")
+    keys.press("h", "3", "Shift+7")
     assert [t.inner_text() for t in page.locator(".tok.struck").all()] == ["painted", "by", "a", "famous", "artist"]
     assert page.locator("#caption").input_value() == TRUE
-    keys("Enter")
+    keys.press("Enter")
     page.wait_for_url(lambda u: u != screen)
     assert keys.count == 4  # the budget is 5
     (stored,) = _stored(committed).values()
@@ -189,14 +178,14 @@ def test_image_is_height_capped_and_opens_full_size(page, committed, settings, s
     box = page.locator(".wikido-image img").bounding_box()
     assert box["y"] + box["height"] <= 800
     keys = Keys(page)
-    keys("f")
+    keys.press("f")
     page.wait_for_function("() => { const i = document.querySelector('dialog[data-full-view] img'); return i && i.complete && i.naturalWidth && i.style.width; }")
     size = page.evaluate("() => { const i = document.querySelector('dialog[data-full-view] img'); const r = i.getBoundingClientRect(); return [i.naturalWidth, r.width, r.height]; }")
     assert size == [500, 500, 1400]  # real pixels: taller than the window, so the view scrolls
-    keys("-")
+    keys.press("-")
     assert page.evaluate("() => Math.round(document.querySelector('dialog[data-full-view] img').getBoundingClientRect().width)") == 333
-    keys("Escape")
+    keys.press("Escape")
     assert not page.locator("dialog[data-full-view]").evaluate("d => d.open")
-    keys("c", "Enter")
+    keys.press("c", "Enter")
     page.wait_for_url(lambda u: u != screen)
     assert list(_stored(committed).values()) == [{"verdict": "correct", "caption": None}]
