@@ -155,9 +155,12 @@ class WikiDOVerify(Task):
         return {"caption": item["caption"]}
 
     def suggestion_outcome(self, kind, suggestion, payload, item):
-        """Unsupported spans: accepted when exactly those words were struck, edited when some were."""
+        """Unsupported spans: accepted when exactly those words were struck, edited when some were;
+        an unrelated caption: accepted when the verdict is Wrong."""
         if kind != UNSUPPORTED_KIND:
             return None
+        if suggestion.get("unrelated"):  # the hint was "nothing is supported: Wrong?"
+            return "accepted" if payload.get("verdict") == "wrong" else "rejected"
         flagged = {i for a, b in suggestion.get("spans") or [] for i in range(a, b)}
         if not flagged or payload.get("verdict") == "wrong":
             return None

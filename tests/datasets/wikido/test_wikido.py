@@ -107,6 +107,9 @@ def test_what_was_done_with_unsupported_spans():
     assert WF.suggestion_outcome("wikido.unsupported", flagged, other, data) == "rejected"
     assert WF.suggestion_outcome("wikido.unsupported", flagged, {"verdict": "correct"}, data) == "rejected"
     assert WF.suggestion_outcome("wikido.unsupported", {"spans": []}, exact, data) is None
+    unrelated = {"spans": [], "unrelated": True}  # "nothing is supported: Wrong?"
+    assert WF.suggestion_outcome("wikido.unsupported", unrelated, {"verdict": "wrong"}, data) == "accepted"
+    assert WF.suggestion_outcome("wikido.unsupported", unrelated, exact, data) == "rejected"
 
 
 def test_underlines_skip_stop_words_and_unrelated_captions():
