@@ -16,13 +16,16 @@
       '<button type="button" class="secondary small" data-zoom="out" aria-label="Zoom out">−</button>' +
       '<span class="full-view-zoom" data-zoom-label></span>' +
       '<button type="button" class="secondary small" data-zoom="in" aria-label="Zoom in">+</button>' +
-      '<small class="muted">+ / − zoom · 0 real size · click fits</small></div>' +
+      '<strong class="full-view-title" data-title></strong><small class="muted">+ / − zoom · 0 real size · click fits</small></div>' +
       '<div class="full-view-scroll"><img alt=""></div></article>';
     document.body.appendChild(dialog);
     img = dialog.querySelector("img");
     label = dialog.querySelector("[data-zoom-label]");
     img.addEventListener("load", paint);
-    img.addEventListener("click", function () { fit = !fit; paint(); });
+    img.addEventListener("click", function () {
+      if (fit) { fit = false; zoom = 1; } else { fit = true; }
+      paint();
+    });
     dialog.addEventListener("click", function (event) {
       if (event.target === dialog || event.target.closest("[data-close]")) dialog.close();
       var z = event.target.closest("[data-zoom]");
@@ -64,6 +67,7 @@
     fit = false;
     img.style.width = img.style.height = "";
     img.alt = alt || "Image at full size";
+    dialog.querySelector("[data-title]").textContent = img.alt;
     if (img.getAttribute("src") !== src) img.src = src;
     dialog.showModal();
     paint();

@@ -243,7 +243,7 @@ def test_tab_walks_the_page_and_never_switches_caption(page, committed, settings
     assert _focused(page) == "1"
 
 
-def test_f_opens_the_framed_candidate_at_real_size(page, committed, settings, storage):
+def test_f_opens_the_framed_candidate_at_real_size(page, committed, settings, storage, tmp_path):
     big = {"img/0_2.png": png_bytes((30, 160, 40), size=(1000, 700))}  # larger than a thumbnail
     filter_id, _ = _project(committed, settings, storage, candidates=(8,), sizes=big)
     make_user(committed, "zoom", "annotator", PASSWORD)
@@ -258,6 +258,7 @@ def test_f_opens_the_framed_candidate_at_real_size(page, committed, settings, st
     assert dialog.evaluate("d => d.open")
     size = page.evaluate("() => { const i = document.querySelector('dialog[data-full-view] img'); const r = i.getBoundingClientRect(); return [i.naturalWidth, i.naturalHeight, r.width, r.height]; }")
     assert size == [1000, 700, 1000, 700]  # the stored image itself, one image pixel per screen pixel
+    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_FULLVIEW", str(tmp_path / "full-view.png")))
     keys.press("+")
     assert page.evaluate("() => document.querySelector('dialog[data-full-view] img').getBoundingClientRect().width") == 1500
     keys.press("1", "s")  # keys meant for the screen do nothing while the view is open
