@@ -40,13 +40,14 @@ browser:
 test: $(TEST_STAMP) browser
 	VLCURATE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q $(PYTEST_ARGS)
 
-bench: $(TEST_STAMP)
+bench: $(TEST_STAMP) browser
 	$(BIN)/python bench/import_bench.py
 	$(BIN)/python bench/colorswap_bench.py
 	$(BIN)/python bench/wikido_bench.py
 	$(BIN)/python bench/worker_bench.py
 	$(BIN)/python bench/agreement_bench.py
 	$(BIN)/python bench/export_bench.py
+	VLCURATE_CHROMIUM=$(CHROMIUM) $(BIN)/python bench/next_screen_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -10,7 +10,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
@@ -24,6 +24,7 @@ from app.web import (
     admin_pages,
     annotate_pages,
     api,
+    api_docs,
     assets,
     auth_pages,
     export_pages,
@@ -39,7 +40,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Content-Security-Policy": (
         "default-src 'self'; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'; "
-        "script-src 'self'; frame-ancestors 'none'; form-action 'self'"
+        "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
     ),
 }
 
@@ -63,7 +64,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="vlcurate",
         version=__version__,
         description="Curate vision-language datasets with humans in the loop.",
-        docs_url="/api/docs",
+        # /api/docs is app.web.api_docs: FastAPI's page loads Swagger UI from a CDN with an inline
+        # script, which the Content-Security-Policy refuses.
+        docs_url=None,
         redoc_url=None,
     )
     app.state.settings = settings
@@ -92,8 +95,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
-    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api):
-        app.include_router(module.router)
+    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api_docs):
+        # The schema documents the HTTP API only, not the pages.
+        app.include_router(module.router, include_in_schema=False)
+    app.include_router(api.router)
+    api_docs.with_bearer_tokens(app)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():
+        # Browsers ask for it by this path on any page without a <link rel="icon">, JSON ones included.
+        return FileResponse(ROOT / "static" / "favicon.ico", media_type="image/x-icon", headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/healthz", tags=["meta"])
     def healthz(session: Db) -> dict[str, str]:
@@ -122,7 +133,7 @@ def _error_page(request: Request, status: int, message: str, errors: list[str] |
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(LoginRequired)
     async def login_required(request: Request, exc: LoginRequired):
-        target = "/login?next=" + request.url.path
+        target = exc.target.format(path=request.url.path)
         if is_htmx(request):
             return HTMLResponse("", status_code=401, headers={"HX-Redirect": target})
         return RedirectResponse(target, status_code=303)

@@ -15,7 +15,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict, NotFound
-from app.lifecycle import ASSIGNMENT_START, AssignmentEvent, AssignmentStatus, ItemStatus, sql_values, target, transition
+from app.lifecycle import (
+    ASSIGNMENT_START,
+    AssignmentEvent,
+    AssignmentStatus,
+    ItemStatus,
+    sql_values,
+    target,
+    transition,
+)
 from app.models import Assignment, Stage
 
 # The SQL below is plain text for speed; its statuses come from the lifecycle, fixed at import,
@@ -83,6 +91,19 @@ _PICK_SENT_BACK = sa.text(
     """
 )
 
+# What a claim would most likely give next (no lock, no lease): the screen prefetches its images.
+_PEEK_FRESH = sa.text(
+    f"""
+    SELECT i.id FROM items i
+    WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id <> :current
+      AND NOT EXISTS (
+          SELECT 1 FROM assignments a
+          WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user)
+    ORDER BY i.id
+    LIMIT :n
+    """
+)
+
 _INSERT = sa.text(
     "INSERT INTO assignments (item_id, stage_id, annotator_id, status, lease_until)"
     f" VALUES (:item, :stage, :user, '{ASSIGNMENT_START}', now() + make_interval(secs => :lease))"
@@ -137,6 +158,13 @@ def claim_next(session: Session, stage: Stage, annotator_id: int) -> Claim | Non
         row = session.execute(_RENEW, {"id": assignment_id, "lease": stage.lease_seconds}).one()
     session.execute(_TAKE_SLOT, {"item": item_id})
     return Claim(assignment_id=row[0], item_id=item_id, lease_until=row[1])
+
+
+def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: int, n: int = 1) -> list[int]:
+    """The items a claim after `current_item` would most likely lease to the annotator; nothing is
+    locked or held, so another annotator may still take them (the guess is then merely wasted)."""
+    params = {"stage": stage_id, "user": annotator_id, "current": current_item, "n": n}
+    return list(session.execute(_PEEK_FRESH, params).scalars())
 
 
 def current_assignment(session: Session, stage_id: int, annotator_id: int) -> Assignment | None:

@@ -167,6 +167,30 @@ class Task:
         (only called when `has_live_check` is declared)."""
         return None
 
+    # -- review views ----------------------------------------------------------------
+    # How reviewers and an item's history see the item and its answers: a template with two macros,
+    # `item(view)` and `answer(view, differs)` (`differs`: the payload keys on which the shown
+    # annotations differ). The default shows images, and fields as readable text.
+    view_template: ClassVar[str] = "datasets/_view.html"
+
+    def view_item(
+        self, item: Mapping[str, Any], config: Mapping[str, Any], *, assets: Mapping[str, str],
+        results: Mapping[str, Any], sizes: Mapping[str, tuple[int, int]],
+    ) -> dict[str, Any]:
+        """What the `item` macro shows: the item as this task's screen shows it (its images, its
+        texts). `sizes` maps an asset's pointer to the stored image's (width, height)."""
+        images = item_images(item, assets)
+        shown = {p.strip("/") for p in assets} | {i["field"] for i in images}
+        return {"images": images, "fields": {k: v for k, v in item.items() if k not in shown and k not in ("id", "group_id")}}
+
+    def view_answer(
+        self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], *,
+        assets: Mapping[str, str], results: Mapping[str, Any], sizes: Mapping[str, tuple[int, int]], kind: str | None = None,
+    ) -> dict[str, Any]:
+        """What the `answer` macro shows for one payload: an annotation or a final (`kind` None),
+        or a suggestion of that kind."""
+        return {"fields": dict(payload)}
+
 
 def image_urls(ref: Any, sha: str | None) -> dict[str, str] | None:
     """Where a screen loads an image: the stored copy (thumbnail and full size), or the
@@ -176,6 +200,19 @@ def image_urls(ref: Any, sha: str | None) -> dict[str, str] | None:
     if isinstance(ref, str) and is_external(ref):
         return {"thumb": ref, "full": ref}
     return None
+
+
+def item_images(item: Mapping[str, Any], assets: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The item's stored images (by pointer), and the external image URLs of its top-level
+    `*image*` fields: {"field", "label", "src"} each, for a view."""
+    images = [
+        {"field": p.strip("/"), "label": p.strip("/").replace("/", " ").replace("_", " "), "src": image_urls(None, sha)}
+        for p, sha in assets.items()
+    ]
+    for key, value in item.items():
+        if "image" in key and f"/{key}" not in assets and isinstance(value, str) and is_external(value):
+            images.append({"field": key, "label": key.replace("_", " "), "src": image_urls(value, None)})
+    return images
 
 
 def is_external(ref: str) -> bool:

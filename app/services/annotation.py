@@ -49,6 +49,14 @@ def resume_or_claim(session: Session, stage_id: int, user_id: int) -> queue.Clai
     return claim(session, stage_id, user_id)
 
 
+def upcoming_images(session: Session, stage_id: int, user_id: int, current_item: int) -> list[str]:
+    """The image hashes of the item the annotator will most likely claim after `current_item`
+    (a guess: nothing is leased), each once, in the item's order."""
+    ids = queue.upcoming(session, stage_id, user_id, current_item)
+    assets = session.scalars(sa.select(Item.assets).where(Item.id.in_(ids)).order_by(Item.id))
+    return list(dict.fromkeys(sha for data in assets for sha in (data or {}).values()))
+
+
 def submit(
     session: Session,
     assignment_id: int,
@@ -178,14 +186,14 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     stage = session.get(Stage, assignment.stage_id)
     draft = session.scalar(sa.select(Draft.payload).where(Draft.assignment_id == assignment.id))
     previous = returned = None
-    if assignment.status in (AssignmentStatus.active, AssignmentStatus.returned):
+    if assignment.status in (AssignmentStatus.active, AssignmentStatus.returned, AssignmentStatus.submitted):
         previous = session.scalar(
             sa.select(Annotation.payload)
             .where(Annotation.assignment_id == assignment.id)
             .order_by(Annotation.revision.desc())
             .limit(1)
         )
-        if previous is not None:
+        if previous is not None and assignment.status != AssignmentStatus.submitted:
             returned = sent_back_note(session, item.id, stage.id)
     return Screen(
         assignment,

@@ -1,4 +1,5 @@
-"""The jobs page's data: procrastinate's queue joined with what our tasks reported (progress, error, duration)."""
+"""The jobs page's data: procrastinate's queue joined with what our tasks reported (progress, error,
+duration), periodic jobs grouped per task, job arguments named (project › stage), and worker liveness."""
 
 from __future__ import annotations
 
@@ -9,14 +10,36 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-_RECENT = sa.text(
-    """
+# A task is periodic when procrastinate's scheduler has deferred it (it keeps the newest defer per task).
+_PERIODIC_TASKS = "SELECT DISTINCT task_name FROM procrastinate_periodic_defers"
+
+_ONE_OFF = sa.text(
+    f"""
     SELECT j.id, j.task_name, j.status::text AS status, j.attempts, j.queue_name, j.args,
            r.label, r.done, r.total, r.error, r.started_at, r.finished_at
       FROM procrastinate_jobs j
       LEFT JOIN job_runs r ON r.job_id = j.id
+     WHERE j.task_name NOT IN ({_PERIODIC_TASKS})
      ORDER BY j.id DESC
      LIMIT :limit
+    """
+)
+
+_PERIODIC = sa.text(
+    f"""
+    SELECT g.task_name, g.runs, g.succeeded, g.failed, g.waiting, g.last_id,
+           l.status::text AS last_status, e.at AS last_at, extract(epoch FROM now() - e.at) AS since
+      FROM (SELECT task_name, count(*) AS runs,
+                   count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+                   count(*) FILTER (WHERE status = 'failed') AS failed,
+                   count(*) FILTER (WHERE status = 'todo') AS waiting,
+                   max(id) FILTER (WHERE status <> 'todo') AS last_id
+              FROM procrastinate_jobs
+             WHERE task_name IN ({_PERIODIC_TASKS})
+             GROUP BY task_name) g
+      LEFT JOIN procrastinate_jobs l ON l.id = g.last_id
+      LEFT JOIN LATERAL (SELECT max(at) AS at FROM procrastinate_events WHERE job_id = g.last_id) e ON true
+     ORDER BY g.task_name
     """
 )
 
@@ -34,6 +57,8 @@ class JobRow:
     error: str | None
     started_at: datetime | None
     finished_at: datetime | None
+    where: str = ""  # "project › stage", or the project alone
+    project_id: int | None = None
 
     @property
     def seconds(self) -> float | None:
@@ -42,31 +67,157 @@ class JobRow:
         return None
 
 
-def _label(task: str, args: dict[str, Any]) -> str:
-    if "kind" in args:
-        return f"{args['kind']} · stage {args.get('stage_id')} · {len(args.get('item_ids') or [])} items"
-    return task
+@dataclass
+class PeriodicRow:
+    """One periodic task: how often it ran, and its newest run that started."""
+
+    task: str
+    runs: int
+    succeeded: int
+    failed: int
+    waiting: int
+    last_status: str | None
+    last_at: datetime | None
+    seconds_since: float | None = None
+
+    @property
+    def ago(self) -> str:
+        return ago(self.seconds_since)
+
+
+def _short(task_name: str) -> str:
+    return task_name.split(":")[-1]
+
+
+@dataclass
+class _Names:
+    stages: dict[int, tuple[int, str, str]]  # stage id -> (project id, project name, stage name)
+    exports: dict[int, tuple[int, str, str]]  # export id -> (project id, project name, format)
+
+
+def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
+    """The projects, stages and exports that jobs' arguments name, in two queries."""
+    stage_ids = {a["stage_id"] for a in args if isinstance(a.get("stage_id"), int)}
+    export_ids = {a["export_id"] for a in args if isinstance(a.get("export_id"), int)}
+    stages, exports = {}, {}
+    if stage_ids:
+        rows = session.execute(
+            sa.text("SELECT s.id, p.id, p.name, s.name FROM stages s JOIN projects p ON p.id = s.project_id WHERE s.id = ANY(:ids)"),
+            {"ids": list(stage_ids)},
+        )
+        stages = {r[0]: (r[1], r[2], r[3]) for r in rows}
+    if export_ids:
+        rows = session.execute(
+            sa.text("SELECT e.id, p.id, p.name, e.format FROM exports e JOIN projects p ON p.id = e.project_id WHERE e.id = ANY(:ids)"),
+            {"ids": list(export_ids)},
+        )
+        exports = {r[0]: (r[1], r[2], r[3]) for r in rows}
+    return _Names(stages, exports)
+
+
+def _describe(task: str, args: dict[str, Any], names: _Names) -> tuple[str, str, int | None]:
+    """(what the job does, where: "project › stage", project id) from its arguments."""
+    if "stage_id" in args:
+        stage = names.stages.get(args["stage_id"])
+        where = f"{stage[1]} › {stage[2]}" if stage else f"stage {args['stage_id']} (deleted)"
+        project_id = stage[0] if stage else None
+        if "kind" in args:
+            n = len(args.get("item_ids") or [])
+            return f"{args['kind']} · {n} item{'s' if n != 1 else ''}", where, project_id
+        if task == "agreement":
+            return "agreement report", where, project_id
+        return task, where, project_id
+    if "export_id" in args:
+        export = names.exports.get(args["export_id"])
+        if export is None:
+            return f"export {args['export_id']}", "(deleted)", None
+        return f"{export[2]} export #{args['export_id']}", export[1], export[0]
+    return "", "", None
 
 
 def recent_jobs(session: Session, limit: int = 100) -> list[JobRow]:
-    rows = session.execute(_RECENT, {"limit": limit}).mappings()
-    return [
-        JobRow(
-            id=r["id"],
-            task=r["task_name"].split(":")[-1],
-            status=r["status"],
-            attempts=r["attempts"],
-            queue=r["queue_name"],
-            label=r["label"] or _label(r["task_name"], r["args"] or {}),
-            done=r["done"] or 0,
-            total=r["total"] or len((r["args"] or {}).get("item_ids") or []),
-            error=r["error"],
-            started_at=r["started_at"],
-            finished_at=r["finished_at"],
+    """The newest one-off jobs (suggestion batches, agreement reports, exports), named."""
+    rows = session.execute(_ONE_OFF, {"limit": limit}).mappings().all()
+    names = _names(session, [r["args"] or {} for r in rows])
+    out = []
+    for r in rows:
+        task, args = _short(r["task_name"]), r["args"] or {}
+        what, where, project_id = _describe(task, args, names)
+        out.append(
+            JobRow(
+                id=r["id"], task=task, status=r["status"], attempts=r["attempts"], queue=r["queue_name"],
+                label=what or r["label"] or "", done=r["done"] or 0,
+                total=r["total"] or len(args.get("item_ids") or []), error=r["error"],
+                started_at=r["started_at"], finished_at=r["finished_at"], where=where, project_id=project_id,
+            )
         )
-        for r in rows
+    return out
+
+
+def periodic_jobs(session: Session) -> list[PeriodicRow]:
+    """One line per periodic task (reconcile runs every minute: its rows would flood the list)."""
+    return [
+        PeriodicRow(
+            _short(r["task_name"]), r["runs"], r["succeeded"], r["failed"], r["waiting"], r["last_status"], r["last_at"],
+            float(r["since"]) if r["since"] is not None else None,
+        )
+        for r in session.execute(_PERIODIC).mappings()
     ]
 
 
 def counts(session: Session) -> dict[str, int]:
-    return dict(session.execute(sa.text("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY 1")).all())
+    """One-off jobs by status."""
+    q = sa.text(f"SELECT status::text, count(*) FROM procrastinate_jobs WHERE task_name NOT IN ({_PERIODIC_TASKS}) GROUP BY 1")
+    return dict(session.execute(q).all())
+
+
+# -- worker liveness -------------------------------------------------------------------------------------
+
+# procrastinate workers beat every 10 s; a shorter window than a few beats would flicker.
+MIN_SILENCE_SECONDS = 30
+
+
+@dataclass
+class WorkerStatus:
+    alive: int  # workers whose last heartbeat is recent
+    last_heartbeat: datetime | None  # newest heartbeat of any worker, None when none was ever recorded
+    seconds_since: float | None
+    waiting: int  # jobs queued for a worker
+
+    @property
+    def down(self) -> bool:
+        return self.alive == 0
+
+
+def worker_status(session: Session, stalled_seconds: int) -> WorkerStatus:
+    """Whether a worker has sent a heartbeat within `stalled_seconds` (the setting that also decides
+    when a silent worker's jobs are run again), from procrastinate's table of workers."""
+    window = max(stalled_seconds, MIN_SILENCE_SECONDS)
+    row = session.execute(
+        sa.text(
+            """
+            SELECT count(*) FILTER (WHERE last_heartbeat >= now() - make_interval(secs => :window)) AS alive,
+                   max(last_heartbeat) AS last,
+                   extract(epoch FROM now() - max(last_heartbeat)) AS since,
+                   (SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo') AS waiting
+              FROM procrastinate_workers
+            """
+        ),
+        {"window": window},
+    ).mappings().one()
+    since = float(row["since"]) if row["since"] is not None else None
+    return WorkerStatus(row["alive"], row["last"], since, row["waiting"])
+
+
+def ago(seconds: float | None) -> str:
+    """'12 s', '5 min', '3 h', '2 days' ago."""
+    if seconds is None:
+        return ""
+    s = max(0, int(seconds))
+    if s < 90:
+        return f"{s} s"
+    if s < 90 * 60:
+        return f"{round(s / 60)} min"
+    if s < 36 * 3600:
+        return f"{round(s / 3600)} h"
+    return f"{round(s / 86400)} days"

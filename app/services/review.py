@@ -22,6 +22,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import (
     Annotation,
+    Asset,
     Assignment,
     AuditEvent,
     Item,
@@ -73,6 +74,7 @@ class ReviewScreen:
     differing: set[str]  # payload keys on which the annotations differ
     results: dict[str, dict[str, Any]]
     suggestions: dict[str, Any] = field(default_factory=dict)  # by kind, for the editor (filled on demand)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # asset pointer -> stored image's (width, height)
 
 
 def open_review(session: Session, stage_id: int, item_id: int) -> ReviewScreen:
@@ -83,7 +85,16 @@ def open_review(session: Session, stage_id: int, item_id: int) -> ReviewScreen:
     annotations = submitted_annotations(session, item_id, stage_id)
     keys = {k for a in annotations for k in a.payload}
     differing = {k for k in keys if len({repr(a.payload.get(k)) for a in annotations}) > 1}
-    return ReviewScreen(item, stage, annotations, differing, results_by_stage(session, item_id))
+    return ReviewScreen(item, stage, annotations, differing, results_by_stage(session, item_id), sizes=image_sizes(session, item))
+
+
+def image_sizes(session: Session, item: Item) -> dict[str, tuple[int, int]]:
+    """The (width, height) of the item's stored images, by pointer (views draw boxes on them)."""
+    shas = set((item.assets or {}).values())
+    if not shas:
+        return {}
+    found = {sha: (w, h) for sha, w, h in session.execute(sa.select(Asset.sha256, Asset.width, Asset.height).where(Asset.sha256.in_(shas)))}
+    return {pointer: found[sha] for pointer, sha in item.assets.items() if sha in found}
 
 
 def resolve(
@@ -199,34 +210,48 @@ class HistoryEntry:
     who: str
     stage: str
     detail: dict[str, Any]
+    stage_id: int | None = None
+    payload: dict[str, Any] | None = None  # an annotation's, a final's or a suggestion's
+    kind: str | None = None  # a suggestion's kind
 
 
-def item_history(session: Session, item_id: int) -> tuple[Item, list[HistoryEntry]]:
+@dataclass
+class ItemHistory:
+    item: Item
+    entries: list[HistoryEntry]
+    stages: dict[int, Stage]  # the project's stages by id
+    results: dict[str, dict[str, Any]]
+    sizes: dict[str, tuple[int, int]]
+
+
+def item_history(session: Session, item_id: int) -> ItemHistory:
     """Everything that happened to an item, oldest first: every annotation revision, every final
     record, every suggestion shown, every review decision."""
     item = session.get(Item, item_id)
     if item is None:
         raise NotFound(f"No item with id {item_id}.")
-    stages = dict(session.execute(sa.select(Stage.id, Stage.name).where(Stage.project_id == item.project_id)).all())
+    stage_rows = {s.id: s for s in session.scalars(sa.select(Stage).where(Stage.project_id == item.project_id))}
+    stages = {i: s.name for i, s in stage_rows.items()}
     users = dict(session.execute(sa.select(User.id, User.username)).all())
     entries = [
         HistoryEntry(a.created_at, f"annotation (revision {a.revision})", users.get(a.annotator_id, "?"), stages.get(a.stage_id, "?"),
-                     {"payload": a.payload, "seconds": a.seconds_spent})
+                     {"seconds": a.seconds_spent}, a.stage_id, a.payload)
         for a in session.scalars(sa.select(Annotation).where(Annotation.item_id == item_id))
     ]
     entries += [
         HistoryEntry(r.created_at, f"final ({r.source}){' — discarded' if r.discard else ''}", users.get(r.created_by, "consolidation"),
-                     stages.get(r.stage_id, "?"), {"payload": r.payload})
+                     stages.get(r.stage_id, "?"), {}, r.stage_id, r.payload)
         for r in session.scalars(sa.select(ItemResult).where(ItemResult.item_id == item_id))
     ]
     entries += [
         HistoryEntry(g.created_at, f"suggestion {g.kind}", f"{g.model} {g.model_version}".strip(), stages.get(g.stage_id, "?"),
-                     {"payload": g.payload, "score": g.score})
+                     {"score": g.score}, g.stage_id, g.payload, g.kind)
         for g in session.scalars(sa.select(Suggestion).where(Suggestion.item_id == item_id))
     ]
     entries += [
-        HistoryEntry(e.at, e.action, users.get(e.actor_id, "?"), stages.get(e.detail.get("stage"), "?"), dict(e.detail))
+        HistoryEntry(e.at, e.action, users.get(e.actor_id, "?"), stages.get(e.detail.get("stage"), "?"),
+                     {k: v for k, v in e.detail.items() if k != "stage"})
         for e in session.scalars(sa.select(AuditEvent).where(AuditEvent.target == f"item:{item_id}"))
     ]
     entries.sort(key=lambda e: e.at)
-    return item, entries
+    return ItemHistory(item, entries, stage_rows, results_by_stage(session, item_id), image_sizes(session, item))

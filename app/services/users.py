@@ -55,6 +55,22 @@ def create_user(
     return user
 
 
+def add_user(session: Session, username: str, role: str, *, actor_id: int | None = None) -> tuple[User, str]:
+    """A new user with a generated one-time password that they must change at first login;
+    returns the user and the password, to be shown once and never stored in plain text."""
+    password = security.new_password()
+    return create_user(session, username, role, password, actor_id=actor_id, must_change_password=True), password
+
+
+def reset_password(session: Session, user: User, *, actor_id: int | None = None) -> str:
+    """Replace a user's password by a generated one-time password (their sessions end with it)."""
+    password = security.new_password()
+    user.password_hash = security.hash_password(password)
+    user.must_change_password = True
+    record(session, "user.password_reset", actor_id=actor_id, target=f"user:{user.id}")
+    return password
+
+
 def get_user(session: Session, user_id: int) -> User:
     user = session.get(User, user_id)
     if user is None:

@@ -1,6 +1,8 @@
-"""Admin pages: users, their roles and API tokens; background jobs."""
+"""Admin pages: users, their roles, one-time passwords and API tokens; background jobs and worker liveness."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
@@ -16,6 +18,16 @@ from app.web.templating import render
 router = APIRouter(prefix="/admin", dependencies=[Depends(csrf_protect)])
 admin_only = page_role(Role.admin)
 
+# -- flash: what a POST tells the page it redirects to ---------------------------------------------------
+# Kept in the signed session cookie for one redirect and dropped when shown, so a reload neither posts
+# again nor shows a password or token twice; it never goes into a URL or a log line.
+_FLASH = "admin_flash"
+
+
+def _flash(request: Request, kind: str, **data: Any) -> RedirectResponse:
+    request.session[_FLASH] = {"kind": kind, **data}
+    return RedirectResponse("/admin/users", status_code=303)
+
 
 def _users_context(session: Session, **extra) -> dict:
     users = users_service.list_users(session)
@@ -25,7 +37,8 @@ def _users_context(session: Session, **extra) -> dict:
         for t in users_service.list_tokens(session)
     ]
     user_rows = [
-        {"id": u.id, "username": u.username, "role": u.role, "is_active": u.is_active, "created_at": u.created_at}
+        {"id": u.id, "username": u.username, "role": u.role, "is_active": u.is_active, "created_at": u.created_at,
+         "must_change_password": u.must_change_password}
         for u in users
     ]
     return {"users": user_rows, "tokens": token_rows, "roles": [r.value for r in Role], "form": {"username": "", "role": "annotator"}, **extra}
@@ -33,7 +46,10 @@ def _users_context(session: Session, **extra) -> dict:
 
 @router.get("/users")
 def users_page(request: Request, session: Db, user: Principal = Depends(admin_only)):
-    return render(request, "admin/users.html", _users_context(session))
+    flash = request.session.pop(_FLASH, None)
+    # A page showing a password or token once must not be kept by the browser's or a proxy's cache.
+    headers = {"Cache-Control": "no-store"} if flash else None
+    return render(request, "admin/users.html", _users_context(session, flash=flash), headers=headers)
 
 
 @router.post("/users")
@@ -42,16 +58,15 @@ def create_user(
     session: Db,
     username: str = Form(""),
     role: str = Form("annotator"),
-    password: str = Form(""),
     user: Principal = Depends(admin_only),
 ):
     try:
         with savepoint(session):
-            users_service.create_user(session, username.strip(), role, password, actor_id=user.id, must_change_password=True)
+            _, password = users_service.add_user(session, username.strip(), role, actor_id=user.id)
     except DomainError as exc:
         ctx = _users_context(session, error=exc.message, form={"username": username, "role": role})
         return render(request, "admin/users.html", ctx, status_code=exc.status_code)
-    return RedirectResponse("/admin/users", status_code=303)
+    return _flash(request, "user_added", username=username.strip(), role=role, password=password)
 
 
 @router.post("/users/{user_id}")
@@ -68,27 +83,58 @@ def update_user(
             target = users_service.get_user(session, user_id)
             users_service.update_user(session, target, role=role, is_active=is_active == "on", actor_id=user.id)
     except DomainError as exc:
-        return render(request, "admin/users.html", _users_context(session, error=exc.message), status_code=exc.status_code)
-    return RedirectResponse("/admin/users", status_code=303)
+        # The row shows what was chosen, not what is stored, next to the reason it was refused.
+        ctx = _users_context(session, error=exc.message, edited={"id": user_id, "role": role, "is_active": is_active == "on"})
+        return render(request, "admin/users.html", ctx, status_code=exc.status_code)
+    return _flash(request, "user_saved", username=target.username, role=target.role, active=target.is_active)
+
+
+@router.post("/users/{user_id}/password")
+def reset_password(request: Request, user_id: int, session: Db, user: Principal = Depends(admin_only)):
+    if user_id == user.id:
+        # A new password ends the admin's own session before the page could show it.
+        ctx = _users_context(session, error="Change your own password on your account page (your name, top right).")
+        return render(request, "admin/users.html", ctx, status_code=409)
+    target = users_service.get_user(session, user_id)
+    password = users_service.reset_password(session, target, actor_id=user.id)
+    return _flash(request, "password_reset", username=target.username, password=password)
 
 
 @router.post("/users/{user_id}/tokens")
 def create_token(request: Request, user_id: int, session: Db, name: str = Form(""), user: Principal = Depends(admin_only)):
     target = users_service.get_user(session, user_id)
     _, plain = users_service.create_token(session, target, name.strip(), actor_id=user.id)
-    # The token is shown once and never stored in plain text.
-    return render(request, "admin/users.html", _users_context(session, new_token=plain, new_token_user=target.username))
+    # Shown once, and never stored in plain text.
+    return _flash(request, "token", username=target.username, token=plain)
 
 
 @router.post("/tokens/{token_id}/revoke")
-def revoke_token(token_id: int, session: Db, user: Principal = Depends(admin_only)):
+def revoke_token(request: Request, token_id: int, session: Db, user: Principal = Depends(admin_only)):
     actor = users_service.get_user(session, user.id)
     users_service.revoke_token(session, token_id, actor=actor)
-    return RedirectResponse("/admin/users", status_code=303)
+    return _flash(request, "token_revoked", id=token_id)
+
+
+def _worker_context(session: Session, request: Request) -> dict:
+    status = jobs_view.worker_status(session, request.app.state.settings.worker_stalled_seconds)
+    return {"worker": status, "worker_ago": jobs_view.ago(status.seconds_since)}
 
 
 @router.get("/jobs")
 def jobs_page(request: Request, session: Db, user: Principal = Depends(admin_only)):
-    """Background jobs: status, progress, error and duration; the table refreshes itself every 2 s."""
-    ctx = {"jobs": jobs_view.recent_jobs(session), "counts": jobs_view.counts(session)}
+    """Background jobs: periodic tasks one line each, then one-off jobs with their project and stage;
+    the section refreshes itself every 2 s and says when no worker is alive."""
+    ctx = {
+        "jobs": jobs_view.recent_jobs(session),
+        "periodic": jobs_view.periodic_jobs(session),
+        "counts": jobs_view.counts(session),
+        "show_alive": True,
+        **_worker_context(session, request),
+    }
     return render(request, "admin/jobs.html", ctx)
+
+
+@router.get("/worker")
+def worker_notice(request: Request, session: Db, user: Principal = Depends(page_role(Role.reviewer))):
+    """The "no worker is running" notice that every admin and reviewer page loads (empty while one is)."""
+    return render(request, "admin/_worker.html", _worker_context(session, request))

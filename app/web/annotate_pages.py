@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
+from app.lifecycle import ItemStatus
 from app.services import annotation, projects
 from app.web.deps import Answer, AnswerForm, Db, Principal, csrf_protect, page_user, savepoint
 from app.web.templating import is_htmx, render, render_error
@@ -18,6 +19,7 @@ from app.web.templating import is_htmx, render, render_error
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 
 BAR_TTL_SECONDS = 3.0
+MAX_PREFETCH = 16  # images of the next item fetched ahead (a ColorSwap pair has up to a dozen)
 
 
 @router.get("/stages/{stage_id}/annotate")
@@ -28,7 +30,10 @@ def next_item(request: Request, stage_id: int, session: Db, user: Principal = De
         return RedirectResponse(f"/assignments/{claimed.assignment_id}", status_code=303)
     progress = projects.project_progress(session, projects.get_stage(session, stage_id).project_id)
     done = annotation.user_stage_counts(session, stage_id, user.id)
-    return render(request, "annotate/done.html", {"project": progress, "stage_id": stage_id, "done": done})
+    here = next(s.position for s in progress.stages if s.id == stage_id)
+    # Where work still waits: the stages after this one first, then the earlier ones.
+    waiting = sorted((s for s in progress.stages if s.id != stage_id and s.active), key=lambda s: (s.position < here, s.position))
+    return render(request, "annotate/done.html", {"project": progress, "stage_id": stage_id, "done": done, "waiting": waiting})
 
 
 def _screen_context(session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
@@ -40,7 +45,7 @@ def _screen_context(session: Session, assignment_id: int, user: Principal, value
     if values is None:
         if screen.draft:
             values = screen.draft
-        elif screen.previous is not None:  # sent back: the annotator revises what they gave
+        elif screen.previous is not None:  # sent back or opened again: the annotator revises what they gave
             values = workflow.payload_values(screen.previous, item, config, screen.results)
         else:
             values = workflow.initial_values(item, config, results=screen.results, suggestions=screen.suggestions)
@@ -50,6 +55,8 @@ def _screen_context(session: Session, assignment_id: int, user: Principal, value
         "project": {"id": project.id, "name": project.name},
         "mine": mine,
         "returned": screen.returned,
+        # A submitted item takes a revision while it is still open in this stage.
+        "revisable": screen.item.stage_id == screen.stage.id and screen.item.status == ItemStatus.active,
         "idempotency_key": uuid.uuid4().hex,
         "opened_at": time.time(),
     }
@@ -87,9 +94,22 @@ def stage_bar(request: Request, stage_id: int, session: Db, user: Principal = De
     return render(request, "projects/_bar.html", {"s": hit[1]})
 
 
+@router.get("/stages/{stage_id}/upcoming")
+def upcoming(request: Request, stage_id: int, after: int, session: Db, user: Principal = Depends(page_user)):
+    """Prefetch links for the images of the item the annotator will most likely get next, loaded
+    while they work on the current one: the next screen then draws from the browser's cache.
+    Holds no item: nothing is leased before the current item is submitted."""
+    shas = annotation.upcoming_images(session, stage_id, user.id, after)[:MAX_PREFETCH]
+    links = "".join(f'<link rel="prefetch" as="image" href="/assets/{sha}/thumb">' for sha in shas)
+    return HTMLResponse(links, headers={"Cache-Control": "no-store"})
+
+
 @router.get("/assignments/{assignment_id}")
 def screen(request: Request, assignment_id: int, session: Db, user: Principal = Depends(page_user)):
-    return render(request, "annotate/screen.html", _screen_context(session, assignment_id, user))
+    response = render(request, "annotate/screen.html", _screen_context(session, assignment_id, user))
+    # Never shown again from a cache: Back to a submitted item asks anew and says it was submitted.
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _submit(session: Session, assignment_id: int, user: Principal, answer: AnswerForm) -> int:
@@ -116,14 +136,21 @@ def submit(request: Request, assignment_id: int, session: Db, answer: Answer, us
         keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
         return render_error(request, "annotate/screen.html", ctx, exc, **keep)
     request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
-    return _go(request, f"/stages/{stage_id}/annotate")
+    return _go(request, _next_screen(session, stage_id, user))
 
 
 @router.post("/assignments/{assignment_id}/skip")
 def skip(request: Request, assignment_id: int, session: Db, user: Principal = Depends(page_user)):
     screen = annotation.open_assignment(session, assignment_id, user.id)
     annotation.give_back(session, assignment_id, user.id, skip=True)
-    return _go(request, f"/stages/{screen.stage.id}/annotate")
+    return _go(request, _next_screen(session, screen.stage.id, user))
+
+
+def _next_screen(session: Session, stage_id: int, user: Principal) -> str:
+    """Where an answered or skipped item leads: the next item's screen, claimed in the same unit of
+    work (one request less between items), or the stage's page that says nothing is left."""
+    claimed = annotation.resume_or_claim(session, stage_id, user.id)
+    return f"/assignments/{claimed.assignment_id}" if claimed else f"/stages/{stage_id}/annotate"
 
 
 @router.post("/assignments/{assignment_id}/check")

@@ -44,6 +44,18 @@ def savepoint(session: Session) -> Iterator[Session]:
 class LoginRequired(Exception):
     """Raised for anonymous page requests; answered with a redirect to the login page."""
 
+    target = "/login?next={path}"
+
+
+class PasswordChangeRequired(LoginRequired):
+    """Raised for pages asked with a one-time password still in use: the password page comes first."""
+
+    target = "/account/password"
+
+
+# What a user with a one-time password may still reach.
+PASSWORD_CHANGE_PATHS = frozenset({"/account/password", "/logout"})
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -86,6 +98,8 @@ def page_user(request: Request, session: Db) -> Principal:
     if user is None:
         raise LoginRequired()
     request.state.user = user
+    if user.must_change_password and request.url.path not in PASSWORD_CHANGE_PATHS:
+        raise PasswordChangeRequired()
     return user
 
 

@@ -29,8 +29,6 @@ def _list_context(session: Session, form: dict | None = None, error: str | None 
 
 @router.get("/")
 def project_list(request: Request, session: Db, user: Principal = Depends(page_user)):
-    if user.must_change_password:
-        return RedirectResponse("/account/password", status_code=303)
     return render(request, "projects/list.html", _list_context(session))
 
 

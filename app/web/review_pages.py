@@ -14,6 +14,7 @@ from app.models import Role
 from app.services import agreement, equivalence, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, Db, Principal, csrf_protect, page_role, savepoint
+from app.web.item_views import answer_view, history_page, item_view
 from app.web.templating import render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -47,13 +48,14 @@ def take_back(stage_id: int, item_id: int, session: Db, user: Principal = Depend
 def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> dict:
     screen = review.open_review(session, stage_id, item_id)
     project = projects.get_project(session, screen.stage.project_id)
+    shown = (screen.stage.config, screen.results, screen.sizes)
     annotations = [
         {
             "id": a.annotation_id,
             "annotator": a.annotator,
             "submitted_at": a.submitted_at,
             "seconds": a.seconds_spent,
-            "fields": [(k, json.dumps(v, ensure_ascii=False), k in screen.differing) for k, v in sorted(a.payload.items())],
+            "shown": answer_view(screen.stage.workflow, a.payload, screen.item, *shown),
             "json": json.dumps(a.payload, ensure_ascii=False, indent=2),
         }
         for a in screen.annotations
@@ -64,6 +66,8 @@ def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> d
         "item": screen.item.data,
         "item_id": screen.item.id,
         "status": screen.item.status,
+        "shown_item": item_view(screen.stage.workflow, screen.item, *shown),
+        "differing": screen.differing,
         "annotations": annotations,
         "final_text": extra.pop("final_text", None) or (annotations[0]["json"] if annotations else "{}"),
         **extra,
@@ -160,21 +164,47 @@ def review_live_check(request: Request, stage_id: int, item_id: int, session: Db
 
 @router.get("/items/{item_id}/history")
 def history(request: Request, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
-    """An item's full history: annotations (every revision), finals, suggestions and reviews, who and when."""
-    item, entries = review.item_history(session, item_id)
-    project = projects.get_project(session, item.project_id)
-    rows = [{"at": e.at, "what": e.what, "who": e.who, "stage": e.stage, "detail": json.dumps(e.detail, ensure_ascii=False)} for e in entries]
-    return render(request, "review/history.html", {"item": item.data, "status": item.status, "project": project, "entries": rows})
+    """An item's full history: annotations (every revision), finals, suggestions and reviews, who and when,
+    each answer shown as its stage's task shows it."""
+    found = review.item_history(session, item_id)
+    project = projects.get_project(session, found.item.project_id)
+    return render(request, "review/history.html", {
+        "item": found.item.data, "item_id": found.item.id, "status": found.item.status, "project": project, **history_page(found),
+    })
 
 
-def _colour(value: float | None) -> str:
-    """Heatmap colour: red (-1) through white (0) to green (1); grey when undefined."""
-    if value is None:
-        return "#ddd"
-    v = max(-1.0, min(1.0, value))
-    if v >= 0:
-        return f"rgb({int(255 - 200 * v)},{int(255 - 80 * v)},{int(255 - 200 * v)})"
-    return f"rgb(255,{int(255 + 200 * v)},{int(255 + 200 * v)})"
+# The heatmap's sequential scale (light yellow to deep green), by position in [0, 1].
+SCALE = ((0.0, (255, 255, 204)), (0.5, (120, 198, 121)), (1.0, (0, 104, 55)))
+SELF_COLOUR = "#eee"  # the diagonal: each annotator with themself, always 1, kept off the scale
+
+
+def _ramp(t: float) -> str:
+    t = max(0.0, min(1.0, t))
+    for (t0, c0), (t1, c1) in zip(SCALE, SCALE[1:]):
+        if t <= t1:
+            f = (t - t0) / (t1 - t0)
+            return "rgb({},{},{})".format(*(round(a + (b - a) * f) for a, b in zip(c0, c1)))
+    return "rgb({},{},{})".format(*SCALE[-1][1])
+
+
+def heatmap(matrix: list[list[float | None]]) -> dict:
+    """Cells coloured on a scale spanning the pairs' values only (at least 0.1 wide), so that the
+    diagonal's 1.00 does not flatten the differences between pairs; and the scale's legend."""
+    pairs = [v for i, row in enumerate(matrix) for j, v in enumerate(row) if i != j and v is not None]
+    high = max(pairs, default=1.0)
+    low = min(min(pairs, default=0.0), high - 0.1)
+    cells = []
+    for i, row in enumerate(matrix):
+        for j, v in enumerate(row):
+            t = None if v is None or i == j else (v - low) / (high - low)
+            colour = SELF_COLOUR if i == j else "#ddd" if t is None else _ramp(t)
+            cells.append({"x": j, "y": i, "value": v, "colour": colour, "self": i == j, "dark": t is not None and t > 0.65})
+    legend = {
+        "low": low, "high": high, "pairs": len(pairs) // 2,
+        "gradient": f"linear-gradient(to right, {_ramp(0)}, {_ramp(0.5)}, {_ramp(1)})",
+        "seen": (min(pairs), max(pairs)) if pairs else None,
+    }
+    return {"cells": cells, "legend": legend}
 
 
 def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
@@ -185,10 +215,7 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
     if stored is not None:
         for name, figures in stored.report["facets"].items():
             names, matrix, metric = agreement.pair_matrix(stored.report, name)
-            cells = [
-                {"x": j, "y": i, "value": v, "colour": _colour(v)} for i, row in enumerate(matrix) for j, v in enumerate(row)
-            ]
-            facets.append({"name": name, "figures": figures, "names": names, "cells": cells, "metric": metric})
+            facets.append({"name": name, "figures": figures, "names": names, "metric": metric, **heatmap(matrix)})
     judging = None
     if get_task(stage.workflow).equivalence:
         found = equivalence.judging_stage(session, stage)

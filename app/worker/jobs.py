@@ -3,8 +3,9 @@
 `suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
 stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
 twice). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
-(a killed worker), and enqueues batches for items that lack a suggestion a stage reads. A defer
-cannot share the caller's transaction; reconcile is what makes the queue catch up regardless.
+(a killed worker), enqueues batches for items that lack a suggestion a stage reads, and drops its
+own succeeded runs older than a day. A defer cannot share the caller's transaction; reconcile is
+what makes the queue catch up regardless.
 Jobs report their progress and errors in `job_runs`, which the jobs page shows.
 """
 
@@ -301,6 +302,28 @@ def recover_stalled(settings: Settings) -> int:
     return asyncio.run(run())
 
 
+# A periodic task's succeeded runs are kept this long: one a minute would otherwise grow the queue's
+# table (and the jobs page's work) by half a million rows a year. Failed runs stay until looked at.
+KEEP_PERIODIC_RUNS_SECONDS = 24 * 3600
+
+
+def prune_periodic_runs(session: Session, task_name: str, keep_seconds: int = KEEP_PERIODIC_RUNS_SECONDS) -> int:
+    """Delete a periodic task's succeeded runs scheduled more than `keep_seconds` ago (procrastinate
+    passes each run its schedule as `timestamp`); returns how many went. The newest defer, which the
+    scheduler's own table points at, always stays."""
+    return session.execute(
+        sa.text(
+            """
+            DELETE FROM procrastinate_jobs
+             WHERE task_name = :task AND status = 'succeeded'
+               AND (args->>'timestamp')::bigint < extract(epoch FROM now()) - :keep
+               AND id NOT IN (SELECT job_id FROM procrastinate_periodic_defers WHERE job_id IS NOT NULL)
+            """
+        ),
+        {"task": task_name, "keep": keep_seconds},
+    ).rowcount
+
+
 @blueprint.periodic(cron="* * * * *", periodic_id="reconcile")
 @blueprint.task(name="reconcile", queue="maintenance", pass_context=True, queueing_lock="reconcile")
 async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
@@ -311,6 +334,11 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
         with transaction(e.sessions) as s:
             return missing_batches(s, e.settings)
 
+    def prune() -> int:
+        with transaction(e.sessions) as s:
+            return prune_periodic_runs(s, context.job.task_name)
+
+    pruned = await asyncio.to_thread(prune)
     deferred = 0
     for b in await asyncio.to_thread(find):
         try:
@@ -318,4 +346,4 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
             deferred += 1
         except AlreadyEnqueued:
             pass
-    return {"stalled": stalled, "deferred": deferred}
+    return {"stalled": stalled, "deferred": deferred, "pruned": pruned}

@@ -111,6 +111,21 @@
     }
   });
 
+  // The key help stays as the annotator left it, open or closed, from one screen to the next.
+  document.querySelectorAll("[data-key-help]").forEach(function (help) {
+    try {
+      if (localStorage.getItem("vlcurate.keyHelp") === "open") help.open = true;
+      help.addEventListener("toggle", function () { localStorage.setItem("vlcurate.keyHelp", help.open ? "open" : "closed"); });
+    } catch (e) { /* storage refused: the help starts closed */ }
+  });
+
+  // A submitted screen shown again from the back-forward cache asks the server anew: it then says
+  // the item was submitted and takes a revision, instead of a form that can no longer send.
+  window.addEventListener("pageshow", function (event) {
+    var form = document.querySelector("[data-annotation-form]");
+    if (event.persisted && form && form.dataset.sent) location.reload();
+  });
+
   // Drafts: nothing typed is lost. The screen says "unsaved" from the first change until the
   // server confirms a save; a hidden or closing page sends what is unsaved at once (keepalive);
   // a submitted form cancels draft saves still waiting; a refused save shows its message.

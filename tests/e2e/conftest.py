@@ -21,12 +21,32 @@ def page(live_server):
     assert Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}: run `make test` (it installs it) or set VLCURATE_CHROMIUM"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        context = browser.new_context(base_url=live_server, viewport={"width": 1280, "height": 900})
+        context = browser.new_context(base_url=live_server, viewport={"width": 1280, "height": 800})
         pg = context.new_page()
         pg.set_default_timeout(15000)
         yield pg
         context.close()
         browser.close()
+
+
+def shoot(page, name: str) -> None:
+    """Keep what the annotator sees (the viewport, not the whole page) as SCREENSHOTS/name.png when
+    VLCURATE_SCREENSHOTS names a folder: `bench/screenshots.py` collects one per annotation screen."""
+    folder = os.environ.get("VLCURATE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"))
+
+
+def fits(page, *selectors: str) -> None:
+    """Each selector's first element lies wholly inside the viewport with the page at its top: seen
+    without scrolling."""
+    page.evaluate("window.scrollTo(0, 0)")
+    height, width = page.viewport_size["height"], page.viewport_size["width"]
+    for selector in selectors:
+        box = page.locator(selector).first.bounding_box()
+        assert box is not None, f"{selector} is not shown"
+        assert box["y"] >= 0 and box["y"] + box["height"] <= height and box["x"] + box["width"] <= width, (selector, box)
 
 
 def log_in(page, username: str, password: str) -> None:

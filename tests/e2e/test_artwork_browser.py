@@ -4,7 +4,6 @@ suggests, then judge the kept section's explanation (strike words, score); paylo
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from app.db import transaction
 from app.models import Annotation, Item, Stage
 from app.services import export, imports, projects
 from tests.conftest import PASSWORD, make_user, png_bytes
-from tests.e2e.conftest import log_in_by_keyboard
+from tests.e2e.conftest import fits, log_in_by_keyboard, shoot
 
 RECORDS = [
     {"id": "0001_01", "title": "Mona Lisa", "image": "0.png", "section": "History", "subsection": "Theft",
@@ -35,7 +34,7 @@ def _project(committed, settings, storage) -> tuple[int, int]:
         return project.id, projects.stages_of(s, project.id)[0].id
 
 
-def test_sections_and_an_explanation_by_keyboard(page, committed, settings, storage, app, tmp_path):
+def test_sections_and_an_explanation_by_keyboard(page, committed, settings, storage, app):
     project_id, stage_id = _project(committed, settings, storage)
     make_user(committed, "art", "annotator", PASSWORD)
     log_in_by_keyboard(page, "art", PASSWORD)
@@ -45,6 +44,8 @@ def test_sections_and_an_explanation_by_keyboard(page, committed, settings, stor
         page.wait_for_url("**/assignments/*")
         ident = page.locator(".annotate-head code").first.inner_text()
         if ident == "0001_02":
+            fits(page, "[data-rule]", "#submit-button")
+            shoot(page, "artwork.sections")
             assert page.locator("[data-rule]").is_visible()
             assert page.locator("input[name=reason][value=not_about_artwork]").is_checked()
         else:
@@ -61,6 +62,7 @@ def test_sections_and_an_explanation_by_keyboard(page, committed, settings, stor
         explain_id = s.scalar(sa.select(Stage.id).where(Stage.project_id == project_id, Stage.workflow == "artwork.explanation"))
     page.goto(f"/stages/{explain_id}/annotate")
     page.wait_for_url("**/assignments/*")
+    fits(page, "[data-path]", "[data-struck-count]", "#submit-button")
     assert page.locator(".tok.ent.shared").all_inner_texts() == ["Louvre"]
     assert page.locator(".tok.ent").count() == 1
     # Tokens: It was stolen from the Louvre by thieves in Rome .
@@ -80,7 +82,7 @@ def test_sections_and_an_explanation_by_keyboard(page, committed, settings, stor
     page.keyboard.press("Shift+X")  # "in" through "Rome"
     page.keyboard.press("2")
     assert page.locator("[data-struck-count]").inner_text() == "4 words struck."
-    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_ARTWORK", str(tmp_path / "artwork.png")), full_page=True)
+    shoot(page, "artwork.explanation")
     url = page.url
     page.keyboard.press("Enter")
     page.wait_for_url(lambda u, old=url: u != old)

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import os
-
 import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Item, Project
 from app.services.demo import load_demo
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import fits, log_in, shoot
 
 
 def _progress(page) -> int:
     return int(page.locator(".annotate-head progress").get_attribute("value"))
 
 
-def test_log_in_and_annotate_three_items_by_keyboard(page, committed, settings, storage, tmp_path):
+def test_log_in_and_annotate_three_items_by_keyboard(page, committed, settings, storage):
     with transaction(committed) as s:
         load_demo(s, settings, storage)
         project = s.scalar(sa.select(Project).where(Project.name == "Demo: shapes"))
@@ -41,7 +39,8 @@ def test_log_in_and_annotate_three_items_by_keyboard(page, committed, settings, 
     legend = page.locator("legend.question")
     assert legend.inner_text() == "Is <script>window.__xss = 1</script> shown as text?"
     assert page.evaluate("window.__xss") is None
-    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT", str(tmp_path / "screen.png")))
+    fits(page, ".item-image img", "legend.question", "#submit-button")
+    shoot(page, "generic.choice")
 
     seen = []
     for n in range(3):

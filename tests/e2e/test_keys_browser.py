@@ -11,7 +11,7 @@ from app.db import transaction
 from app.models import Annotation
 from app.services import imports, projects
 from tests.conftest import PASSWORD, make_choice_project, make_user
-from tests.e2e.conftest import Keys, open_stage
+from tests.e2e.conftest import Keys, fits, open_stage, shoot
 
 
 def _payloads(committed) -> list[dict]:
@@ -36,13 +36,16 @@ def test_a_choice_in_two_keys_and_the_first_tab_stops(page, committed, settings,
     page.wait_for_url(lambda url: url != first and "/assignments/" in url)
     assert keys.count == 2 and _payloads(committed) == [{"choice": "b"}]
 
+    second = page.url
     # From the top of the page: the skip link, the key help, then the header.
     page.evaluate("() => { const b = document.body; b.tabIndex = -1; b.focus(); b.removeAttribute('tabindex'); }")
     page.keyboard.press("Tab")
     assert _active(page) == "a[data-skip]" and page.locator("[data-skip]").is_visible()
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('.key-help') !== null")
-    assert "Enter submits" in page.locator(".key-help").inner_text()
+    assert "Enter submits" not in page.locator(".key-help").inner_text()  # closed, one line
+    page.keyboard.press("Enter")  # Enter on the key help opens it and submits nothing
+    assert "Enter submits" in page.locator(".key-help").inner_text() and page.url == second
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('header') !== null")
     # The skip link leads back to the item: a digit and Enter answer it.
@@ -50,7 +53,6 @@ def test_a_choice_in_two_keys_and_the_first_tab_stops(page, committed, settings,
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
     assert _active(page) == "input[name=choice]"
-    second = page.url
     page.keyboard.press("3")
     page.keyboard.press("Enter")
     page.wait_for_url(lambda url: url != second)
@@ -67,6 +69,8 @@ def test_an_equivalence_in_two_keys(page, committed, settings, storage):
     make_user(committed, "eve", "annotator", PASSWORD)
     first = open_stage(page, "eve", stage_id)
     assert page.locator("blockquote").first.inner_text().startswith("Smoking harms <b>")
+    fits(page, "blockquote", "#submit-button")
+    shoot(page, "visargs.equivalence")
     keys = Keys(page)
     keys.press("n", "Enter")
     page.wait_for_url(lambda url: url != first and "/assignments/" in url)

@@ -5,7 +5,6 @@ a captioning drawing discarded — then the stored payloads and the published fi
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from tests.datasets.voldoger.release_rows import (
     VQA_ORIGINAL,
     VQA_STYLISED,
 )
-from tests.e2e.conftest import log_in_by_keyboard
+from tests.e2e.conftest import fits, log_in_by_keyboard, shoot
 
 
 def _records() -> list[dict]:
@@ -57,6 +56,8 @@ def test_three_rows_by_keyboard(page, committed, settings, storage, tmp_path):
         ident = page.locator(".annotate-head code").first.inner_text()
         page.wait_for_selector("[data-voldoger][data-ready]")
         if ident.startswith("vqa"):
+            fits(page, "[data-original-img]", "[data-stylised-img]", "[data-flipped]", "#vd-note", "#submit-button")
+            shoot(page, "voldoger.verify")
             assert page.locator("[data-flipped]").is_visible()
             assert page.locator('input[name=label][value="no"]').is_checked()  # the LLM's answer, pre-filled
             page.keyboard.press("k")
@@ -68,7 +69,6 @@ def test_three_rows_by_keyboard(page, committed, settings, storage, tmp_path):
             assert "/assignments/" in page.url and page.locator("#paraphrase-text").input_value() == "Is the ball red?\n"
             page.keyboard.press("Backspace")
             page.keyboard.press("Escape")
-            page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_VOLDOGER", str(tmp_path / "voldoger.png")), full_page=True)
         elif ident.startswith("ve"):
             page.keyboard.press("+")
             page.keyboard.press("+")

@@ -105,6 +105,7 @@ def test_wikido_agreement_equals_reference_computations(client, app):
     alpha = report["facets"]["verdict"]["metrics"]["Krippendorff's alpha"]["estimate"]
     assert f'<td class="estimate">{alpha:.3f}</td>' in page
     assert page.count("<rect ") == 9 * 2  # a 3 x 3 heatmap for each of the two facets
+    assert page.count("data-diagonal") == 3 * 2 and page.count("data-legend") == 2  # the diagonal is kept off the scale
     kappa_02 = report["facets"]["verdict"]["pairwise"]["r0 / r2"]["Cohen's kappa"]
     assert f'data-value="{kappa_02:.3f}"' in page
     assert re.search(r'<tr data-annotator="r2"><td>r2</td><td>30</td>', page)

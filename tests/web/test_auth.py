@@ -108,7 +108,10 @@ def test_one_time_password_must_be_changed_first(client, app):
         assert ensure_first_admin(s) is None  # printed once only
     r = login(client, name, password)
     assert r.headers["location"] == "/account/password"
-    assert client.get("/", follow_redirects=False).headers["location"] == "/account/password"
+    # Every page leads to the password page first, not only the home page.
+    for path in ("/", "/admin/users", "/admin/jobs", "/stages/1/annotate", "/projects/1"):
+        r = client.get(path, follow_redirects=False)
+        assert (r.status_code, r.headers["location"]) == (303, "/account/password"), path
     token = csrf_from(client.get("/account/password").text)
     r = client.post("/account/password", data={"csrf_token": token, "current": password, "new": "a new secret!", "confirm": "a new secret!"}, follow_redirects=False)
     assert r.status_code == 303

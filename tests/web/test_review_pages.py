@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import sqlalchemy as sa
 
 from app.db import transaction
@@ -173,8 +174,22 @@ def test_a_sent_back_item_can_be_taken_back_when_annotators_do_not_return(client
     assert r.status_code == 303 and r.headers["location"] == f"/stages/{stage_id}/review/{item.id}"
     assert _items(sessions)["it-0"].status == "review"
     screen = client.get(f"/stages/{stage_id}/review/{item.id}").text
-    assert re.search(r'data-annotator="u1".*?&#34;c&#34;', screen, re.S) and re.search(r'data-annotator="u2".*?&#34;b&#34;', screen, re.S)
+    answers = dict(re.findall(r'data-annotator="(u\d)".*?<dd class="differs">([^<]*)</dd>', screen, re.S))
+    assert answers == {"u1": "c", "u2": "b"}
     with transaction(sessions) as s:
         assert annotation.claim(s, stage_id, u2) is None  # nothing is waiting for u2 any more
     again = client.post(f"/stages/{stage_id}/review/{item.id}/take-back", data={"csrf_token": token})
     assert again.status_code == 409 and "not waiting for its annotators" in again.text
+
+
+def test_the_heatmaps_scale_spans_the_pairs_and_leaves_the_diagonal_apart():
+    from app.web.review_pages import SELF_COLOUR, heatmap
+
+    shown = heatmap([[1.0, 0.4, 0.7], [0.4, 1.0, None], [0.7, None, 1.0]])
+    cells = {(c["y"], c["x"]): c for c in shown["cells"]}
+    assert all(cells[i, i]["self"] and cells[i, i]["colour"] == SELF_COLOUR for i in range(3))
+    assert (shown["legend"]["low"], shown["legend"]["high"]) == (0.4, 0.7) and shown["legend"]["seen"] == (0.4, 0.7)
+    assert cells[0, 1]["colour"] == "rgb(255,255,204)" and cells[0, 2]["colour"] == "rgb(0,104,55)"  # the ends of the scale
+    assert cells[1, 2]["colour"] == "#ddd" and not cells[1, 2]["self"]  # no figure for the pair
+    same = heatmap([[1.0, 0.8], [0.8, 1.0]])["legend"]
+    assert same["high"] - same["low"] == pytest.approx(0.1)  # equal pairs still get a scale

@@ -77,6 +77,7 @@ def test_premises_screen_works_as_a_plain_form(client, app):
     login(client, "ann")
     html = client.get(f"/stages/{project['stages'][0]['id']}/annotate").text
     assert 'value="A &lt;b&gt;tap&lt;/b&gt;"' in html and html.count('class="premise-row"') == 4  # two candidates, two spares
+    assert html.count("checked tabindex=\"-1\" data-keep") == 2 and html.count(" autofocus") == 1  # drafts kept, spares not
     action = re.search(r'action="(/assignments/\d+/submit)"', html).group(1)
     form = {"csrf_token": csrf_from(html), "idempotency_key": uuid.uuid4().hex,
             "text_0": "A tap", "keep_0": "on", "pos_0": "0", "text_1": "A child", "pos_1": "1",
@@ -108,8 +109,9 @@ def test_grounding_shows_suggested_boxes_and_drafted_ones(client, app):
     html = client.get(f"/stages/{grounding}/annotate").text
     assert "dashed boxes come from <code>rapidocr</code>" in html
     assert "&#34;startX&#34;: 5" in html and "&#34;h&#34;: 8" in html
-    # The published box of the unchanged premise starts in place.
+    # The published box of the unchanged premise starts in place, and the premise says it has one.
     assert re.search(r'name="x_0" value="1"', html) and re.search(r'name="h_0" value="4"', html)
+    assert 'class="has-box current"' in html and html.count("no box yet") == 1
 
 
 def test_a_reviewer_settles_a_structure_in_the_structure_editor(client, app):

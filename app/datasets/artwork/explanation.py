@@ -62,6 +62,7 @@ class ArtworkExplanation(Task):
     description = "Strike the unsupported or wrong words of a model's explanation and score it 1–5 against the reference section."
     annotation_schema = ExplanationAnnotation
     template = "datasets/artwork/explanation.html"
+    view_template = "datasets/artwork/explanation_view.html"
     keys_help = ("1–5 score · ←/→ move · X or Space strikes a word · Shift+X strikes up to the last struck word · "
                  "click strikes · Z undoes · Enter submits · S skips")
     facets = {"score": "nominal", "struck tokens": "token_set"}
@@ -156,6 +157,28 @@ class ArtworkExplanation(Task):
             "extra": [e for e in gen_ents if gen_kind(e) == "extra"],
             "metrics": metrics_of(item),
             "rubric": RUBRIC,
+        }
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "title": item.get("title") or "",
+            "path": section_path(item),
+            "segments": segments(item.get("text") or "", item.get("entities") or [], lambda e: "entity"),
+            "model": item.get("model") or "",
+            "explanation": item.get("explanation") or "",
+        }
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        explanation = item.get("explanation") or ""
+        struck = indices_of(payload.get("struck"))
+        return {
+            "score": payload.get("score"),
+            "rubric": dict(RUBRIC).get(payload.get("score"), ""),
+            "tokens": [
+                {"text": t.text, "space": t.end < len(explanation) and explanation[t.end].isspace(), "struck": i in struck}
+                for i, t in enumerate(tokenize(explanation))
+            ],
         }
 
 

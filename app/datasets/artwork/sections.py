@@ -55,6 +55,7 @@ class ArtworkSections(Task):
     description = "Keep a section text that explains its artwork, or drop it with a reason."
     annotation_schema = SectionAnnotation
     template = "datasets/artwork/sections.html"
+    view_template = "datasets/artwork/sections_view.html"
     keys_help = "K keep · D drop · 1–5 the reason to drop · Enter submits · S skips"
     facets = {"decision": "nominal", "reason": "nominal"}
 
@@ -109,6 +110,19 @@ class ArtworkSections(Task):
             "reasons": REASONS,
             "rule": rule,
         }
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "title": item.get("title") or "",
+            "path": section_path(item),
+            "segments": segments(item.get("text") or "", item.get("entities") or [], lambda e: "entity"),
+        }
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        reasons = {value: label for value, _, label in REASONS}
+        reason = payload.get("reason")
+        return {"decision": payload.get("decision"), "reason": reasons.get(reason, reason) if payload.get("decision") == "drop" else None}
 
     def initial_values(self, item, config, *, results, suggestions):
         if omitted_name(item):

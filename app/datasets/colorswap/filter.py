@@ -77,6 +77,7 @@ class ColorSwapFilter(Task):
     description = "See all candidate images of a caption pair; pick the best image per caption, or discard the pair."
     annotation_schema = FilterAnnotation
     template = "datasets/colorswap/filter.html"
+    view_template = "datasets/colorswap/filter_view.html"
     suggestion_kinds = (ITM_KIND,)
     facets = {"image for caption 1": "nominal", "image for caption 2": "nominal"}
     keys_help = (
@@ -153,6 +154,39 @@ class ColorSwapFilter(Task):
             "candidates": candidates,
             "suggestion": {"model": itm.model, "version": itm.model_version, "pre": pre} if itm and pre else None,
         }
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        vocab = Vocabulary.from_config(config)
+        return {
+            "captions": [caption_runs(item["caption_1"], vocab), caption_runs(item["caption_2"], vocab)],
+            "candidates": [
+                {"number": i + 1, "src": image_urls(c["image"], assets.get(candidate_pointer(i))), "from_caption": c["from_caption"]}
+                for i, c in enumerate(item["candidates"])
+            ],
+        }
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        """The image under each caption: an annotator's choice, or the model's preselection."""
+        note = None
+        if kind == ITM_KIND:
+            pre = preselect(payload.get("scores") or [], float(config.get("suggestion_margin", DEFAULT_MARGIN)))
+            if pre is None:
+                return {"picks": [], "note": "No preselection: the scores do not fit the candidates."}
+            payload = {"choice_1": pre.choice_1, "choice_2": pre.choice_2}
+            note = "The model's preselection" + (f" ({'; '.join(pre.flags)})" if pre.flags else "")
+        vocab = Vocabulary.from_config(config)
+        candidates = item["candidates"]
+        picks = []
+        for n in (1, 2):
+            index = payload.get(f"choice_{n}")
+            valid = isinstance(index, int) and 0 <= index < len(candidates)
+            picks.append({
+                "caption": n,
+                "runs": caption_runs(item[f"caption_{n}"], vocab),
+                "number": index + 1 if valid else None,
+                "src": image_urls(candidates[index]["image"], assets.get(candidate_pointer(index))) if valid else None,
+            })
+        return {"picks": picks, "note": note}
 
     def initial_values(self, item, config, *, results, suggestions):
         itm = suggestions.get(ITM_KIND)

@@ -55,6 +55,7 @@ class ColorSwapRecaption(Task):
     description = "See the two chosen images; rewrite both captions naturally, keeping them a colour-swap pair."
     annotation_schema = RecaptionAnnotation
     template = "datasets/colorswap/recaption.html"
+    view_template = "datasets/colorswap/recaption_view.html"
     requires = FILTER
     facets = {"caption 1": "nominal", "caption 2": "nominal"}
     has_live_check = True
@@ -106,6 +107,17 @@ class ColorSwapRecaption(Task):
 
     def initial_values(self, item, config, *, results, suggestions):
         return {"caption_1": item["caption_1"], "caption_2": item["caption_2"]}
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        vocab = Vocabulary.from_config(config)
+        shown = self.screen_context(item, config, assets=assets, results=results, suggestions={}, values={})
+        return {"images": [{**im, "runs": caption_runs(im["original"], vocab)} for im in shown["images"]]}
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        vocab = Vocabulary.from_config(config)
+        texts = [str(payload.get(f"caption_{n}") or "") for n in (1, 2)]
+        unchanged = _unchanged(item, *texts)
+        return {"captions": [{"runs": caption_runs(t, vocab), "unchanged": n in unchanged} for n, t in enumerate(texts, 1)]}
 
     def live_check(self, item, values, config, results):
         vocab = Vocabulary.from_config(config)

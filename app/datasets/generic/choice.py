@@ -4,7 +4,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from app.datasets.task import Task
+from app.datasets.task import Task, image_urls
 
 CHOICE = "generic.choice"
 
@@ -23,6 +23,7 @@ class GenericChoice(Task):
     description = "Look at an image and pick one of a fixed set of answers."
     annotation_schema = ChoiceAnnotation
     template = "datasets/generic/choice.html"
+    view_template = "datasets/generic/choice_view.html"
     facets = {"choice": "nominal"}
 
     def check(self, item, payload, config, results):
@@ -36,3 +37,13 @@ class GenericChoice(Task):
 
     def screen_context(self, item, config, **_):
         return {"choices": item_choices(item, config)}
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "question": item.get("question") or config.get("question", ""),
+            "choices": item_choices(item, config),
+        }
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        return {"choice": payload.get("choice")}

@@ -29,7 +29,8 @@ class VisArgsEquivalence(Task):
     description = "Judge whether two annotators' conclusions are equivalent (for agreement studies)."
     annotation_schema = EquivalenceAnnotation
     template = "datasets/visargs/equivalence.html"
-    keys_help = "Y equivalent · N not equivalent · Enter submits · S skips"
+    view_template = "datasets/visargs/equivalence_view.html"
+    keys_help = "Y equivalent · N not equivalent · Enter submits · Z shows the image full size · S skips"
     facets = {"equivalent": "nominal"}
 
     def facet_values(self, payload):
@@ -44,3 +45,12 @@ class VisArgsEquivalence(Task):
 
     def screen_context(self, item, config, *, assets, results, suggestions, values):
         return {"image": image_urls(item.get("image"), assets.get("/image")) if item.get("image") else None}
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")) if item.get("image") else None,
+            "a": item.get("conclusion_a") or "", "b": item.get("conclusion_b") or "",
+        }
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        return {"equivalent": bool(payload.get("equivalent"))}

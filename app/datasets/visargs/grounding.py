@@ -41,12 +41,16 @@ class VisArgsGrounding(Task):
     description = "Draw one tight box around what each visual premise describes."
     annotation_schema = GroundingAnnotation
     template = "datasets/visargs/grounding.html"
+    view_template = "datasets/visargs/grounding_view.html"
     requires = PREMISES
     suggestion_kinds = (BOX_KIND, REGION_KIND)
     facets = {"boxes": "boxes"}
     keys_help = (
-        "1–9 pick a premise · drag on the image to draw its box, drag the box to move it, its corner to resize · "
-        "arrows move (Alt: 10 px), Shift+arrows resize · A accepts the suggested box · + / − zoom · Enter submits"
+        "the image has the focus and the first premise without a box is current · 1–9 pick a premise · "
+        "A takes the current premise's suggested box and goes to the next premise without one, Shift+A takes every "
+        "suggested box · B puts a box in the middle of a premise without one (half the image's width and height) · arrows move the box "
+        "(Alt: 10 px), Shift+arrows size it · drag on the image to draw, drag the box to move it, its corner to resize · "
+        "+ / − zoom · Enter submits · S skips"
     )
 
     def form_to_payload(self, form):
@@ -65,7 +69,7 @@ class VisArgsGrounding(Task):
             if missing:
                 raise Invalid(
                     "The annotation is not complete.",
-                    [f"Visual premise {n} has no box yet: pick it and drag on the image." for n in missing],
+                    [f"Visual premise {n} has no box yet: pick it ({n}) and press B, or drag on the image." for n in missing],
                 )
         return super().validate_annotation(item, payload, config, results)
 
@@ -113,18 +117,17 @@ class VisArgsGrounding(Task):
                     continue
             if hint and len(suggested) > before:
                 models.append(f"{hint.model} {hint.model_version}".strip())
+        premises = []
+        for i, text in enumerate(vps):
+            box = {f: values.get(f"{f}_{i}", "") for f in ("x", "y", "w", "h")}
+            has_box = all(str(v).strip() for v in box.values())
+            premises.append({"index": i, "number": i + 1, "text": text, "box": box, "has_box": has_box, "suggested": suggested.get(i)})
+        # Work starts on the first premise still without a box.
+        current = next((p["index"] for p in premises if not p["has_box"]), 0)
         return {
             "image": image_urls(item.get("image"), assets.get("/image")),
-            "premises": [
-                {
-                    "index": i,
-                    "number": i + 1,
-                    "text": text,
-                    "box": {f: values.get(f"{f}_{i}", "") for f in ("x", "y", "w", "h")},
-                    "suggested": suggested.get(i),
-                }
-                for i, text in enumerate(vps)
-            ],
+            "premises": premises,
+            "current": current,
             "suggestion_model": ", ".join(models) or None,
         }
 
@@ -136,6 +139,26 @@ class VisArgsGrounding(Task):
         if len(drafts) == len(vps) and premises_of(results) == item.get("candidate_premises"):
             values = box_values(drafts)
         return values
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "vps": premises_of(results)}
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        """The boxes on the stored image (its size known), numbered by premise; a suggestion's too."""
+        vps = premises_of(results)
+        if kind is None:
+            given = [(i, b) for i, b in enumerate(payload.get("b_box") or [])]
+            note = None
+        else:
+            given = [(b.get("vp"), b) for b in payload.get("boxes") or [] if isinstance(b.get("vp"), int)]
+            note = "Suggested boxes"
+        boxes = [
+            {"number": i + 1, "premise": vps[i] if 0 <= i < len(vps) else None,
+             "x": b.get("startX"), "y": b.get("startY"), "w": b.get("w"), "h": b.get("h")}
+            for i, b in given
+            if isinstance(b, dict) and all(isinstance(b.get(k), int) for k in ("startX", "startY", "w", "h"))
+        ]
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "size": sizes.get("/image"), "boxes": boxes, "note": note}
 
 
 

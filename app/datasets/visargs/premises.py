@@ -48,11 +48,13 @@ class VisArgsPremises(Task):
     description = "Keep, edit, split, add and order the visual premises a model drafted; discard unusable images."
     annotation_schema = PremisesAnnotation
     template = "datasets/visargs/premises.html"
+    view_template = "datasets/visargs/premises_view.html"
     facets = {"discard": "nominal", "visual premises": "set"}
     keys_help = (
-        "typing in a premise keeps it; Space on its keep box keeps or drops it · ↑/↓ move between premises · "
-        "Ctrl+Enter splits at the caret · "
-        "Alt+↑/↓ moves a premise · N adds one · D discards the image · Enter submits · S skips"
+        "the first premise has the focus and drafts start kept · ↑/↓ or Tab go to the next premise's text · "
+        "Alt+K keeps or drops a premise · Ctrl+Enter splits at the caret · Alt+↑/↓ moves a premise · "
+        "Escape leaves the text: then N adds a premise, D discards the image, Z shows the image full size, S skips · "
+        "Enter submits"
     )
 
     def form_to_payload(self, form):
@@ -100,14 +102,13 @@ class VisArgsPremises(Task):
     def screen_context(self, item, config, *, assets, results, suggestions, values):
         rows = premise_rows(values)
         next_index = max([r["index"] for r in rows], default=-1) + 1
-        return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
-            "rows": rows,
-            "spares": list(range(next_index, next_index + SPARE_ROWS)),
-        }
+        # Spare rows are for additions: they start dropped, and typing in one keeps it.
+        spares = [{"index": i, "text": "", "keep": False, "pos": 1000 + i} for i in range(next_index, next_index + SPARE_ROWS)]
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "rows": rows + spares}
 
     def initial_values(self, item, config, *, results, suggestions):
-        accept = bool(config.get("accept_candidates", False))
+        # Drafts start kept: most are right, and dropping one is one key (Alt+K) or a click.
+        accept = bool(config.get("accept_candidates", True))
         values: dict[str, Any] = {}
         for i, text in enumerate(item.get("candidate_premises") or []):
             values[f"text_{i}"] = text
@@ -115,3 +116,9 @@ class VisArgsPremises(Task):
             if accept:
                 values[f"keep_{i}"] = "on"
         return values
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "drafts": list(item.get("candidate_premises") or [])}
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        return {"discard": bool(payload.get("discard")), "premises": list(payload.get("visual_premises") or [])}

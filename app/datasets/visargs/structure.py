@@ -89,12 +89,20 @@ class VisArgsStructure(Task):
     description = "Write the commonsense premises, check the conclusion, and build the reasoning tree."
     annotation_schema = StructureAnnotation
     template = "datasets/visargs/structure.html"
+    view_template = "datasets/visargs/structure_view.html"
     requires = PREMISES
     # Conclusions worded differently can still be equivalent: reviewers judge pairs in visargs.equivalence.
     equivalence = Equivalence(field="conclusion", judge=EQUIVALENCE)
     facets = {"discard": "nominal", "conclusion (same words)": "nominal"}
     has_live_check = True
-    keys_help = "click the chips to choose a step's inputs · the check below updates as you type · Enter submits"
+    keys_help = (
+        "the first step without inputs has the focus (the conclusion, when there is none yet) · in a step's chips: "
+        "A takes every premise no step uses yet, 1–9 tick VP1–VP9, Shift+1–9 CP1–CP9, ←/→ walk the chips, Space ticks, "
+        "↑/↓ go to the step above or below · Tab goes chips → concludes → text → next step · a step concludes C when it "
+        "is the last, its own IC otherwise, and says the conclusion until you write its text · ↑/↓ in a text go to the "
+        "row above or below · Z shows the image full size · the check beside the image updates as you go · Enter submits · "
+        "S skips"
+    )
 
     def form_to_payload(self, form):
         return structure_from_form(form)
@@ -137,7 +145,12 @@ class VisArgsStructure(Task):
         start = max(step_ids, default=-1) + 1
         step_rows += [{"index": i, "inputs": set(), "output": "", "text": ""} for i in range(start, start + SPARE_ROWS)]
         n_ic = max(len(step_rows), 1)
+        # Work starts on the conclusion when there is none yet, else on the first step without inputs.
+        focus = next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
+        if not clean(values.get("conclusion")):
+            focus = "conclusion"
         return {
+            "focus": focus,
             "image": image_urls(item.get("image"), assets.get("/image")),
             "vps": vps,
             "cp_rows": cp_rows,
@@ -163,4 +176,18 @@ class VisArgsStructure(Task):
             "tree": render_tree(steps, vps, payload["commonsense_premises"]),
             "conclusion": payload["conclusion"],
             "printed": [print_step(s) for s in steps],
+        }
+
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {"image": image_urls(item.get("image"), assets.get("/image")), "vps": premises_of(results)}
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        cps = list(payload.get("commonsense_premises") or [])
+        steps, _ = parse_steps(list(payload.get("reasoning_steps") or []))
+        return {
+            "discard": bool(payload.get("discard")),
+            "conclusion": payload.get("conclusion") or "",
+            "cps": cps,
+            "tree": render_tree(steps, premises_of(results), cps),
+            "steps": list(payload.get("reasoning_steps") or []),
         }

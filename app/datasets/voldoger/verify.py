@@ -70,6 +70,7 @@ class VoldogerVerify(Task):
     description = "Keep or discard the stylised image; LLM's / original / another label; keep or edit the paraphrase."
     annotation_schema = VerifyAnnotation
     template = "datasets/voldoger/verify.html"
+    view_template = "datasets/voldoger/verify_view.html"
     facets = {"image kept": "nominal", "label": "nominal", "paraphrase kept": "nominal"}
     keys_help = (
         "K keeps the stylised image · D discards it · L the LLM's label · O the original label · digits a given label · "
@@ -206,3 +207,21 @@ class VoldogerVerify(Task):
         if after is not None:
             values["label"] = after
         return values
+
+    # -- review views ------------------------------------------------------------------
+    def view_item(self, item, config, *, assets, results, sizes):
+        return self.screen_context(item, config, assets=assets, results=results, suggestions={}, values={})
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        task = item.get("task")
+        before, after = labels(task, item.get("original") or {}, item.get("stylised") or {})
+        label = payload.get("label")
+        source = ", ".join(n for n, v in (("the LLM's", after), ("the original", before)) if label is not None and v == label)
+        return {
+            "image": payload.get("image"),
+            "label": dict(LABELS.get(task, ())).get(label, label),
+            "label_source": source,
+            "paraphrase": payload.get("paraphrase"),
+            "text": payload.get("text"),
+            "note": payload.get("note") or "",
+        }

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.datasets.task import Consolidation, Task, image_urls
-from app.datasets.wikido.tokenedits import levenshtein, summarize, tokenize, words
+from app.datasets.wikido.tokenedits import edit_ops, levenshtein, summarize, tokenize, words
 from app.errors import Invalid
 
 VERIFY = "wikido.verify"
@@ -47,6 +47,7 @@ class WikiDOVerify(Task):
     description = "Correct / Hallucinated / Wrong for a model-written caption, with a deletion-first editor."
     annotation_schema = VerifyAnnotation
     template = "datasets/wikido/verify.html"
+    view_template = "datasets/wikido/verify_view.html"
     suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
     facets = {"verdict": "nominal", "deleted words": "token_set"}
     keys_help = (
@@ -154,6 +155,32 @@ class WikiDOVerify(Task):
     def initial_values(self, item, config, *, results, suggestions):
         return {"caption": item["caption"]}
 
+    def view_item(self, item, config, *, assets, results, sizes):
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "reference": item.get("orig_cap") or "",
+            "title": item.get("page_title") or "",
+            "topic": item.get("topic") or "",
+            "caption": item["caption"],
+        }
+
+    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        caption = item["caption"]
+        if kind == UNSUPPORTED_KIND:
+            flagged = {i for span in payload.get("spans") or [] if isinstance(span, list) and len(span) == 2 for i in range(int(span[0]), int(span[1]))}
+            runs = [{**t, "op": "unsupported" if t["index"] in flagged else None} for t in _token_runs(caption)]
+            return {"note": "Words the reference text does not support (underlined)", "tokens": runs}
+        if kind is not None:
+            score = payload.get("score")
+            return {"note": f"Image-text fit {score:.3f}" if isinstance(score, (int, float)) else "Image-text fit: none"}
+        verdict = payload.get("verdict")
+        shown = {"verdict": {"correct": "Correct", "hallucinated": "Hallucinated", "wrong": "Wrong: caption and image do not match"}.get(verdict, verdict)}
+        if verdict == "hallucinated" and payload.get("caption"):
+            shown["tokens"] = correction_runs(caption, payload["caption"])
+            edits = payload.get("edits") or summarize(caption, payload["caption"]).as_dict()
+            shown["summary"] = f"{edits['deleted']} deleted, {edits['inserted']} inserted, {edits['substituted']} substituted"
+        return shown
+
     def suggestion_outcome(self, kind, suggestion, payload, item):
         """Unsupported spans: accepted when exactly those words were struck, edited when some were;
         an unrelated caption: accepted when the verdict is Wrong."""
@@ -170,3 +197,25 @@ class WikiDOVerify(Task):
         if struck == flagged:
             return "accepted"
         return "edited" if struck & flagged else "rejected"
+
+
+def _token_runs(text: str) -> list[dict[str, Any]]:
+    return [
+        {"index": i, "text": t.text, "space": t.end < len(text) and text[t.end].isspace(), "op": None}
+        for i, t in enumerate(tokenize(text))
+    ]
+
+
+def correction_runs(original: str, corrected: str) -> list[dict[str, Any]]:
+    """The original caption's tokens with the correction's edits: struck ("del") and added ("ins") runs."""
+    runs = _token_runs(original)
+    ops = edit_ops([r["text"] for r in runs], words(corrected))
+    out: list[dict[str, Any]] = []
+    pos = 0
+    for op in sorted(ops, key=lambda o: o.i1):
+        out.extend(runs[pos : op.i1])
+        out.extend({**r, "op": "del"} for r in runs[op.i1 : op.i2])
+        out.extend({"index": None, "text": t, "space": True, "op": "ins"} for t in op.new)
+        pos = op.i2
+    out.extend(runs[pos:])
+    return out

@@ -77,6 +77,17 @@ def test_premise_rows_follow_their_shown_order():
     assert PREMISES.form_to_payload({"discard": "on"}) == {"visual_premises": [], "discard": True}
 
 
+def test_premise_drafts_start_kept_and_spare_rows_do_not():
+    item = published_item()
+    values = PREMISES.initial_values(item, {}, results={}, suggestions={})
+    assert [values.get(f"keep_{i}") for i in range(2)] == ["on", "on"]
+    assert "keep_0" not in PREMISES.initial_values(item, {"accept_candidates": False}, results={}, suggestions={})
+    rows = PREMISES.screen_context(item, {}, assets={}, results={}, suggestions={}, values=values)["rows"]
+    assert [(r["text"], r["keep"]) for r in rows] == [
+        ("A melting ice cream cone", True), ("The sun in the corner", True), ("", False), ("", False),
+    ]
+
+
 def test_premise_checks():
     item = published_item()
     with pytest.raises(Invalid) as err:
@@ -164,12 +175,29 @@ def test_grounding_needs_one_box_per_premise():
     assert GROUNDING.validate_annotation(published_item(), payload, {}, RESULTS)["b_box"][0]["w"] == 100
     with pytest.raises(Invalid) as err:
         GROUNDING.validate_annotation(published_item(), GROUNDING.form_to_payload({**form, "w_1": ""}), {}, RESULTS)
-    assert err.value.errors == ["Visual premise 2 has no box yet: pick it and drag on the image."]
+    assert err.value.errors == ["Visual premise 2 has no box yet: pick it (2) and press B, or drag on the image."]
     with pytest.raises(Invalid) as err:
         GROUNDING.validate_annotation(published_item(), {"b_box": payload["b_box"][:1]}, {}, RESULTS)
     assert "exactly one box per visual premise: 2 premises, 1 boxes" in err.value.errors[0]
     with pytest.raises(Invalid):
         GROUNDING.validate_annotation(published_item(), {"b_box": [{"startX": -1, "startY": 0, "w": 5, "h": 5}] * 2}, {}, RESULTS)
+
+
+def test_grounding_starts_on_the_first_premise_without_a_box():
+    values = {"x_0": 10, "y_0": 12, "w_0": 100, "h_0": 80}
+    screen = GROUNDING.screen_context(published_item(), {}, assets={}, results=RESULTS, suggestions={}, values=values)
+    assert [p["has_box"] for p in screen["premises"]] == [True, False] and screen["current"] == 1
+    screen = GROUNDING.screen_context(published_item(), {}, assets={}, results=RESULTS, suggestions={}, values={})
+    assert screen["current"] == 0
+
+
+def test_structure_starts_where_the_work_is():
+    def focus(**values):
+        return STRUCTURE.screen_context(published_item(), {}, assets={}, results=RESULTS, suggestions={}, values=values)["focus"]
+
+    assert focus() == "conclusion"
+    assert focus(conclusion="Fix taps.") == 0
+    assert focus(conclusion="Fix taps.", step_in_0=["VP1"], step_out_0="C", step_text_0="Fix taps.") == 1  # the spare row
 
 
 def test_box_agreement():

@@ -1,0 +1,16 @@
+// Injected before the app's scripts on every page (bench/next_screen_bench.py and its browser test):
+// the submitting key's time, and the first frame after the next screen's load handlers (the app
+// focuses the first control in one of them); window.__waited is what the annotator waited.
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Enter") sessionStorage.setItem("submitAt", String(performance.timeOrigin + performance.now()));
+}, true);
+window.addEventListener("load", () => requestAnimationFrame(() => {
+  const at = sessionStorage.getItem("submitAt");
+  if (!at) return;
+  const nav = performance.getEntriesByType("navigation")[0], start = performance.timeOrigin;
+  window.__waited = start + performance.now() - Number(at);
+  // Where the wait went: the submit and its redirects, the screen's response, the page itself.
+  window.__parts = [start + nav.redirectEnd - Number(at) || start - Number(at), nav.responseEnd - nav.redirectEnd,
+                    nav.domContentLoadedEventEnd - nav.responseEnd, performance.now() - nav.domContentLoadedEventEnd];
+  sessionStorage.removeItem("submitAt");
+}));

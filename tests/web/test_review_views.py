@@ -1,0 +1,202 @@
+"""Reviewers see an item as its annotators saw it, and each answer as its task renders it, never as JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from app.datasets import all_tasks, dataset_of
+from app.db import transaction
+from app.models import Item
+from app.services import imports, projects
+from tests import factories
+from tests.conftest import login, make_user
+
+# An item of each task that isn't in a demo project: (record, the text its view shows, its image URL).
+EQUIVALENCE_RECORD = {
+    "id": "pair-1", "conclusion_a": "Turn off the tap to save water.", "conclusion_b": "Save water by closing taps.",
+    "image": "https://example.org/visargs/poster.png",
+}
+
+# Two differing annotations of each task (on its demo's first record); the first one is also
+# what both annotators give in the stages before it. Each with a text only the view of that answer shows.
+ANSWERS: dict[str, tuple[dict, dict, str]] = {
+    "generic.choice": ({"choice": "circle"}, {"choice": "square"}, "square"),
+    "colorswap.filter": ({"choice_1": 0, "choice_2": 2}, {"choice_1": 1, "choice_2": None}, "none fits"),
+    "colorswap.recaption": (
+        {"caption_1": "a small green circle inside a blue square", "caption_2": "a small blue circle inside a green square"},
+        {"caption_1": "a green circle sits inside a blue square", "caption_2": "a blue circle sits inside a green square"},
+        "sits inside",
+    ),
+    "wikido.verify": ({"verdict": "correct"}, {"verdict": "hallucinated", "caption": "A blue circle."}, "<del"),
+    "visargs.premises": (
+        {"visual_premises": ["The words SAVE WATER; a blue drop"], "discard": False},
+        {"visual_premises": ["The words SAVE WATER", "A blue drop"], "discard": False},
+        "A blue drop",
+    ),
+    "visargs.structure": (
+        {"commonsense_premises": ["Every drop of water counts"], "conclusion": "Turn off the tap to save water.",
+         "reasoning_steps": ["(VP1, CP1 -> C): Turn off the tap to save water."], "discard": False},
+        {"commonsense_premises": ["Water is scarce"], "conclusion": "Save water.",
+         "reasoning_steps": ["(VP1, CP1 -> C): Save water."], "discard": False},
+        "Water is scarce",
+    ),
+    "visargs.grounding": (
+        {"b_box": [{"startX": 10, "startY": 10, "w": 100, "h": 50}]},
+        {"b_box": [{"startX": 200, "startY": 120, "w": 60, "h": 40}]},
+        "60 × 40",
+    ),
+    "visargs.equivalence": ({"equivalent": True}, {"equivalent": False}, "Not equivalent"),
+    "voldoger.verify": (
+        {"image": "keep", "label": "no", "paraphrase": "keep", "note": ""},
+        {"image": "keep", "label": "yes", "paraphrase": "edit", "text": "Is the ball red in colour?", "note": "close call"},
+        "Is the ball red in colour?",
+    ),
+    "artwork.sections": ({"decision": "keep"}, {"decision": "drop", "reason": "too_short"}, "too short or empty"),
+    "artwork.explanation": ({"score": 4, "struck": []}, {"score": 2, "struck": [[0, 2]]}, "poor"),
+}
+
+
+def _text_shown(record: dict) -> str:
+    """A text of the item that its view shows, whatever the task."""
+    for key in ("caption", "caption_1", "question", "conclusion_a", "text"):
+        if isinstance(record.get(key), str):
+            return record[key]
+    if record.get("candidate_premises"):
+        return record["candidate_premises"][0]
+    return record["stylised"]["question"]
+
+
+def review_ready(app, settings, folder: Path, task_name: str, record: dict | None = None):
+    """A project of the task's dataset up to `task_name`, two annotators in each stage, one item waiting
+    for review in the last stage; returns (stage id, item id, the record)."""
+    dataset = dataset_of(task_name)
+    chain = [t.name for t in dataset.tasks]
+    chain = chain[: chain.index(task_name) + 1]
+    demo = next((d for d in dataset.demos if task_name in [s.task for s in d.stages]), None)
+    configs = {s.task: dict(s.config) for s in demo.stages} if demo else {}
+    if record is None:
+        record = demo.records(folder)[0] if demo else EQUIVALENCE_RECORD
+    sessions = app.state.sessions
+    with transaction(sessions) as s:
+        specs = [projects.StageSpec(workflow=w, overlap=2, config=configs.get(w, {})) for w in chain]
+        project = projects.create_project(s, f"views {task_name}", specs)
+        source = imports.ImageSource(settings, app.state.storage, base=folder)
+        try:
+            made = imports.import_items(s, project.id, json.dumps(record).encode(), "items.jsonl",
+                                        settings=settings, storage=app.state.storage, images=source)
+        finally:
+            source.close()
+        assert made.created == 1
+        stage_ids = [st.id for st in projects.stages_of(s, project.id)]
+        users = [factories.user(s, f"ann-a-{task_name}"), factories.user(s, f"ann-b-{task_name}")]
+    for workflow, stage_id in zip(chain, stage_ids, strict=True):
+        first, second, _ = ANSWERS[workflow]
+        with transaction(sessions) as s:
+            factories.annotation(s, stage_id, users[0], first)
+            factories.annotation(s, stage_id, users[1], second if workflow == task_name else first)
+    with transaction(sessions) as s:
+        item = s.scalar(sa.select(Item).where(Item.project_id == project.id))
+        assert (item.status, item.stage_id) == ("review", stage_ids[-1])
+        return stage_ids[-1], item.id, item.assets
+
+
+def _words(html: str) -> str:
+    """The page's text, tags left out."""
+    return unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def _no_json(html: str) -> None:
+    """Nothing of the page dumps a payload as JSON (the closed editor of a final aside)."""
+    html = html.split("<main", 1)[1]
+    html = re.sub(r'<details class="review-json".*?</details>', "", html, flags=re.S)
+    html = re.sub(r"<script.*?</script>|<style.*?</style>", "", html, flags=re.S)
+    assert not re.search(r"\{\s*(&#34;|&quot;|\")", html), "the page shows JSON"
+    assert "&#34;:" not in html and '":' not in html
+
+
+@pytest.mark.parametrize("task_name", [t.name for t in all_tasks()])
+def test_every_task_shows_its_item_and_answers_to_reviewers(client, app, settings, tmp_path, task_name):
+    stage_id, item_id, assets = review_ready(app, settings, tmp_path, task_name)
+    with transaction(app.state.sessions) as s:
+        record = s.get(Item, item_id).data
+    make_user(app.state.sessions, "rita", "reviewer")
+    login(client, "rita")
+    text = _text_shown(record)
+    image = f"/assets/{next(iter(assets.values()))}/thumb" if assets else record.get("image")
+    _, _, shown = ANSWERS[task_name]
+
+    screen = client.get(f"/stages/{stage_id}/review/{item_id}").text
+    assert text in _words(screen) and image in screen
+    assert shown in screen and screen.count('class="review-annotation"') == 2
+    assert 'class="differs' in screen or "differs\"" in screen
+    _no_json(screen)
+    assert '<details class="review-json"' in screen and "<details class=\"review-json\" open" not in screen
+
+    history = client.get(f"/items/{item_id}/history").text
+    assert text in _words(history) and image in history and shown in history
+    assert history.count("annotation (revision 1)") >= 2
+    _no_json(history)
+
+
+def test_markup_in_an_items_and_an_answers_text_is_shown_as_text(client, app, settings, tmp_path):
+    record = {
+        "image_id": "wd-x", "image": "https://example.org/x.png", "orig_cap": "A <i>cat</i> & a dog.",
+        "caption": "A <b>cat</b> on a <script>mat</script>.",
+    }
+    sessions = app.state.sessions
+    with transaction(sessions) as s:
+        project_id, (stage_id,) = factories.project(s, "wikido.verify", overlap=2)
+        source = imports.ImageSource(settings, app.state.storage, base=tmp_path)
+        imports.import_items(s, project_id, json.dumps(record).encode(), "x.jsonl", settings=settings, storage=app.state.storage, images=source)
+        source.close()
+        u1, u2 = factories.user(s, "m1"), factories.user(s, "m2")
+        factories.annotation(s, stage_id, u1, {"verdict": "correct"})
+        factories.annotation(s, stage_id, u2, {"verdict": "hallucinated", "caption": "A <b>cat</b> <u>here</u>."})
+        item_id = s.scalar(sa.select(Item.id).where(Item.project_id == project_id))
+    make_user(sessions, "rita", "reviewer")
+    login(client, "rita")
+    for url in (f"/stages/{stage_id}/review/{item_id}", f"/items/{item_id}/history"):
+        page = client.get(url).text
+        assert "<b>cat</b>" not in page and "<script>mat" not in page and "<u>here" not in page and "<i>cat" not in page
+        assert "&lt;b&gt;" in page and "&lt;i&gt;cat&lt;/i&gt; &amp; a dog." in page and "here" in page
+
+
+@pytest.mark.parametrize("task_name, kind, payload, shown", [
+    ("colorswap.filter", "colorswap.itm", {"scores": [[0.9, 0.1], [0.2, 0.3], [0.1, 0.8], [0.3, 0.2], [0.2, 0.1], [0.1, 0.2]]},
+     "The model&#39;s preselection"),
+    ("wikido.verify", "wikido.unsupported", {"spans": [[3, 6]]}, '<u title="not supported by the reference text">pale</u>'),
+    ("visargs.grounding", "visargs.boxes", {"boxes": [{"vp": 0, "startX": 5, "startY": 6, "w": 70, "h": 30}]}, "70 × 30"),
+])
+def test_the_history_shows_suggestions_as_their_task_renders_them(client, app, settings, tmp_path, task_name, kind, payload, shown):
+    from app.services import suggestions
+
+    stage_id, item_id, _ = review_ready(app, settings, tmp_path, task_name)
+    with transaction(app.state.sessions) as s:
+        suggestions.store(s, item_id, stage_id, kind, "model-x", payload, model_version="1")
+    make_user(app.state.sessions, "rita", "reviewer")
+    login(client, "rita")
+    history = client.get(f"/items/{item_id}/history").text
+    assert f"suggestion {kind}" in history and "model-x 1" in history and shown in history
+    _no_json(history)
+
+
+def test_a_task_without_a_view_shows_its_fields_as_readable_text():
+    from app.datasets.task import Task
+    from app.web.templating import templates
+
+    view = Task().view_item(
+        {"id": "x", "image": "https://example.org/a.png", "caption": "A <b>dog</b>", "tags": ["one", "two"], "meta": {"n": 3, "ok": True}},
+        {}, assets={}, results={}, sizes={},
+    )
+    assert [i["src"]["full"] for i in view["images"]] == ["https://example.org/a.png"] and "image" not in view["fields"]
+    macros = templates.env.get_template("datasets/_view.html").module
+    html = str(macros.item(view)) + str(macros.answer(Task().view_answer({"labels": ["a", "b"], "note": None}, {}, {}, assets={}, results={}, sizes={})))
+    assert "A &lt;b&gt;dog&lt;/b&gt;" in html and "<li>one</li><li>two</li>" in html and "<dd>yes</dd>" in html
+    assert "<li>a</li><li>b</li>" in html and "—" in html
+    assert "{" not in html and "[" not in html and "&#34;" not in html
