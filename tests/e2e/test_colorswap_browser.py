@@ -15,7 +15,7 @@ from app.db import transaction
 from app.models import Annotation, Item, ItemResult
 from app.services import imports, projects, suggestions
 from tests.conftest import PASSWORD, colorswap_records, make_user, png_bytes
-from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage
+from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage, shoot
 
 GUIDELINES = "Pick the image that fits each caption best; [the paper](https://example.org/colorswap) shows examples."
 
@@ -313,6 +313,7 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     screen = _ready(page)
     page.wait_for_function("() => [...document.querySelectorAll('.candidate img')].every(i => i.complete)")
     page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_COLORSWAP_FIT", str(tmp_path / "filter-1280x800.png")))
+    shoot(page, "colorswap.filter")
     assert page.locator(".candidate").count() == 8
     _inside(page, ".caption-target")
     _inside(page, ".candidate img")
@@ -326,6 +327,7 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     page.wait_for_selector("#swap-check")
     assert page.evaluate("() => document.activeElement.id") == "caption_1"
     page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_RECAPTION_FIT", str(tmp_path / "recaption-1280x800.png")))
+    shoot(page, "colorswap.recaption")
     page.wait_for_function("() => [...document.querySelectorAll('.chosen-image img')].every(i => i.complete && i.naturalHeight)")
     _inside(page, ".chosen-image img")
     _inside(page, "#swap-check")  # the whole swap check, without scrolling

@@ -16,7 +16,7 @@ from app.models import Annotation, Item
 from app.services import imports, projects, suggestions
 from app.services.figures import figures
 from tests.conftest import PASSWORD, make_user, png_bytes
-from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage
+from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage, shoot
 
 CAPTION_1 = "A red square number 1, painted by an artist in 1913 near the sea."
 RECORDS = [
@@ -139,6 +139,7 @@ def test_the_models_underline_accepted_in_two_keys(page, committed, settings, st
     assert all(marked.nth(k).is_visible() for k in range(marked.count()))
     assert marked.first.evaluate("e => getComputedStyle(e).textDecorationStyle") == "dotted"
     assert not page.locator("[data-corrector]").is_visible()
+    shoot(page, "wikido.verify")
     keys = Keys(page)
     keys.press("a")  # strikes the underlined words, choosing Hallucinated
     assert page.locator("input[name=verdict][value=hallucinated]").is_checked()
