@@ -1,6 +1,8 @@
-// ColorSwap screens. Filter: digits choose an image for the focused caption (two digits for 10 and
-// up), Tab switches caption, N marks "none fits", Z undoes, a click on an image shows it full size.
-// Recaption: Reset buttons restore a caption. Enter and S are handled by app.js for every screen.
+// ColorSwap screens. Filter: digits choose an image for the caption being chosen for (two digits
+// for 10 and up; caption 1, then caption 2), C switches caption (Tab is the browser's), N marks
+// "none fits", Z undoes, arrows move the keyboard frame over the images and F (or a click) shows
+// the framed image full size. Recaption: Reset buttons restore a caption; a click on an image shows
+// it full size. Enter and S are handled by app.js for every screen.
 (function () {
   "use strict";
 
@@ -11,10 +13,12 @@
 
   function setupFilter(root) {
     var form = root.closest("form");
-    var count = root.querySelectorAll(".candidate").length;
+    var figures = Array.prototype.slice.call(root.querySelectorAll(".candidate"));
+    var count = figures.length;
     var undo = [];
     var shown = {};
     var focus = 1;
+    var cursor = 0;
     var buffer = "";
     var timer = null;
 
@@ -43,21 +47,28 @@
       var clash = root.querySelector("[data-clash]");
       clash.textContent = message;
       clash.hidden = !same;
-      root.querySelectorAll(".candidate").forEach(function (fig) {
+      figures.forEach(function (fig, k) {
         var i = fig.dataset.index;
         fig.classList.toggle("chosen-1", value(1) === i);
         fig.classList.toggle("chosen-2", value(2) === i);
+        fig.classList.toggle("cursor", k === cursor);
       });
+    }
+
+    function moveCursorTo(v) {
+      if (v !== "" && v !== "none") cursor = Number(v);
     }
 
     function choose(v) {
       var previous = value(focus);
-      if (previous === v) return;
-      undo.push({ caption: focus, value: previous });
-      setValue(focus, v);
-      form.dispatchEvent(new Event("change", { bubbles: true }));
-      // Caption 1, then caption 2: move on once the focused caption is answered.
-      if (focus === 1 && value(2) === "") focus = 2;
+      if (previous !== v) {
+        undo.push({ caption: focus, value: previous });
+        setValue(focus, v);
+        form.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+      moveCursorTo(v);
+      // Caption 1, then caption 2: a choice for caption 1 moves on to caption 2.
+      if (focus === 1) focus = 2;
       paint();
     }
 
@@ -69,14 +80,44 @@
       if (n >= 1 && n <= count) choose(String(n - 1));
     }
 
+    function columns() {
+      var top = figures[0].offsetTop, k = 0;
+      while (k < figures.length && figures[k].offsetTop === top) k++;
+      return Math.max(1, k);
+    }
+
+    function openFull(k) {
+      var link = figures[k] && figures[k].querySelector("a.full-size");
+      if (!link || !window.vlcurateFullView) return;
+      cursor = k;
+      paint();
+      window.vlcurateFullView.open(link.getAttribute("href"), "Candidate image " + (k + 1) + " at full size");
+    }
+
     // `shown` holds what each caption showed before a click changed it, so Z undoes clicks too.
     root.addEventListener("change", function (event) {
       var input = event.target;
       if (!input.name || input.name.indexOf("choice_") !== 0) return;
       var n = Number(input.name.slice(-1));
       undo.push({ caption: n, value: shown[n] });
-      focus = n === 1 && value(2) === "" ? 2 : n;
+      focus = n === 1 ? 2 : n;
+      moveCursorTo(input.value);
       paint();
+    });
+
+    // A click on a caption box makes it the one being chosen for.
+    root.querySelectorAll(".caption-target").forEach(function (box) {
+      box.addEventListener("click", function (event) {
+        if (event.target.closest("input, label")) return;
+        focus = Number(box.dataset.caption);
+        paint();
+      });
+    });
+
+    // A focused candidate (Tab or click) is the one F opens.
+    root.addEventListener("focusin", function (event) {
+      var fig = event.target.closest && event.target.closest(".candidate");
+      if (fig) { cursor = figures.indexOf(fig); paint(); }
     });
 
     document.addEventListener("keydown", function (event) {
@@ -90,13 +131,22 @@
         else { clearTimeout(timer); timer = setTimeout(flush, 600); }
         return;
       }
-      if (key === "Tab") {
+      if (key === "c" || key === "C") {
+        // Tab is left to the browser: it walks the page and never switches caption.
         event.preventDefault();
         focus = focus === 1 ? 2 : 1;
         paint();
       } else if (key === "n" || key === "N") {
         event.preventDefault();
         choose("none");
+      } else if (key === "f" || key === "F") {
+        event.preventDefault();
+        openFull(cursor);
+      } else if (key === "ArrowRight" || key === "ArrowLeft" || key === "ArrowUp" || key === "ArrowDown") {
+        event.preventDefault();
+        var step = key === "ArrowRight" ? 1 : key === "ArrowLeft" ? -1 : (key === "ArrowDown" ? 1 : -1) * columns();
+        cursor = Math.max(0, Math.min(count - 1, cursor + step));
+        paint();
       } else if (key === "z" || key === "Z") {
         event.preventDefault();
         var last = undo.pop();
@@ -108,26 +158,27 @@
       }
     });
 
-    var dialog = root.querySelector("[data-full-view]");
     root.querySelectorAll("a.full-size").forEach(function (link) {
       link.addEventListener("click", function (event) {
-        if (!dialog || !dialog.showModal) return;
+        if (!window.vlcurateFullView) return;
         event.preventDefault();
-        dialog.querySelector("img").src = link.getAttribute("href");
-        dialog.showModal();
+        openFull(figures.indexOf(link.closest(".candidate")));
       });
     });
-    if (dialog) {
-      dialog.addEventListener("click", function (event) {
-        if (event.target === dialog || event.target.closest("[data-close]")) dialog.close();
-      });
-    }
 
     if (value(1) !== "" && value(2) === "") focus = 2;
+    moveCursorTo(value(focus) || value(1));
     paint();
   }
 
   function setupRecaption(root) {
+    root.querySelectorAll(".chosen-image a").forEach(function (link) {
+      link.addEventListener("click", function (event) {
+        if (!window.vlcurateFullView) return;
+        event.preventDefault();
+        window.vlcurateFullView.open(link.getAttribute("href"), link.querySelector("img").alt + " at full size");
+      });
+    });
     root.querySelectorAll("[data-reset]").forEach(function (button) {
       button.addEventListener("click", function () {
         var input = document.getElementById(button.dataset.reset);

@@ -1,7 +1,10 @@
 // WikiDO verify screen: a deletion-first caption editor. Click a word to strike it, shift-click to
-// strike a span; keys ←/→ move, X or Space strikes, Shift+X strikes a span, Z undoes. The text field
-// below takes insertions and substitutions; once typed in, it wins until "Back to striking words".
-// C / H / W (verdicts), Enter and S come from app.js.
+// strike a span (a click chooses Hallucinated). Once Hallucinated: a word's number jumps the frame
+// to it, Shift + a number strikes from the frame through that word, ←/→ move one token, X or Space
+// strikes, Shift+X strikes up to the last struck word, Z undoes. A (a data-key button) strikes the
+// model's underlined words, choosing Hallucinated. F shows the image full size. The text field takes
+// insertions and substitutions; once typed in, it wins until "Back to striking words".
+// C / H / W (verdicts), A, Enter and S come from app.js.
 (function () {
   "use strict";
 
@@ -23,6 +26,9 @@
     var cursor = 0;
     var anchor = null;
     var manual = false;
+    var words = [];  // token index of word n + 1
+    spans.forEach(function (s, i) { if (s.dataset.n) words.push(i); });
+    var buffer = "", striking = false, timer = null;
 
     function hallucinated() {
       var v = form.querySelector("input[name=verdict]:checked");
@@ -62,6 +68,45 @@
 
     function remember() { history.push({ struck: struck.slice(), anchor: anchor }); }
 
+    function choose(verdict) {
+      var radio = form.querySelector('input[name=verdict][value="' + verdict + '"]');
+      if (radio.checked) return;
+      radio.checked = true;
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+
+    function strikeRange(from, to) {
+      remember();
+      for (var k = Math.min(from, to); k <= Math.max(from, to); k++) struck[k] = true;
+      anchor = to;
+      cursor = to;
+      paint(true);
+    }
+
+    function flushNumber() {
+      clearTimeout(timer);
+      timer = null;
+      var n = Number(buffer), strikeTo = striking;
+      buffer = "";
+      striking = false;
+      if (!(n >= 1 && n <= words.length) || manual) return;
+      if (strikeTo) strikeRange(cursor, words[n - 1]);
+      else { cursor = words[n - 1]; paint(false); }
+    }
+
+    // The model's underlined words, struck at once (choosing Hallucinated if needed).
+    function acceptSuggestion() {
+      choose("hallucinated");
+      if (manual) return;
+      var marked = spans.map(function (s) { return s.classList.contains("unsupported"); });
+      if (!marked.some(function (m, i) { return m && !struck[i]; })) return;
+      remember();
+      marked.forEach(function (m, i) { if (m) struck[i] = true; });
+      cursor = marked.lastIndexOf(true);
+      anchor = cursor;
+      paint(true);
+    }
+
     function strike(i, span) {
       if (manual) return;
       remember();
@@ -88,7 +133,7 @@
 
     spans.forEach(function (s, i) {
       s.addEventListener("click", function (event) {
-        if (!hallucinated()) return;
+        choose("hallucinated");
         strike(i, event.shiftKey);
       });
     });
@@ -105,10 +150,37 @@
         paint(false);
       }
     });
+    var accept = root.querySelector("[data-accept]");
+    if (accept) accept.addEventListener("click", acceptSuggestion);
+
+    var image = root.querySelector(".wikido-image a.full-size");
+    function openImage(event) {
+      if (!image || !window.vlcurateFullView) return;
+      if (event) event.preventDefault();
+      window.vlcurateFullView.open(image.getAttribute("href"), image.querySelector("img").alt + " at full size");
+    }
+    if (image) image.addEventListener("click", openImage);
 
     document.addEventListener("keydown", function (event) {
-      if (!hallucinated() || manual || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+      if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
       var key = event.key;
+      if (key === "f" || key === "F") {
+        event.preventDefault();
+        openImage();
+        return;
+      }
+      if (!hallucinated() || manual) return;
+      // Digits by their key position, so Shift + a digit is one too (whatever character it types).
+      var digit = /^(?:Digit|Numpad)([0-9])$/.exec(event.code || "");
+      if (digit) {
+        event.preventDefault();
+        if (buffer === "") striking = event.shiftKey;
+        buffer += digit[1];
+        // Wait for a second digit only while one could still name a word.
+        if (Number(buffer) * 10 > words.length || buffer.length >= String(words.length).length) flushNumber();
+        else { clearTimeout(timer); timer = setTimeout(flushNumber, 600); }
+        return;
+      }
       if (key === "ArrowRight" || key === "ArrowLeft") {
         event.preventDefault();
         cursor = Math.max(0, Math.min(spans.length - 1, cursor + (key === "ArrowRight" ? 1 : -1)));

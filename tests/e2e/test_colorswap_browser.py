@@ -1,4 +1,6 @@
-"""ColorSwap in real Chromium: filter three pairs by keyboard only, then re-caption a rule-based pair."""
+"""ColorSwap in real Chromium: filter pairs by keyboard only (key presses counted, stored payloads
+checked), Tab that walks the page, the full-size view, caption colours, the 1280×800 fit, and
+re-captioning a rule-based pair."""
 
 from __future__ import annotations
 
@@ -11,26 +13,46 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Item, ItemResult
-from app.services import imports, projects
-from tests.conftest import PASSWORD, colorswap_records, make_user
-from tests.e2e.conftest import log_in_by_keyboard
+from app.services import imports, projects, suggestions
+from tests.conftest import PASSWORD, colorswap_records, make_user, png_bytes
+from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage, shoot
+
+GUIDELINES = "Pick the image that fits each caption best; [the paper](https://example.org/colorswap) shows examples."
 
 
-def _project(committed, settings, storage) -> tuple[int, int]:
-    # pair-2 has twelve candidates, so choosing image 11 takes two digits.
-    records, files = colorswap_records(3, candidates=[4, 4, 12])
+def _project(committed, settings, storage, candidates=(4, 4, 12), sizes=None, scores=None, guidelines="") -> tuple[int, int]:
+    # By default pair-2 has twelve candidates, so choosing image 11 takes two digits.
+    records, files = colorswap_records(len(candidates), candidates=list(candidates))
+    files.update(sizes or {})
     with tempfile.TemporaryDirectory() as tmp, transaction(committed) as s:
         for name, data in files.items():
             Path(tmp, name).parent.mkdir(parents=True, exist_ok=True)
             Path(tmp, name).write_bytes(data)
         project = projects.create_project(
-            s, "ColorSwap", [projects.StageSpec(workflow="colorswap.filter"), projects.StageSpec(workflow="colorswap.recaption")]
+            s, "ColorSwap", [projects.StageSpec(workflow="colorswap.filter", guidelines=guidelines), projects.StageSpec(workflow="colorswap.recaption")]
         )
         body = "\n".join(json.dumps(r) for r in records).encode()
         source = imports.ImageSource(settings, storage, base=Path(tmp))
         imports.import_items(s, project.id, body, "pairs.jsonl", settings=settings, storage=storage, images=source)
         stages = projects.stages_of(s, project.id)
+        if scores:
+            for item_id in s.scalars(sa.select(Item.id).where(Item.project_id == project.id)):
+                suggestions.store(s, item_id, stages[0].id, "colorswap.itm", "clip-test", {"scores": scores}, model_version="v1")
         return stages[0].id, stages[1].id
+
+
+def _stored(committed) -> list[dict]:
+    with transaction(committed) as s:
+        return list(s.scalars(sa.select(Annotation.payload).order_by(Annotation.id)))
+
+
+def _ready(page) -> str:
+    page.wait_for_selector(".caption-target.focused")  # colorswap.js has run: the screen is usable
+    return page.url
+
+
+# Scores that make the model preselect image 3 for caption 1 and image 6 for caption 2.
+SCORES = [[0.2, 0.2], [0.21, 0.1], [0.9, 0.1], [0.1, 0.3], [0.3, 0.2], [0.1, 0.8], [0.2, 0.25], [0.15, 0.1]]
 
 
 def _checked(page, n: int) -> str | None:
@@ -65,7 +87,7 @@ def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, t
             page.keyboard.press("4")
             page.keyboard.press("z")  # undo caption 2's choice
             assert (_checked(page, 1), _checked(page, 2), _focused(page)) == ("1", None, "2")
-            page.keyboard.press("Tab")
+            page.keyboard.press("c")  # C switches caption
             assert _focused(page) == "1"
             page.keyboard.press("n")  # no image fits caption 1: the pair is discarded
             page.keyboard.press("2")
@@ -77,7 +99,7 @@ def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, t
             assert _checked(page, 1) == "10"
             page.keyboard.press("5")
             page.keyboard.press("z")
-            page.keyboard.press("Tab")
+            page.keyboard.press("c")
             page.keyboard.press("2")  # replaces image 11 for caption 1
             page.keyboard.press("7")
             assert (_checked(page, 1), _checked(page, 2)) == ("1", "6")
@@ -155,3 +177,158 @@ def test_one_image_for_both_captions_says_why_at_once(page, committed, settings,
         assert s.scalar(sa.select(sa.func.count()).select_from(Annotation)) == 0
     page.keyboard.press("z")  # undo caption 2's choice: the message goes
     assert not clash.is_visible()
+
+
+def test_model_preselection_right_takes_one_key(page, committed, settings, storage):
+    filter_id, _ = _project(committed, settings, storage, candidates=(8,), scores=SCORES)
+    make_user(committed, "pre", "annotator", PASSWORD)
+    open_stage(page, "pre", filter_id)
+    screen = _ready(page)
+    assert page.evaluate("() => document.activeElement.matches('[data-colorswap-filter]')")  # the screen starts on the grid
+    assert (_checked(page, 1), _checked(page, 2)) == ("2", "5")
+    keys = Keys(page)
+    keys.press("Enter")
+    page.wait_for_url(lambda u: u != screen)
+    assert keys.count == 1
+    assert _stored(committed) == [{"choice_1": 2, "choice_2": 5}]
+
+
+def test_choosing_both_images_takes_three_keys(page, committed, settings, storage):
+    # The model preselects images 3 and 6; the annotator overrules both.
+    filter_id, _ = _project(committed, settings, storage, candidates=(8,), scores=SCORES)
+    make_user(committed, "both", "annotator", PASSWORD)
+    open_stage(page, "both", filter_id)
+    screen = _ready(page)
+    keys = Keys(page)
+    keys.press("7", "1", "Enter")  # image 7 for caption 1, image 1 for caption 2, submit
+    page.wait_for_url(lambda u: u != screen)
+    assert keys.count == 3
+    assert _stored(committed) == [{"choice_1": 6, "choice_2": 0}]
+
+
+def test_tab_walks_the_page_and_never_switches_caption(page, committed, settings, storage):
+    filter_id, _ = _project(committed, settings, storage, candidates=(8,), guidelines=GUIDELINES)
+    make_user(committed, "tab", "annotator", PASSWORD)
+    open_stage(page, "tab", filter_id)
+    _ready(page)
+    seen = []
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate(
+            """() => { const a = document.activeElement, f = document.getElementById('annotation-form');
+                       return {tag: a.tagName.toLowerCase(), id: a.id, href: a.getAttribute('href'),
+                               inForm: f.contains(a), after: !!(f.compareDocumentPosition(a) & Node.DOCUMENT_POSITION_FOLLOWING),
+                               guide: !!a.closest('details.guidelines-inline'),
+                               caption: document.querySelector('.caption-target.focused').dataset.caption}; }"""
+        ))
+        assert seen[-1]["caption"] == "1", seen  # Tab never switches caption
+        if seen[-1]["tag"] == "summary" and seen[-1]["guide"]:
+            break
+    ids = [s["id"] for s in seen]
+    assert "submit-button" in ids and "skip-button" in ids
+    past = seen[ids.index("skip-button") + 1 :]
+    # Past the form, focus reaches the page's links (the header's, then the guidelines) instead of cycling captions.
+    assert any(s["tag"] == "a" and s["href"] and not s["inForm"] for s in past), seen
+    assert seen[-1]["tag"] == "summary" and seen[-1]["guide"], seen  # the Guidelines toggle is reachable
+    page.keyboard.press("Enter")  # opens the guidelines, submits nothing
+    assert page.locator("details.guidelines-inline[open]").count() == 1
+    guideline_link = page.locator("details.guidelines-inline a[href='https://example.org/colorswap']")
+    page.keyboard.press("Tab")
+    assert guideline_link.evaluate("a => a === document.activeElement")
+    assert _stored(committed) == []
+    # C switches caption, back and forth.
+    page.keyboard.press("c")
+    assert _focused(page) == "2"
+    page.keyboard.press("c")
+    assert _focused(page) == "1"
+
+
+def test_f_opens_the_framed_candidate_at_real_size(page, committed, settings, storage, tmp_path):
+    big = {"img/0_2.png": png_bytes((30, 160, 40), size=(1000, 700))}  # larger than a thumbnail
+    filter_id, _ = _project(committed, settings, storage, candidates=(8,), sizes=big)
+    make_user(committed, "zoom", "annotator", PASSWORD)
+    open_stage(page, "zoom", filter_id)
+    screen = _ready(page)
+    keys = Keys(page)
+    keys.press("ArrowRight", "ArrowRight")  # the keyboard frame on image 3
+    assert page.locator(".candidate.cursor").get_attribute("data-index") == "2"
+    keys.press("f")
+    dialog = page.locator("dialog[data-full-view]")
+    page.wait_for_function("() => { const i = document.querySelector('dialog[data-full-view] img'); return i && i.complete && i.naturalWidth > 0 && i.style.width; }")
+    assert dialog.evaluate("d => d.open")
+    size = page.evaluate("() => { const i = document.querySelector('dialog[data-full-view] img'); const r = i.getBoundingClientRect(); return [i.naturalWidth, i.naturalHeight, r.width, r.height]; }")
+    assert size == [1000, 700, 1000, 700]  # the stored image itself, one image pixel per screen pixel
+    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_FULLVIEW", str(tmp_path / "full-view.png")))
+    keys.press("+")
+    assert page.evaluate("() => document.querySelector('dialog[data-full-view] img').getBoundingClientRect().width") == 1500
+    keys.press("1", "s")  # keys meant for the screen do nothing while the view is open
+    assert _checked(page, 1) is None and page.url == screen
+    keys.press("Escape")
+    assert not dialog.evaluate("d => d.open")
+    keys.press("3", "1", "Enter")
+    page.wait_for_url(lambda u: u != screen)
+    assert _stored(committed) == [{"choice_1": 2, "choice_2": 0}]
+
+
+def test_each_caption_and_its_pick_share_a_colour_and_a_label(page, committed, settings, storage):
+    filter_id, _ = _project(committed, settings, storage, candidates=(8,))
+    make_user(committed, "col", "annotator", PASSWORD)
+    open_stage(page, "col", filter_id)
+    _ready(page)
+    page.keyboard.press("2")
+    page.keyboard.press("5")
+    style = page.evaluate(
+        """() => {
+          const css = (sel, prop) => getComputedStyle(document.querySelector(sel))[prop];
+          return {
+            cap1: css('.caption-target.caption-1', 'borderLeftColor'), cap2: css('.caption-target.caption-2', 'borderLeftColor'),
+            badge1: css('.caption-target.caption-1 .caption-badge', 'backgroundColor'),
+            pick1: css('.candidate.chosen-1', 'borderTopColor'), pick2: css('.candidate.chosen-2', 'borderTopColor'),
+            label1: css('.candidate.chosen-1 .picked-1', 'backgroundColor'), label2: css('.candidate.chosen-2 .picked-2', 'backgroundColor'),
+            focusedFrame: css('.caption-target.focused', 'borderTopColor'),
+          };
+        }"""
+    )
+    assert style["cap1"] == style["pick1"] == style["label1"] == style["badge1"]
+    assert style["cap2"] == style["pick2"] == style["label2"]
+    assert style["cap1"] != style["cap2"]
+    assert style["focusedFrame"] not in (style["pick1"], style["pick2"])  # "choosing" is not a pick
+    assert page.locator(".candidate.chosen-1 .picked-1").inner_text() == "1 · caption 1"
+    assert page.locator(".candidate.chosen-2 .picked-2").inner_text() == "2 · caption 2"
+    assert page.locator(".candidate.chosen-1").get_attribute("data-index") == "1"
+    assert page.locator(".caption-target.focused .choosing-mark").is_visible()
+
+
+def _inside(page, selector: str, height: int = 800) -> None:
+    for box in (page.locator(selector).nth(k).bounding_box() for k in range(page.locator(selector).count())):
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= height and box["x"] + box["width"] <= 1280, (selector, box)
+
+
+def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, settings, storage, tmp_path):
+    tall = {f"img/0_{k}.png": png_bytes((20 * k, 90, 160), size=(700, 900)) for k in range(8)}  # taller than the window
+    filter_id, recaption_id = _project(committed, settings, storage, candidates=(8,), sizes=tall, scores=SCORES, guidelines=GUIDELINES)
+    make_user(committed, "fit", "annotator", PASSWORD)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_stage(page, "fit", filter_id)
+    screen = _ready(page)
+    page.wait_for_function("() => [...document.querySelectorAll('.candidate img')].every(i => i.complete)")
+    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_COLORSWAP_FIT", str(tmp_path / "filter-1280x800.png")))
+    shoot(page, "colorswap.filter")
+    assert page.locator(".candidate").count() == 8
+    _inside(page, ".caption-target")
+    _inside(page, ".candidate img")
+    _inside(page, "#submit-button")
+    assert page.evaluate("() => window.scrollY") == 0
+    page.keyboard.press("Enter")  # the model's choice: pair-0 is rule-based and goes on to re-captioning
+    page.wait_for_url(lambda u: u != screen)
+
+    page.goto(f"/stages/{recaption_id}/annotate")
+    page.wait_for_url("**/assignments/*")
+    page.wait_for_selector("#swap-check")
+    assert page.evaluate("() => document.activeElement.id") == "caption_1"
+    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_RECAPTION_FIT", str(tmp_path / "recaption-1280x800.png")))
+    shoot(page, "colorswap.recaption")
+    page.wait_for_function("() => [...document.querySelectorAll('.chosen-image img')].every(i => i.complete && i.naturalHeight)")
+    _inside(page, ".chosen-image img")
+    _inside(page, "#swap-check")  # the whole swap check, without scrolling
+    assert page.evaluate("() => window.scrollY") == 0

@@ -105,3 +105,19 @@ def test_screen_shows_external_images_tokens_and_unsupported_spans(client, app, 
         assignment = re.search(r"/assignments/(\d+)/submit", html).group(1)
         client.post(f"/assignments/{assignment}/skip", data={"csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)})
     assert seen == {"0", "1", "2", "3", "9"}
+
+
+def test_a_caption_with_nothing_supported_suggests_wrong_instead_of_underlining(client, app, api):
+    _, stage_id = setup_project(client, api)
+    with transaction(app.state.sessions) as s:
+        for item_id in s.scalars(sa.select(Item.id)):
+            suggestions.store(s, item_id, stage_id, "wikido.unsupported", "minilm", {"spans": [], "unrelated": True}, model_version="0.1")
+    login(client, "ann")
+    html = client.get(f"/stages/{stage_id}/annotate").text
+    assert "tok unsupported" not in html and "data-accept" not in html
+    assert "nothing in this caption is supported by the reference text" in html
+    # Words are numbered for the digit keys; punctuation is not.
+    assert re.search(r'<span class="tok" data-i="0" data-space="1" data-n="1">A</span>', html)
+    assert re.search(r'<span class="tok" data-i="\d+" data-space="0">\.</span>', html)
+    # The screen starts on the verdicts.
+    assert re.search(r'name="verdict" value="correct" data-key="c"\s+autofocus', html)

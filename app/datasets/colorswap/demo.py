@@ -13,9 +13,11 @@ from app.datasets.drawing import COLOURS, png
 COLORSWAP_FILTER_GUIDELINES = """Each pair has two captions whose colour words are swapped. Look at **all** images:
 an image drawn from caption 1 may fit caption 2 better.
 
-* Type the image's number to choose it for the focused caption; caption 2 comes next.
-* **Tab** switches caption, **N** says no image fits (the pair is discarded), **Z** undoes.
-* Click an image to see it at full size. **Enter** submits, **S** skips.
+* Type the image's number to choose it for the caption marked "choosing"; caption 2 comes next.
+  Caption 1's pick is framed blue, caption 2's orange, like their boxes.
+* **C** switches caption, **N** says no image fits (the pair is discarded), **Z** undoes.
+* The arrows move a dashed frame over the images; **F** (or a click) shows the framed one at full
+  size (**+**/**−** zoom, **Esc** closes). **Enter** submits, **S** skips.
 """
 COLORSWAP_RECAPTION_GUIDELINES = """Rewrite both captions so that they read naturally and describe the
 images more specifically, e.g. *a red circle inside a blue square* → *a small red disc sits in the middle

@@ -86,8 +86,8 @@ class ColorSwapFilter(Task):
     suggestion_kinds = (ITM_KIND,)
     facets = {"image for caption 1": "nominal", "image for caption 2": "nominal"}
     keys_help = (
-        "digits choose an image for the focused caption (type two digits for 10 and up) · Tab switches caption · "
-        "N none fits · Z undo · a click on an image shows it full size · Enter submits · S skips"
+        "digits: an image for the “choosing” caption (1, then 2; two digits for 10+) · C: the other caption · "
+        "N: none fits · Z: undo · arrows + F: an image full size · Enter submits · S skips"
     )
 
     def validate_annotation(self, item, payload, config, results=None):

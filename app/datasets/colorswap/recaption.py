@@ -68,7 +68,10 @@ class ColorSwapRecaption(Task):
     requires = FILTER
     facets = {"caption 1": "nominal", "caption 2": "nominal"}
     has_live_check = True
-    keys_help = "Enter submits · Reset restores a caption · S skips (outside the text fields)"
+    keys_help = (
+        "the caption 1 field has the focus · Enter submits · Reset restores a caption · "
+        "a click on an image shows it full size · S skips (outside the text fields)"
+    )
 
     def applies(self, item, results, config):
         return caption_source(item, config) in config.get("sources", DEFAULT_RECAPTION_SOURCES)

@@ -12,8 +12,10 @@ WIKIDO_GUIDELINES = """Is there any made-up / hallucinated content in the captio
 the image or the reference text?
 
 * **C** Correct: everything in the caption is in the image or the reference text.
-* **H** Hallucinated: strike the made-up words (click, or ←/→ and **X**; shift-click strikes a span).
-  Type in the text field only when a word must be replaced or added.
+* **H** Hallucinated: strike the made-up words. **A** strikes the words the model underlined (and
+  chooses Hallucinated); otherwise type a word's number to go to it and **Shift** + a number to
+  strike through that word (or click, shift-click, ←/→ and **X**). Type in the text field only
+  when a word must be replaced or added.
 * **W** Wrong: the caption does not describe this image at all.
 """
 # WikiDO demo: (made-up addition, where it goes) pairs, and captions about other things for "Wrong".

@@ -2,7 +2,9 @@
 
 - wikido.itm — how well the caption fits the image, `{"score": cosine}` (also the row's score).
 - wikido.unsupported — caption phrases the reference text does not support, `{"spans": [[first, end], ...]}`
-  over the caption's tokens, with each phrase's best similarity.
+  over the caption's tokens, with each phrase's best similarity. A caption of which nothing is
+  supported gets no spans but `"unrelated": true`: striking every word corrects nothing, the
+  verdict for such a caption is Wrong.
 """
 
 from __future__ import annotations
@@ -15,7 +17,16 @@ from app.datasets.wikido.verify import ITM_KIND, UNSUPPORTED_KIND
 from app.worker import backends
 
 # Phrase boundaries for the unsupported-span check: punctuation and words that start a new phrase.
-_BREAK_WORDS = {"and", "with", "in", "on", "at", "from", "by", "of", "for", "near", "while", "which", "that", "who"}
+_BREAK_WORDS = {
+    "and", "with", "in", "on", "at", "from", "by", "of", "for", "near", "while", "which", "that", "who",
+    "beside", "behind", "under", "over", "above", "below", "between", "among", "against", "along", "around",
+    "inside", "outside", "into", "onto", "during", "after", "before", "through", "without", "within", "across",
+}
+# Words that carry no content of their own: a phrase made only of these is never flagged.
+STOP_WORDS = _BREAK_WORDS | {
+    "a", "an", "the", "or", "but", "to", "as", "is", "are", "was", "were", "be", "been", "its", "it", "this",
+    "these", "those", "their", "his", "her", "there", "here", "some", "very",
+}
 
 
 def wikido_itm(items: list[ItemInput], settings) -> list[Produced]:
@@ -50,6 +61,26 @@ def phrases(caption: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _has_content(tokens) -> bool:
+    return any(re.match(r"\w", t.text) and t.text.lower() not in STOP_WORDS for t in tokens)
+
+
+def flag_spans(tokens, spans: list[tuple[int, int]], sims: list[float], threshold: float) -> tuple[list[list[int]], bool]:
+    """The phrases to underline, and whether nothing in the caption is supported at all.
+
+    A phrase of stop-words alone ("of", "and a") is never underlined. When every phrase with
+    content falls below the threshold, the caption is about something else: underlining all of
+    it (articles included) would only invite striking the whole caption, so nothing is underlined
+    and the caption is marked unrelated instead.
+    """
+    content = [(a, b) for a, b in spans if _has_content(tokens[a:b])]
+    low = {(a, b) for (a, b), sim in zip(spans, sims, strict=True) if sim < threshold}
+    flagged = [[a, b] for a, b in content if (a, b) in low]
+    if content and len(flagged) == len(content):
+        return [], True
+    return flagged, False
+
+
 def wikido_unsupported(items: list[ItemInput], settings) -> list[Produced]:
     """All phrases and reference sentences of the batch are embedded in two calls."""
     model = backends.text_similarity()
@@ -59,16 +90,18 @@ def wikido_unsupported(items: list[ItemInput], settings) -> list[Produced]:
         tokens = tokenize(caption)
         spans = phrases(caption)
         sentences = [s for s in re.split(r"(?<=[.!?;])\s+", reference) if s.strip()] or [reference or " "]
-        plans.append((item, spans, [" ".join(t.text for t in tokens[a:b]) for a, b in spans], sentences))
-    phrase_emb = model.embed([t for _, _, texts, _ in plans for t in texts])
+        plans.append((item, tokens, spans, [" ".join(t.text for t in tokens[a:b]) for a, b in spans], sentences))
+    phrase_emb = model.embed([t for *_, texts, _ in plans for t in texts])
     sentence_emb = model.embed([s for *_, sentences in plans for s in sentences])
     out, p0, s0 = [], 0, 0
-    for item, spans, texts, sentences in plans:
+    for item, tokens, spans, texts, sentences in plans:
         block = phrase_emb[p0 : p0 + len(texts)] @ sentence_emb[s0 : s0 + len(sentences)].T
         p0, s0 = p0 + len(texts), s0 + len(sentences)
         sims = block.max(axis=1) if len(texts) else []
-        flagged = [[a, b] for (a, b), sim in zip(spans, sims, strict=True) if sim < settings.unsupported_threshold]
+        flagged, unrelated = flag_spans(tokens, spans, [float(x) for x in sims], settings.unsupported_threshold)
         payload = {"spans": flagged, "similarity": [round(float(x), 4) for x in sims]}
+        if unrelated:
+            payload["unrelated"] = True
         out.append(Produced(item.id, model.name, model.version, payload, float(min(sims)) if len(sims) else None))
     return out
 

