@@ -5,7 +5,6 @@ re-captioning a rule-based pair."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -103,7 +102,6 @@ def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, t
             page.keyboard.press("2")  # replaces image 11 for caption 1
             page.keyboard.press("7")
             assert (_checked(page, 1), _checked(page, 2)) == ("1", "6")
-            page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_COLORSWAP", str(tmp_path / "filter.png")), full_page=True)
         url = page.url
         page.keyboard.press("Enter")
         page.wait_for_url(lambda u, old=url: u != old)
@@ -258,7 +256,7 @@ def test_f_opens_the_framed_candidate_at_real_size(page, committed, settings, st
     assert dialog.evaluate("d => d.open")
     size = page.evaluate("() => { const i = document.querySelector('dialog[data-full-view] img'); const r = i.getBoundingClientRect(); return [i.naturalWidth, i.naturalHeight, r.width, r.height]; }")
     assert size == [1000, 700, 1000, 700]  # the stored image itself, one image pixel per screen pixel
-    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_FULLVIEW", str(tmp_path / "full-view.png")))
+    shoot(page, "colorswap.full-view")
     keys.press("+")
     assert page.evaluate("() => document.querySelector('dialog[data-full-view] img').getBoundingClientRect().width") == 1500
     keys.press("1", "s")  # keys meant for the screen do nothing while the view is open
@@ -312,7 +310,6 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     open_stage(page, "fit", filter_id)
     screen = _ready(page)
     page.wait_for_function("() => [...document.querySelectorAll('.candidate img')].every(i => i.complete)")
-    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_COLORSWAP_FIT", str(tmp_path / "filter-1280x800.png")))
     shoot(page, "colorswap.filter")
     assert page.locator(".candidate").count() == 8
     _inside(page, ".caption-target")
@@ -326,7 +323,6 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     page.wait_for_url("**/assignments/*")
     page.wait_for_selector("#swap-check")
     assert page.evaluate("() => document.activeElement.id") == "caption_1"
-    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_RECAPTION_FIT", str(tmp_path / "recaption-1280x800.png")))
     shoot(page, "colorswap.recaption")
     page.wait_for_function("() => [...document.querySelectorAll('.chosen-image img')].every(i => i.complete && i.naturalHeight)")
     _inside(page, ".chosen-image img")

@@ -4,7 +4,6 @@ and each screen's keyboard budget, counted in real key presses after the screen 
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from app.models import Annotation, Item
 from app.services import annotation, imports, projects, suggestions
 from app.services.pipeline import results_by_stage
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import log_in, open_stage
+from tests.e2e.conftest import log_in, open_stage, shoot
 
 URL = "https://example.org/visargs/poster_1.png"
 RECORD = {
@@ -98,7 +97,7 @@ def _drag(page, canvas, x0, y0, x1, y1):
     page.mouse.up()
 
 
-def test_one_poster_through_all_three_stages(page, committed, settings, storage, tmp_path):
+def test_one_poster_through_all_three_stages(page, committed, settings, storage):
     stages = _project(committed, settings, storage)
     make_user(committed, "va", "annotator", PASSWORD)
     log_in(page, "va", PASSWORD)
@@ -106,6 +105,7 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage,
     # 1. Premises: keep two candidates, split the second, add one; the third stays out.
     page.goto(f"/stages/{stages['visargs.premises']}/annotate")
     page.wait_for_url("**/assignments/*")
+    shoot(page, "visargs.premises")
     rows = page.locator(".premise-row")
     rows.nth(2).locator("[data-keep]").uncheck()
     second = rows.nth(1).locator("[data-text]")
@@ -126,6 +126,7 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage,
     page.goto(f"/stages/{stages['visargs.structure']}/annotate")
     page.wait_for_url("**/assignments/*")
     assert page.locator(".node-list .chip.vp").count() == 4
+    shoot(page, "visargs.structure")
     steps = page.locator(".step-row")
     for chip in ("VP1", "VP3", "CP1"):
         steps.nth(0).locator(f"input[value={chip}]").check()
@@ -157,7 +158,7 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage,
     for key in ("ArrowRight", "ArrowRight", "ArrowRight", "ArrowDown"):
         page.keyboard.press(key)
     assert page.locator("input[name=x_2]").input_value() == "43"
-    page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_VISARGS", str(tmp_path / "grounding.png")), full_page=True)
+    shoot(page, "visargs.grounding")
     url = page.url
     page.keyboard.press("Enter")
     page.wait_for_url(lambda u, old=url: u != old)

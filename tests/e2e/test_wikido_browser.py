@@ -5,7 +5,6 @@ full-size view."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -87,7 +86,6 @@ def test_three_verdicts_by_keyboard(page, committed, settings, storage, tmp_path
             assert page.locator(".tok.struck").count() == 10
             assert page.locator("#caption").input_value() == "A red square number 1."
             assert page.locator("[data-preview]").inner_text() == "10 words struck."
-            page.screenshot(path=os.environ.get("VLCURATE_SCREENSHOT_WIKIDO", str(tmp_path / "wikido.png")), full_page=True)
         else:
             page.keyboard.press("w")
         url = page.url
