@@ -126,6 +126,8 @@ def authenticate(
     """The user if the password is right, else a failure, or a refusal while this username from this
     address (or this address) still has to wait. A refused attempt checks no password, so a waiting
     guesser learns nothing, and it does not lengthen the wait. Every outcome is an audit event."""
+    if not username:
+        return LoginOutcome()  # no account has an empty name, and '' is the throttle's row of an address
     login_throttle.serialize(session, username, ip)
     refused = login_throttle.refusal(session, username, ip)
     if refused is not None:
