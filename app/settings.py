@@ -67,14 +67,17 @@ class Settings(BaseSettings):
     login_address_max_failures: int = Field(
         default=100,
         ge=1,
-        description="Failed logins in a row from one address, whatever the usernames, before its attempts wait.",
+        description="Failed logins from one address within the window, whatever the usernames, before its attempts wait.",
     )
     login_backoff_seconds: float = Field(
         default=1.0, gt=0, description="The first wait once the free failures are used; it doubles with each further failure."
     )
     login_backoff_max_seconds: float = Field(default=900.0, gt=0, description="The longest wait between two attempts.")
     login_window_seconds: int = Field(
-        default=3600, ge=1, description="Failures are forgotten once none followed for this long; a correct password forgets its username's at once."
+        default=3600,
+        ge=1,
+        description="A username's failures from an address are forgotten once none followed for this long (a correct "
+        "password forgets them at once); an address's count starts again this long after its first failure.",
     )
     trusted_proxies: str = Field(
         default="",

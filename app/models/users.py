@@ -46,8 +46,8 @@ class ApiToken(Base):
 
 
 class LoginThrottle(Base):
-    """Failed logins in a row, per (username, address) and per address (username ''), and until when
-    the next attempt must wait. Kept in PostgreSQL so that every replica applies the same delay."""
+    """Failed logins per (username, address) and per address (username ''), and until when the next
+    attempt must wait. Kept in PostgreSQL so that every replica applies the same delay."""
 
     __tablename__ = "login_throttle"
 
@@ -55,5 +55,6 @@ class LoginThrottle(Base):
     username: Mapped[str] = mapped_column(sa.Text, primary_key=True)
     address: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     failures: Mapped[int]
+    first_failure_at: Mapped[datetime]
     last_failure_at: Mapped[datetime] = mapped_column(index=True)
     blocked_until: Mapped[datetime | None]

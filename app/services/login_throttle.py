@@ -84,13 +84,17 @@ def refusal(session: Session, username: str, address: str | None) -> Refusal | N
     return Refusal(float(seconds), "address" if name == ANY_USER else "account")
 
 
-def _count_failure(session: Session, username: str, address: str, free: int, policy: Policy) -> None:
-    stale = LoginThrottle.last_failure_at < _now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, policy.window_seconds)
-    stmt = insert(LoginThrottle).values(username=username, address=address, failures=1, last_failure_at=_now())
+def _count_failure(session: Session, username: str, address: str, free: int, since, policy: Policy) -> None:
+    """One more failure for the row; a count whose `since` column is a window old starts again."""
+    stale = since < _now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, policy.window_seconds)
+    stmt = insert(LoginThrottle).values(
+        username=username, address=address, failures=1, first_failure_at=_now(), last_failure_at=_now()
+    )
     stmt = stmt.on_conflict_do_update(
         index_elements=[LoginThrottle.username, LoginThrottle.address],
         set_={
             "failures": sa.case((stale, 1), else_=LoginThrottle.failures + 1),
+            "first_failure_at": sa.case((stale, _now()), else_=LoginThrottle.first_failure_at),
             "last_failure_at": _now(),
         },
     ).returning(LoginThrottle.failures)
@@ -106,12 +110,16 @@ def _count_failure(session: Session, username: str, address: str, free: int, pol
 def failed(session: Session, username: str, address: str | None, policy: Policy) -> None:
     """Count a wrong password (or unknown or inactive user) against the pair and the address."""
     address = address or NO_ADDRESS
-    _count_failure(session, username, address, policy.free_failures, policy)
-    _count_failure(session, ANY_USER, address, policy.address_free_failures, policy)
+    # A guesser who keeps going never starts afresh: the pair's count lasts until a window passes
+    # without a failure. An address's count starts again a window after its first failure, so an
+    # office behind one NAT, where someone always mistypes, is not slowed down for ever.
+    _count_failure(session, username, address, policy.free_failures, LoginThrottle.last_failure_at, policy)
+    _count_failure(session, ANY_USER, address, policy.address_free_failures, LoginThrottle.first_failure_at, policy)
     # Rows nobody failed on for a window are worth nothing: drop them so the table stays small.
     session.execute(
         sa.delete(LoginThrottle).where(
-            LoginThrottle.last_failure_at < _now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, policy.window_seconds)
+            LoginThrottle.last_failure_at < _now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, policy.window_seconds),
+            sa.or_(LoginThrottle.blocked_until.is_(None), LoginThrottle.blocked_until < _now()),
         )
     )
 

@@ -20,6 +20,7 @@ def upgrade() -> None:
         sa.Column('username', sa.Text(), nullable=False),
         sa.Column('address', sa.String(length=64), nullable=False),
         sa.Column('failures', sa.Integer(), nullable=False),
+        sa.Column('first_failure_at', sa.DateTime(timezone=True), nullable=False),
         sa.Column('last_failure_at', sa.DateTime(timezone=True), nullable=False),
         sa.Column('blocked_until', sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint('username', 'address', name=op.f('pk_login_throttle')),

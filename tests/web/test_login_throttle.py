@@ -92,6 +92,16 @@ def test_failures_across_usernames_from_one_address_slow_that_address_only(app, 
     assert login(_from(app, OWNER), "rev").status_code == 303
 
 
+def test_an_address_count_starts_again_a_window_after_its_first_failure(app, users, settings):
+    settings.login_address_max_failures, settings.login_window_seconds = 3, 2
+    office = _from(app, ATTACKER)
+    assert [login(office, name, "mistyped!").status_code for name in ("ann", "rev", "boss", "ann")] == [401, 401, 401, 429]
+    time.sleep(2.1)
+    # A fresh window: three more failures before anybody from the office waits.
+    assert [login(office, name, "mistyped!").status_code for name in ("rev", "boss")] == [401, 401]
+    assert login(office, "ann").status_code == 303
+
+
 def test_the_admin_users_page_shows_recent_failed_logins(app, users):
     attacker = _from(app, ATTACKER)
     for _ in range(4):
