@@ -284,10 +284,33 @@ async def faults(plan: Plan, servers: list[Server], pg: PrivatePostgres, deadlin
         await asyncio.sleep(0.2)
 
 
+async def watch(url, deadline: float, tally: Tally) -> None:
+    """Over-assignment looked for while the annotators work too, not only at the end (a lease that
+    over-filled an item and then expired would leave no trace)."""
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+
+    def look() -> int:
+        with engine.connect() as conn:
+            return conn.execute(sa.text(CHECKS[OVER_ASSIGNED])).scalar()
+
+    while time.monotonic() < deadline:
+        try:
+            seen = await asyncio.to_thread(look)
+        except sa.exc.DBAPIError:
+            pass  # PostgreSQL is restarting
+        else:
+            tally.counts["over-assignment looks during the run"] += 1
+            if seen:
+                tally.errors.append(f"{seen} over-assigned items seen during the run")
+        await asyncio.sleep(2)
+    engine.dispose()
+
+
 # -- the invariants -------------------------------------------------------------------------------
 
+OVER_ASSIGNED = "over-assigned items (more live or submitted holders than the overlap)"
 CHECKS = {
-    "over-assigned items (more live or submitted holders than the overlap)": """
+    OVER_ASSIGNED: """
         SELECT count(*) FROM (
             SELECT a.item_id FROM assignments a JOIN stages s ON s.id = a.stage_id
             WHERE a.status IN ('active', 'submitted', 'returned')
@@ -367,7 +390,7 @@ async def work(plan: Plan, servers, pg, stage_id, tokens, tally) -> None:
     deadline = time.monotonic() + plan.seconds
     people = [Annotator(uid, tok, servers, stage_id, plan, tally, deadline, random.Random(rng.random()))
               for uid, tok in tokens.items()]
-    await asyncio.gather(faults(plan, servers, pg, deadline, tally, rng), *(a.run() for a in people))
+    await asyncio.gather(faults(plan, servers, pg, deadline, tally, rng), watch(pg.url, deadline, tally), *(a.run() for a in people))
 
 
 def soak(plan: Plan) -> int:

@@ -26,6 +26,7 @@ def test_a_short_soak_with_faults_keeps_every_invariant():
     assert n["PostgreSQL restarts (immediate mode)"] == 1 and n["retried after a connection error"] > 0
     assert n["submits acknowledged"] > 100 and n["submits sent twice in a row"] > 0 and n["submits sent 3 times at once"] > 0
     assert n["skips"] > 0 and n["releases"] > 0 and n["leases abandoned"] > 0
+    assert n["over-assignment looks during the run"] > 0
     # Every acknowledged submit is one stored annotation, and none is stored twice.
     assert n["acknowledged submits lost"] == 0 and n["duplicated annotations (an assignment with more than one)"] == 0
     assert n["annotations stored"] - n["annotations stored whose answer never reached the client"] == n["submits acknowledged"]
