@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -60,9 +60,38 @@ class Settings(BaseSettings):
     thumbnail_size: int = Field(default=640, description="Longest side of generated WebP thumbnails, in pixels.")
 
     login_max_failures: int = Field(
-        default=5, description="Failed logins per username or address within the window before refusing."
+        default=5,
+        ge=1,
+        description="Failed logins in a row for one username from one address before each further attempt from there waits.",
     )
-    login_window_seconds: int = Field(default=900, description="Window for counting failed logins.")
+    login_address_max_failures: int = Field(
+        default=100,
+        ge=1,
+        description="Failed logins from one address within the window, whatever the usernames, before its attempts wait.",
+    )
+    login_backoff_seconds: float = Field(
+        default=1.0, gt=0, description="The first wait once the free failures are used; it doubles with each further failure."
+    )
+    login_backoff_max_seconds: float = Field(default=900.0, gt=0, description="The longest wait between two attempts.")
+    login_window_seconds: int = Field(
+        default=3600,
+        ge=1,
+        description="A username's failures from an address are forgotten once none followed for this long (a correct "
+        "password forgets them at once); an address's count starts again this long after its first failure.",
+    )
+    trusted_proxies: str = Field(
+        default="",
+        description="Comma-separated addresses or networks (CIDR) of reverse proxies whose X-Forwarded-For is believed. "
+        "Empty: the connecting address is the client's.",
+    )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_parse(cls, value: str) -> str:
+        from app.web.addresses import parse_networks
+
+        parse_networks(value)  # raises ValueError naming the bad entry
+        return value
 
     clip_model_dir: Path | None = Field(
         default=None, description="Local directory of a CLIP-family model for image-text matching (never downloaded)."

@@ -8,7 +8,7 @@ from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRun
 from app.models.projects import Project, Stage, StageSample
 from app.models.suggestions import Suggestion, SuggestionOutcome
-from app.models.users import ApiToken, Role, User
+from app.models.users import ApiToken, LoginThrottle, Role, User
 
 __all__ = [
     "AgreementReport",
@@ -24,6 +24,7 @@ __all__ = [
     "ItemResult",
     "ItemSplit",
     "JobRun",
+    "LoginThrottle",
     "Project",
     "Role",
     "SplitDefinition",

@@ -43,3 +43,18 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
     created_at: Mapped[datetime] = created_at()
     revoked_at: Mapped[datetime | None]
+
+
+class LoginThrottle(Base):
+    """Failed logins per (username, address) and per address (username ''), and until when the next
+    attempt must wait. Kept in PostgreSQL so that every replica applies the same delay."""
+
+    __tablename__ = "login_throttle"
+
+    # Any text that was typed as a username, not only existing accounts: guessing names is throttled too.
+    username: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    address: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    failures: Mapped[int]
+    first_failure_at: Mapped[datetime]
+    last_failure_at: Mapped[datetime] = mapped_column(index=True)
+    blocked_until: Mapped[datetime | None]

@@ -1,16 +1,18 @@
-"""Users, login with rate limiting, passwords and API tokens."""
+"""Users, login (throttled by app.services.login_throttle), passwords and API tokens."""
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app import security
-from app.errors import Conflict, Invalid, NotFound, RateLimited
-from app.models import ApiToken, AuditEvent, Role, User
+from app.errors import Conflict, Invalid, NotFound
+from app.models import ApiToken, Role, User
+from app.services import login_throttle
 from app.services.audit import record
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{2,64}$")
@@ -112,31 +114,34 @@ def update_user(
     record(session, "user.update", actor_id=actor_id, target=f"user:{user.id}", role=user.role, active=user.is_active)
 
 
-def _recent_failures(session: Session, column, value: str, window: int) -> int:
-    since = datetime.now(timezone.utc) - timedelta(seconds=window)
-    return session.scalar(
-        sa.select(sa.func.count())
-        .select_from(AuditEvent)
-        .where(AuditEvent.action == "login.failed", AuditEvent.at >= since, column == value)
-    )
+@dataclass(frozen=True)
+class LoginOutcome:
+    user: User | None = None
+    refused: login_throttle.Refusal | None = None
 
 
 def authenticate(
-    session: Session, username: str, password: str, *, ip: str | None, max_failures: int, window: int
-) -> User | None:
-    """Return the user if the password is right. Failures are counted per username and per address
-    in the database, so the limit holds across every replica of the app."""
-    if _recent_failures(session, AuditEvent.target, username, window) >= max_failures or (
-        ip and _recent_failures(session, AuditEvent.ip, ip, window) >= max_failures * 4
-    ):
-        raise RateLimited(f"Too many failed logins. Try again in {window // 60} minutes.")
+    session: Session, username: str, password: str, *, ip: str | None, policy: login_throttle.Policy
+) -> LoginOutcome:
+    """The user if the password is right, else a failure, or a refusal while this username from this
+    address (or this address) still has to wait. A refused attempt checks no password, so a waiting
+    guesser learns nothing, and it does not lengthen the wait. Every outcome is an audit event."""
+    if not username:
+        return LoginOutcome()  # no account has an empty name, and '' is the throttle's row of an address
+    login_throttle.serialize(session, username, ip)
+    refused = login_throttle.refusal(session, username, ip)
+    if refused is not None:
+        record(session, "login.refused", target=username, ip=ip, scope=refused.scope, wait_seconds=round(refused.seconds, 1))
+        return LoginOutcome(refused=refused)
     user = session.scalar(sa.select(User).where(User.username == username))
     ok = security.verify_password(user.password_hash if user else security.DUMMY_HASH, password)
     if user is None or not ok or not user.is_active:
+        login_throttle.failed(session, username, ip, policy)
         record(session, "login.failed", target=username, ip=ip)
-        return None
+        return LoginOutcome()
+    login_throttle.succeeded(session, username, ip)
     record(session, "login", actor_id=user.id, target=f"user:{user.id}", ip=ip)
-    return user
+    return LoginOutcome(user=user)
 
 
 def create_token(session: Session, user: User, name: str = "", *, actor_id: int | None = None) -> tuple[ApiToken, str]:

@@ -1,4 +1,4 @@
-"""Admin pages: users, their roles, one-time passwords and API tokens; background jobs and worker liveness."""
+"""Admin pages: users, their roles, one-time passwords, API tokens and recent failed logins; background jobs and worker liveness."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import DomainError
 from app.models import Role
-from app.services import jobs_view
+from app.services import jobs_view, login_throttle
 from app.services import users as users_service
 from app.web.deps import Db, Principal, csrf_protect, page_role, savepoint
 from app.web.templating import render
@@ -36,9 +36,10 @@ def _users_context(session: Session, **extra) -> dict:
         {"id": t.id, "name": t.name, "user": names.get(t.user_id, "?"), "created_at": t.created_at, "revoked_at": t.revoked_at}
         for t in users_service.list_tokens(session)
     ]
+    failures = login_throttle.recent_failures(session)
     user_rows = [
         {"id": u.id, "username": u.username, "role": u.role, "is_active": u.is_active, "created_at": u.created_at,
-         "must_change_password": u.must_change_password}
+         "must_change_password": u.must_change_password, "failures": failures.get(u.username)}
         for u in users
     ]
     return {"users": user_rows, "tokens": token_rows, "roles": [r.value for r in Role], "form": {"username": "", "role": "annotator"}, **extra}

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
 from app.errors import DomainError
+from app.services import login_throttle
 from app.services import users as users_service
 from app.web.deps import (
     Db,
@@ -39,24 +42,26 @@ def login_page(request: Request, next: str = "/", user: Principal | None = Depen
 
 @router.post("/login")
 def login(request: Request, session: Db, username: str = Form(""), password: str = Form(""), next: str = Form("/")):
-    settings = request.app.state.settings
-    error, status = "Wrong username or password.", 401
-    try:
-        with savepoint(session):
-            user = users_service.authenticate(
-                session,
-                username.strip(),
-                password,
-                ip=client_ip(request),
-                max_failures=settings.login_max_failures,
-                window=settings.login_window_seconds,
-            )
-    except DomainError as exc:
-        user, error, status = None, exc.message, exc.status_code
-    if user is not None:
-        login_session(request, user)
-        return RedirectResponse("/account/password" if user.must_change_password else safe_next(next), status_code=303)
-    return render(request, "auth/login.html", {"next": safe_next(next), "username": username, "error": error}, status_code=status)
+    policy = login_throttle.Policy.of(request.app.state.settings)
+    outcome = users_service.authenticate(session, username.strip(), password, ip=client_ip(request), policy=policy)
+    if outcome.user is not None:
+        login_session(request, outcome.user)
+        return RedirectResponse("/account/password" if outcome.user.must_change_password else safe_next(next), status_code=303)
+    ctx = {"next": safe_next(next), "username": username, "error": "Wrong username or password."}
+    if outcome.refused is None:
+        return render(request, "auth/login.html", ctx, status_code=401)
+    wait = math.ceil(outcome.refused.seconds)
+    ctx["error"] = f"Too many failed logins {_SCOPES[outcome.refused.scope]}. Try again in {_duration(wait)}."
+    return render(request, "auth/login.html", ctx, status_code=429, headers={"Retry-After": str(wait)})
+
+
+_SCOPES = {"account": "for this account from your address", "address": "from your address"}
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return f"{math.ceil(seconds / 60)} minutes"
 
 
 @router.post("/logout")

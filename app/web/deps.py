@@ -17,6 +17,7 @@ from app.db import transaction
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services import users as users_service
+from app.web.addresses import client_address, parse_networks
 
 
 def db(request: Request) -> Iterator[Session]:
@@ -171,7 +172,9 @@ async def csrf_protect(request: Request) -> None:
 
 
 def client_ip(request: Request) -> str | None:
-    return request.client.host if request.client else None
+    """The client's address (see app.web.addresses): X-Forwarded-For counts only from VLCURATE_TRUSTED_PROXIES."""
+    trusted = parse_networks(request.app.state.settings.trusted_proxies)
+    return client_address(request.client.host if request.client else None, request.headers.getlist("x-forwarded-for"), trusted)
 
 
 # Fields of annotation forms that are not part of the answer.
