@@ -176,6 +176,18 @@ class Screen:
     returned: dict[str, Any] | None = None  # the reviewer's note when the item was sent back (comment, by, at)
 
 
+def assignment_stage(session: Session, assignment_id: int, user_id: int) -> Stage:
+    """The stage of the user's assignment, in one query (what a submit or a skip needs first)."""
+    row = session.execute(
+        sa.select(Assignment.annotator_id, Stage).join(Stage, Stage.id == Assignment.stage_id).where(Assignment.id == assignment_id)
+    ).first()
+    if row is None:
+        raise NotFound("No such assignment.")
+    if row[0] != user_id:
+        raise Forbidden("This item is assigned to someone else.")
+    return row[1]
+
+
 def open_assignment(session: Session, assignment_id: int, user_id: int) -> Screen:
     assignment = session.get(Assignment, assignment_id)
     if assignment is None:

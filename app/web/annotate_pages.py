@@ -114,15 +114,15 @@ def screen(request: Request, assignment_id: int, session: Db, user: Principal = 
 
 def _submit(session: Session, assignment_id: int, user: Principal, answer: AnswerForm) -> int:
     """Submit the posted answer; returns the stage's id."""
-    screen = annotation.open_assignment(session, assignment_id, user.id)
+    stage = annotation.assignment_stage(session, assignment_id, user.id)
     opened_at = answer.meta.get("opened_at")
     try:
         spent = max(0.0, time.time() - float(opened_at or 0)) if opened_at else None
     except ValueError:
         spent = None
-    payload = get_task(screen.stage.workflow).form_to_payload(answer.values)
+    payload = get_task(stage.workflow).form_to_payload(answer.values)
     annotation.submit(session, assignment_id, user.id, payload, answer.meta.get("idempotency_key") or "", seconds_spent=spent)
-    return screen.stage.id
+    return stage.id
 
 
 @router.post("/assignments/{assignment_id}/submit")
@@ -141,9 +141,9 @@ def submit(request: Request, assignment_id: int, session: Db, answer: Answer, us
 
 @router.post("/assignments/{assignment_id}/skip")
 def skip(request: Request, assignment_id: int, session: Db, user: Principal = Depends(page_user)):
-    screen = annotation.open_assignment(session, assignment_id, user.id)
+    stage = annotation.assignment_stage(session, assignment_id, user.id)
     annotation.give_back(session, assignment_id, user.id, skip=True)
-    return _go(request, _next_screen(session, screen.stage.id, user))
+    return _go(request, _next_screen(session, stage.id, user))
 
 
 def _next_screen(session: Session, stage_id: int, user: Principal) -> str:

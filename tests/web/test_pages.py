@@ -143,6 +143,30 @@ def test_a_submitted_item_opened_again_says_so_and_takes_a_revision(client, app,
     assert "It has moved on" in moved_on and "store a new revision" not in moved_on
 
 
+def test_another_annotators_item_is_refused_on_every_route(client, app, settings, annotator):
+    import sqlalchemy as sa
+
+    from app.models import Annotation, Assignment
+
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="mine")
+    with transaction(app.state.sessions) as s:
+        theirs = factories.user(s, "theirs")
+    login(client, "theirs")
+    screen_url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    token = csrf_from(client.get(screen_url).text)
+    client.post("/logout", data={"csrf_token": token})
+    login(client, "ann")
+    token = csrf_from(client.get("/").text)
+    form = {"csrf_token": token, "idempotency_key": "k", "choice": "a"}
+    assert client.get(screen_url).status_code == 403
+    for action in ("submit", "skip", "draft", "check"):
+        r = client.post(f"{screen_url}/{action}", data=form)
+        assert r.status_code in (403, 404), (action, r.status_code)
+    with transaction(app.state.sessions) as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Annotation)) == 0
+        assert s.scalars(sa.select(Assignment.status).where(Assignment.annotator_id == theirs)).all() == ["active"]
+
+
 def test_the_next_items_images_are_named_ahead_without_a_lease(client, app, settings, annotator):
     import sqlalchemy as sa
 
