@@ -14,3 +14,11 @@ window.addEventListener("load", () => requestAnimationFrame(() => {
                     nav.domContentLoadedEventEnd - nav.responseEnd, performance.now() - nav.domContentLoadedEventEnd];
   sessionStorage.removeItem("submitAt");
 }));
+// The next item's images, named after the screen loaded: window.__ahead once they are fetched.
+document.addEventListener("htmx:afterSettle", (e) => {
+  if (!(e.detail.pathInfo && /\/upcoming/.test(e.detail.pathInfo.requestPath || ""))) return;
+  const links = [...document.querySelectorAll("link[rel=prefetch]")];
+  const done = () => links.every((l) => performance.getEntriesByName(l.href).some((x) => x.responseEnd > 0));
+  const poll = () => (done() ? (window.__ahead = true) : setTimeout(poll, 10));
+  poll();
+});

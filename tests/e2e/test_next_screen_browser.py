@@ -39,7 +39,7 @@ def test_the_next_screen_draws_its_image_from_the_cache(page, committed, setting
         page.wait_for_url(lambda u, old=url: u != old)
         # One POST, then the next item's screen itself: no stop at /stages/…/annotate between.
         assert posted.value.redirected_to is not None and "/assignments/" in posted.value.redirected_to.url
-        page.wait_for_function("window.__waited !== undefined")
+        page.wait_for_function("() => window.__waited !== undefined")
         waits.append(page.evaluate("window.__waited"))
         shown = page.locator(".item-image img").get_attribute("src")
         assert page.evaluate("(l) => new URL(l, location.href).href", shown) == upcoming  # the guess was right
