@@ -25,7 +25,7 @@ class StageSpec(BaseModel):
     guidelines: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
     # Agreement sampling: `overlap` annotators on a random sample of this many items, one on the rest.
-    sample_size: int | None = Field(default=None, ge=1)
+    sample_size: int | None = Field(default=None, ge=1, le=2**31 - 1)
     sample_seed: int = Field(default=0, ge=0, le=2**31 - 1)
 
 

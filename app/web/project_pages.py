@@ -10,7 +10,7 @@ from app.datasets import all_tasks, follow_on
 from app.errors import DomainError, Invalid
 from app.models import Role
 from app.services import figures, projects
-from app.web.deps import Db, Principal, csrf_protect, page_role, page_user, savepoint
+from app.web.deps import Db, Id, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.templating import render
 from app.web.uploads import run_upload_import
 
@@ -77,14 +77,14 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
 
 
 @router.get("/projects/{project_id}")
-def project_detail(request: Request, project_id: int, session: Db, user: Principal = Depends(page_user)):
+def project_detail(request: Request, project_id: Id, session: Db, user: Principal = Depends(page_user)):
     return render(request, "projects/detail.html", _detail_context(session, project_id))
 
 
 @router.post("/projects/{project_id}/import")
 def import_page(
     request: Request,
-    project_id: int,
+    project_id: Id,
     session: Db,
     file: UploadFile = File(...),
     images: UploadFile | None = File(None),
