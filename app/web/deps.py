@@ -35,13 +35,14 @@ def db(request: Request) -> Iterator[Session]:
 Db = Annotated[Session, Depends(db, scope="function")]
 
 
-# Ids in paths and queries are checked at the edge: a number no row can have (0, negative, past
-# the column's range) is answered 422 before any query runs, instead of PostgreSQL refusing the
-# parameter with a 500. Every id a route takes is one of these two types (a test walks the routes).
+# Ids in paths and queries are checked at the edge: a number no row can have (negative, or past the
+# column's range) is answered 422 before any query runs, instead of PostgreSQL refusing the parameter
+# with a 500; 0 is let through and finds nothing ("after item 0": from the start). Every integer a
+# route takes has an upper bound, ids by these two types (a test walks the routes).
 INT4_MAX = 2**31 - 1
 INT8_MAX = 2**63 - 1
-Id = Annotated[int, annotated_types.Interval(ge=1, le=INT4_MAX)]  # projects, stages, users, tokens, exports
-BigId = Annotated[int, annotated_types.Interval(ge=1, le=INT8_MAX)]  # items, assignments, annotations
+Id = Annotated[int, annotated_types.Interval(ge=0, le=INT4_MAX)]  # projects, stages, users, tokens, exports
+BigId = Annotated[int, annotated_types.Interval(ge=0, le=INT8_MAX)]  # items, assignments, annotations
 
 
 @contextmanager

@@ -12,8 +12,9 @@ from app.errors import Invalid, TooLarge
 
 
 def _is_json(request: Request) -> bool:
+    # FastAPI parses a body without a content type as JSON too.
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return kind == "application/json" or kind.endswith("+json")
+    return kind in ("", "application/json") or kind.endswith("+json")
 
 
 async def _limited_body(request: Request, max_bytes: int) -> bytes:
