@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.orm import Session
 
 from app.datasets import dataset_of, follow_on, get_task
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
 from app.models import Annotation, Item, ItemResult, Project, Stage
 from app.services.audit import record
@@ -44,13 +44,16 @@ def stage_specs_for(
     (the command line lists the pipeline), by default the workflow's own follow-on stages (the project
     form offers first stages only). `config` is the first stage's, or every stage's with `config_for_all`."""
     rest = tuple(then) if then is not None else follow_on(first)
-    return [
-        StageSpec(
-            workflow=w, overlap=overlap, lease_seconds=lease_seconds, sample_size=sample_size, sample_seed=sample_seed,
-            config=(config or {}) if (i == 0 or config_for_all) else {},
-        )
-        for i, w in enumerate((first, *rest))
-    ]
+    try:
+        return [
+            StageSpec(
+                workflow=w, overlap=overlap, lease_seconds=lease_seconds, sample_size=sample_size, sample_seed=sample_seed,
+                config=(config or {}) if (i == 0 or config_for_all) else {},
+            )
+            for i, w in enumerate((first, *rest))
+        ]
+    except ValidationError as exc:  # the form and the command line pass their values unchecked
+        raise Invalid("The stage settings are not valid: " + "; ".join(format_validation_error(exc)), format_validation_error(exc)) from None
 
 
 def create_project(

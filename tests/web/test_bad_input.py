@@ -78,6 +78,12 @@ CASES = [
     Case("agreement with a negative seed", "GET", "/api/v1/stages/{stage}/agreement?seed=-1", 422, ["seed"]),
     Case("page: export of split version 2^63", "POST", "/projects/{project}/exports", 404, ["no split version 9223372036854775808"],
          role="page", data={"format": "jsonl", "version": str(INT8_OUT)}),
+    Case("stage sample size past int4", "POST", "/api/v1/projects", 422, ["sample_size", "less than or equal to 2147483647"],
+         json={"name": "big", "stages": [{"workflow": "generic.choice", "sample_size": INT4_OUT, "config": {"choices": ["a"]}}]}),
+    Case("page: project form, sample size past int4", "POST", "/projects", 422, ["sample_size", "less than or equal to 2147483647"],
+         role="page", data={"name": "big", "workflow": "generic.choice", "sample_size": str(INT4_OUT), "choices": "a,b"}),
+    Case("page: project form, overlap 10^20", "POST", "/projects", 422, ["overlap", "less than or equal to 50"],
+         role="page", data={"name": "big", "workflow": "generic.choice", "overlap": str(10**20), "choices": "a,b"}),
     Case("page: project 2^31", "GET", f"/projects/{INT4_OUT}", 422, ["project_id"], role="page"),
     Case("page: assignment 2^63", "GET", f"/assignments/{INT8_OUT}", 422, ["assignment_id"], role="page"),
     # Imports: depth, size, CSV cells, corrupt zip members, a bad second image.
