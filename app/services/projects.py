@@ -18,8 +18,8 @@ from app.services.audit import record
 
 
 class StageSpec(BaseModel):
-    workflow: str
-    name: str | None = None
+    workflow: str = Field(max_length=100)
+    name: str | None = Field(default=None, max_length=100)
     overlap: int = Field(default=1, ge=1, le=50)
     lease_seconds: int = Field(default=900, ge=10, le=7 * 24 * 3600)
     guidelines: str = ""
@@ -62,6 +62,8 @@ def create_project(
     name = name.strip()
     if not name:
         raise Invalid("A project needs a name.")
+    if len(name) > 200:  # the column's width
+        raise Invalid("A project's name has at most 200 characters.")
     if not stages:
         raise Invalid("A project needs at least one stage.")
     earlier: list[str] = []

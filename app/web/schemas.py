@@ -11,7 +11,7 @@ from app.services import projects
 
 
 class ProjectIn(BaseModel):
-    name: str
+    name: str = Field(max_length=200)
     description: str = ""
     stages: list[projects.StageSpec] = Field(min_length=1)
 
@@ -149,7 +149,7 @@ class UserOut(UserCreated):
 
 
 class TokenIn(BaseModel):
-    name: str = ""
+    name: str = Field(default="", max_length=100)
 
 
 class TokenOut(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from dataclasses import dataclass, field
 from types import UnionType
@@ -107,6 +108,16 @@ CASES = [
     Case("second image not an image", "POST", IMPORT, 422, ["line 2", "field 'image'", "b.png"],
          files={"file": ("items.jsonl", _records({"id": "a", "image": "a.png", "question": "q"}, {"id": "b", "image": "b.png", "question": "q"})),
                 "images": ("images.zip", _zip({"a.png": png_bytes((1, 99, 1)), "b.png": b"not an image"}))}),
+    # Text longer than its column.
+    Case("token name of 101 characters", "POST", "/api/v1/users/{user}/tokens", 422, ["name", "at most 100 characters"], json={"name": "t" * 101}),
+    Case("project name of 201 characters", "POST", "/api/v1/projects", 422, ["name", "at most 200 characters"],
+         json={"name": "p" * 201, "stages": [{"workflow": "generic.choice", "config": {"choices": ["a"]}}]}),
+    Case("stage name of 101 characters", "POST", "/api/v1/projects", 422, ["stages.0.name", "at most 100 characters"],
+         json={"name": "p", "stages": [{"workflow": "generic.choice", "name": "s" * 101, "config": {"choices": ["a"]}}]}),
+    Case("page: token name of 101 characters", "POST", "/admin/users/{user}/tokens", 422, ["at most 100 characters"],
+         role="page", data={"name": "t" * 101}),
+    Case("page: project name of 201 characters", "POST", "/projects", 422, ["at most 200 characters"],
+         role="page", data={"name": "p" * 201, "workflow": "generic.choice", "choices": "a,b"}),
     # NUL characters, which PostgreSQL's text and JSONB cannot hold.
     Case("token name with a NUL", "POST", "/api/v1/users/{user}/tokens", 422, ["NUL character"], json={"name": "a\u0000b"}),
     Case("project name with a NUL", "POST", "/api/v1/projects", 422, ["NUL character"],
@@ -249,3 +260,44 @@ def test_every_route_answers_out_of_range_ids_with_a_4xx(app, world):
                 assert r.status_code in (404, 422), f"{method} {route.path}: {r.status_code} {r.text[:300]}"
                 checked += 1
     assert checked >= 40
+
+
+# Odd values for every form field and query parameter of the pages; the annotation and review forms'
+# fields are the tasks' own, so the common ones are named here.
+ODD = ["", "-1", "99999999999999999999", "abc", "x" * 20_000, "[[[[", "☃"]
+FORM_FIELDS = ["choice", "verdict", "caption", "comment", "start", "opened_at", "idempotency_key", "format", "version",
+               "target", "ratios", "counts", "seed", "role", "username", "is_active", "name", "password"]
+
+
+def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, storage, world):
+    """Generated from the routes: every page, as an admin, on things that exist, each field odd in turn."""
+    import sqlalchemy as sa
+    from fastapi.testclient import TestClient
+
+    from app.models import ApiToken, Item
+    from app.services import annotation
+
+    with transaction(app.state.sessions) as s:
+        factories.annotation(s, world["stage"], world["user"], {"choice": "a"})
+        boss = s.scalar(sa.text("SELECT id FROM users WHERE username = 'boss'"))
+        assignment = annotation.claim(s, world["stage"], boss).assignment_id
+        ids = {"project_id": world["project"], "stage_id": world["stage"], "item_id": s.scalar(sa.select(sa.func.min(Item.id))),
+               "assignment_id": assignment, "user_id": world["user"], "token_id": s.scalar(sa.select(sa.func.min(ApiToken.id))),
+               "export_id": 1, "sha256": "0" * 64, "path:path": "x.json"}
+    failures = []
+    with TestClient(app, raise_server_exceptions=False) as browser:
+        login(browser, "boss")
+        csrf = csrf_from(browser.get("/").text)
+        for route in _routes(app):
+            if route.path.startswith("/api/") or route.path in ("/logout", "/login", "/account/password"):
+                continue  # the API is schemathesis's; logging out or in would end this session
+            path = re.sub(r"\{([^}]+)\}", lambda m: str(ids[m.group(1)]), route.path)
+            fields = [p.name for p in route.dependant.body_params] + FORM_FIELDS
+            queries = [p.name for p in route.dependant.query_params]
+            for method in route.methods - {"HEAD"}:
+                for value in ODD:
+                    data = {**{f: value for f in fields}, "csrf_token": csrf} if method == "POST" else None
+                    r = browser.request(method, path, data=data, params={q: value for q in queries}, follow_redirects=False)
+                    if r.status_code >= 500:
+                        failures.append(f"{method} {route.path} with {value[:20]!r}: {r.status_code}")
+    assert not failures
