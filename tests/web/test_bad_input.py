@@ -301,3 +301,10 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
                     if r.status_code >= 500:
                         failures.append(f"{method} {route.path} with {value[:20]!r}: {r.status_code}")
     assert not failures
+
+
+def test_every_api_route_holds_json_bodies_to_the_limits(app):
+    from app.web.limits import LimitedJsonRoute
+
+    api = [route for route in _routes(app) if route.path.startswith("/api/v1/")]
+    assert len(api) >= 15 and not [r.path for r in api if not isinstance(r, LimitedJsonRoute)]
