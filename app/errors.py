@@ -39,3 +39,7 @@ def format_validation_error(exc, prefix: str = "") -> list[str]:
         loc = ".".join(str(p) for p in err["loc"]) or "record"
         messages.append(f"{prefix}field '{loc}': {err['msg']}")
     return messages
+
+
+class TooLarge(DomainError):
+    status_code = 413

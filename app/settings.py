@@ -57,6 +57,13 @@ class Settings(BaseSettings):
     max_zip_uncompressed_bytes: int = Field(
         default=8 * 1024 * 1024 * 1024, description="Largest total uncompressed size of an images zip."
     )
+    max_json_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024,
+        description="Largest JSON text accepted: one imported record (JSONL line, JSON array element, CSV row or cell) or an API request body.",
+    )
+    max_json_depth: int = Field(
+        default=64, ge=2, le=500, description="Deepest nesting of arrays and objects accepted in an imported record or an API request body."
+    )
     thumbnail_size: int = Field(default=640, description="Longest side of generated WebP thumbnails, in pixels.")
 
     login_max_failures: int = Field(

@@ -15,6 +15,7 @@ class Storage(Protocol):
     def get(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def delete(self, key: str) -> None: ...
+    def promote(self, staged: str, key: str) -> None: ...
 
 
 class StorageKeyError(ValueError):
@@ -60,6 +61,12 @@ class LocalStorage:
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
+    def promote(self, staged: str, key: str) -> None:
+        """Move the object at `staged` to `key` (a rename: atomic, and the same bytes may already be there)."""
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self._path(staged), path)
+
 
 class S3Storage:
     def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None, region: str | None = None):
@@ -94,6 +101,11 @@ class S3Storage:
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def promote(self, staged: str, key: str) -> None:
+        """Move the object at `staged` to `key`: a server-side copy (content type kept), then the delete."""
+        self.client.copy_object(Bucket=self.bucket, Key=self._key(key), CopySource={"Bucket": self.bucket, "Key": self._key(staged)})
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(staged))
 
     def get_external(self, bucket: str, key: str) -> bytes:
         """Read an object named by an `s3://bucket/key` image reference in an import."""

@@ -313,17 +313,23 @@ def wait_for(url: str, proc, timeout: float = 30.0) -> None:
 
 @contextmanager
 def running(cmd: list[str], health_url: str, env: dict | None = None) -> Iterator[subprocess.Popen]:
-    """Run a server process until the block ends, once `health_url` answers."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_for(health_url, proc)
-        yield proc
-    finally:
-        proc.terminate()
+    """Run a server process until the block ends, once `health_url` answers. Its output goes to a file:
+    a pipe that nobody reads fills up after a few logged tracebacks, and the server then hangs."""
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            try:
+                wait_for(health_url, proc)
+            except (RuntimeError, TimeoutError) as exc:
+                log.seek(0)
+                raise RuntimeError(f"{exc}: {log.read()[-4000:]}") from None
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 @pytest.fixture

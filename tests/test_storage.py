@@ -77,3 +77,41 @@ def test_s3_backend_needs_a_bucket(settings):
 
     with pytest.raises(ValueError, match="VLCURATE_S3_BUCKET"):
         make_storage(settings.model_copy(update={"storage_backend": "s3"}))
+
+
+def test_promote_moves_a_staged_object_on_both_backends(s3_env, moto_endpoint, tmp_path):
+    for store in (LocalStorage(tmp_path), S3Storage("vlc-store", prefix="promote/", endpoint_url=moto_endpoint, region="us-east-1")):
+        store.put("staging/x/images/ab/y.png", b"bytes", "image/png")
+        store.promote("staging/x/images/ab/y.png", "images/ab/y.png")
+        assert store.get("images/ab/y.png") == b"bytes" and not store.exists("staging/x/images/ab/y.png")
+    head = s3_env.head_object(Bucket="vlc-store", Key="promote/images/ab/y.png")
+    assert head["ContentType"] == "image/png"
+
+
+def test_an_import_refused_at_its_second_image_leaves_nothing_in_s3(s3_env, moto_endpoint, session, settings):
+    """The first image was new and good: it was staged, and is gone with the refusal; a good import
+    leaves its images under their keys and nothing under staging/."""
+    s3_settings = settings.model_copy(
+        update={"storage_backend": "s3", "s3_bucket": "vlc-store", "s3_prefix": "staged", "s3_endpoint_url": moto_endpoint, "s3_region": "us-east-1"}
+    )
+    from app.storage import make_storage
+
+    store = make_storage(s3_settings)
+    s3_env.put_object(Bucket="vlc-source", Key="st/a.png", Body=png_bytes((7, 7, 70)))
+    s3_env.put_object(Bucket="vlc-source", Key="st/b.png", Body=b"garbage")
+    s3_env.put_object(Bucket="vlc-source", Key="st/c.png", Body=png_bytes((7, 70, 7)))
+
+    def keys():
+        return sorted(o["Key"] for o in s3_env.list_objects_v2(Bucket="vlc-store", Prefix="staged/").get("Contents", []))
+
+    pid = projects.create_project(session, "s3-staged", [projects.StageSpec(workflow="generic.choice", config={"choices": ["a", "b"]})]).id
+    source = imports.ImageSource(s3_settings, store)
+    bad = b'{"id": "1", "image": "s3://vlc-source/st/a.png"}\n{"id": "2", "image": "s3://vlc-source/st/b.png"}'
+    with pytest.raises(Invalid) as err:
+        imports.import_items(session, pid, bad, "x.jsonl", settings=s3_settings, storage=store, images=source)
+    assert "line 2" in err.value.errors[0] and "not an image" in err.value.errors[0]
+    assert keys() == []
+    good = b'{"id": "1", "image": "s3://vlc-source/st/a.png"}\n{"id": "3", "image": "s3://vlc-source/st/c.png"}'
+    assert imports.import_items(session, pid, good, "x.jsonl", settings=s3_settings, storage=store, images=source).new_images == 2
+    stored = sorted(f"staged/{key}" for key in session.scalars(sa.select(Asset.storage_key)))
+    assert keys() == stored and all(key.startswith("staged/images/") for key in stored)

@@ -1,19 +1,30 @@
 """Importing items: parse JSONL / JSON / CSV, validate every record, store images, insert in one go.
 
 All or nothing: every record is validated and every image checked before the first row is
-written, and rows are written with COPY inside the caller's transaction. Images are stored
-content-addressed before the transaction commits; if it then rolls back they stay as
-unreferenced objects, which is harmless because a later import of the same bytes reuses them.
+written, and rows are written with COPY inside the caller's transaction.
+
+Images go to a staging prefix (`staging/<import>/...`, written as they are checked, so their bytes
+are never all in memory) and are promoted to their content-addressed keys only once everything has
+been checked and every row written; an import refused on the way (a bad record, the second image
+corrupt) deletes what it staged, so nothing is left behind. Staging, not "store, then delete on
+rollback": images are shared by content, and a concurrent import of the same bytes may already have
+found the object and pointed a row at it, so an object under its final key is never deleted. What
+stays possible is a failed commit after the promotion: those objects are unreferenced but harmless,
+and a later import of the same bytes reuses them. A process killed mid-import leaves its staged
+objects under `staging/`, which nothing reads.
 """
 
 from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
+from uuid import uuid4
 
 import sqlalchemy as sa
 from pydantic import ValidationError
@@ -84,8 +95,12 @@ class ImageSource:
                 raise ImageRejected(f"'{ref}' is not in the images zip") from None
             if info.file_size > limit:
                 raise ImageRejected(f"image is {info.file_size:,} bytes; the limit is {limit:,}")
-            with self.zip.open(info) as fh:
-                return fh.read(limit + 1)
+            try:
+                with self.zip.open(info) as fh:
+                    return fh.read(limit + 1)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+                # A bad CRC, truncated or undecodable data, an unknown compression or encryption.
+                raise ImageRejected(f"zip member '{name}' cannot be read: {exc}") from None
         if self.base is None:
             raise ImageRejected("no images were given with this import (a directory or a zip)")
         # An absolute path in a record (as released: /topical_data/...) is read from the
@@ -149,6 +164,43 @@ def open_safe_zip(path: Path, max_total: int) -> zipfile.ZipFile:
     return zf
 
 
+# -- staging -------------------------------------------------------------------------
+
+
+class Staging:
+    """The images one import stores, under a staging prefix until it is done (see the module docstring)."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.prefix = f"staging/{uuid4().hex}/"
+        self.keys: dict[str, str] = {}  # final key -> staged key
+
+    def put(self, image: CheckedImage) -> None:
+        if image.storage_key not in self.keys and not self.storage.exists(image.storage_key):
+            self.keys[image.storage_key] = self.prefix + image.storage_key
+            self.storage.put(self.keys[image.storage_key], image.data, image.mime)
+
+    def promote(self) -> None:
+        for final, staged in self.keys.items():
+            self.storage.promote(staged, final)
+
+    def discard(self) -> None:
+        for staged in self.keys.values():
+            self.storage.delete(staged)
+
+
+@contextmanager
+def staged_images(storage: Storage) -> Iterator[Staging]:
+    """Images stored in the block are promoted when it ends, and deleted if it raises."""
+    staging = Staging(storage)
+    try:
+        yield staging
+    except BaseException:
+        staging.discard()
+        raise
+    staging.promote()
+
+
 # -- the import ----------------------------------------------------------------------
 
 
@@ -171,7 +223,7 @@ def import_items(
     say = progress or (lambda phase, done, total: None)
 
     # 1. Validate every record; report up to MAX_REPORTED_ERRORS problems, each with its line.
-    records = list(parse_records(data, filename))
+    records = list(parse_records(data, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth))
     if not records:
         raise Invalid(f"{filename} holds no records.")
     errors: list[str] = []
@@ -203,80 +255,81 @@ def import_items(
     if errors:
         raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
 
-    # 2. Check and store every image the records name.
-    checked: dict[str, CheckedImage] = {}
-    item_assets: list[dict[str, str]] = []
-    for i, (where, item, _) in enumerate(parsed, 1):
-        refs = dataset.image_refs(item)
-        pointers = {}
-        for pointer, ref in refs.items():
-            if is_external(ref) and (images is None or not images.has_file_named(ref)):
-                continue  # an http(s) image stays a reference the browser loads; never fetched here
-            if ref not in checked:
-                if images is None:
-                    errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
-                    continue
-                try:
-                    image = check_image(
-                        images.read(ref),
-                        max_bytes=settings.max_image_bytes,
-                        max_pixels=settings.max_image_pixels,
-                    )
-                except ImageRejected as exc:
-                    errors.append(f"{where}: field '{pointer.lstrip('/')}': {ref}: {exc}")
-                    continue
-                # Stored now so that image bytes are not all held in memory at once.
-                if not storage.exists(image.storage_key):
-                    storage.put(image.storage_key, image.data, image.mime)
-                checked[ref] = replace(image, data=b"")
-            pointers[pointer] = checked[ref].sha256
-        item_assets.append(pointers)
-        if len(errors) >= MAX_REPORTED_ERRORS:
-            break
-        if refs:
-            say("images", i, len(parsed))
-    if errors:
-        raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
+    with staged_images(storage) as staging:
+        # 2. Check and store every image the records name.
+        checked: dict[str, CheckedImage] = {}
+        item_assets: list[dict[str, str]] = []
+        for i, (where, item, _) in enumerate(parsed, 1):
+            refs = dataset.image_refs(item)
+            pointers = {}
+            for pointer, ref in refs.items():
+                if is_external(ref) and (images is None or not images.has_file_named(ref)):
+                    continue  # an http(s) image stays a reference the browser loads; never fetched here
+                if ref not in checked:
+                    if images is None:
+                        errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
+                        continue
+                    try:
+                        image = check_image(
+                            images.read(ref),
+                            max_bytes=settings.max_image_bytes,
+                            max_pixels=settings.max_image_pixels,
+                        )
+                    except ImageRejected as exc:
+                        errors.append(f"{where}: field '{pointer.lstrip('/')}': {ref}: {exc}")
+                        continue
+                    # Stored now so that image bytes are not all held in memory at once.
+                    staging.put(image)
+                    checked[ref] = replace(image, data=b"")
+                pointers[pointer] = checked[ref].sha256
+            item_assets.append(pointers)
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                break
+            if refs:
+                say("images", i, len(parsed))
+        if errors:
+            raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
 
-    new_images = _record_assets(session, list({c.sha256: c for c in checked.values()}.values()))
+        new_images = _record_assets(session, list({c.sha256: c for c in checked.values()}.values()))
 
-    # 3. Write the items with COPY.
-    raw = session.connection().connection.driver_connection
-    with raw.cursor() as cur:
-        with cur.copy(
-            "COPY items (project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left)"
-            " FROM STDIN"
-        ) as copy:
-            for i, ((_, item, source), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
-                data_json = item.model_dump(mode="json")
-                stage_id, status, slots = _entry(stages, data_json)
-                copy.write_row(
-                    (
-                        project.id,
-                        item.id,
-                        json.dumps(data_json, ensure_ascii=False),
-                        source,
-                        json.dumps(pointers),
-                        item.group_id,
-                        stage_id,
-                        status,
-                        slots,
+        # 3. Write the items with COPY.
+        raw = session.connection().connection.driver_connection
+        with raw.cursor() as cur:
+            with cur.copy(
+                "COPY items (project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left)"
+                " FROM STDIN"
+            ) as copy:
+                for i, ((_, item, source), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
+                    data_json = item.model_dump(mode="json")
+                    stage_id, status, slots = _entry(stages, data_json)
+                    copy.write_row(
+                        (
+                            project.id,
+                            item.id,
+                            json.dumps(data_json, ensure_ascii=False),
+                            source,
+                            json.dumps(pointers),
+                            item.group_id,
+                            stage_id,
+                            status,
+                            slots,
+                        )
                     )
-                )
-                if i % 10000 == 0:
-                    say("writing", i, len(parsed))
-    say("writing", len(parsed), len(parsed))
-    sampling.draw(session, project.id)
-    record(
-        session,
-        "project.import",
-        actor_id=actor_id,
-        target=f"project:{project.id}",
-        file=filename,
-        items=len(parsed),
-        images=len(checked),
-    )
-    return ImportResult(created=len(parsed), images=len(checked), new_images=new_images)
+                    if i % 10000 == 0:
+                        say("writing", i, len(parsed))
+        say("writing", len(parsed), len(parsed))
+        sampling.draw(session, project.id)
+        record(
+            session,
+            "project.import",
+            actor_id=actor_id,
+            target=f"project:{project.id}",
+            file=filename,
+            items=len(parsed),
+            images=len(checked),
+        )
+        result = ImportResult(created=len(parsed), images=len(checked), new_images=new_images)
+    return result
 
 
 def _entry(stages: list, data: dict) -> tuple[int, str, int]:

@@ -7,25 +7,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.orm import Session
 
 from app.datasets import dataset_of, follow_on, get_task
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
 from app.models import Annotation, Item, ItemResult, Project, Stage
 from app.services.audit import record
 
 
 class StageSpec(BaseModel):
-    workflow: str
-    name: str | None = None
+    workflow: str = Field(max_length=100)
+    name: str | None = Field(default=None, max_length=100)
     overlap: int = Field(default=1, ge=1, le=50)
     lease_seconds: int = Field(default=900, ge=10, le=7 * 24 * 3600)
     guidelines: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
     # Agreement sampling: `overlap` annotators on a random sample of this many items, one on the rest.
-    sample_size: int | None = Field(default=None, ge=1)
+    sample_size: int | None = Field(default=None, ge=1, le=2**31 - 1)
     sample_seed: int = Field(default=0, ge=0, le=2**31 - 1)
 
 
@@ -45,13 +45,16 @@ def stage_specs_for(
     form offers first stages only). `config` is the first stage's, or every stage's with `config_for_all`."""
     names = (first, *(tuple(then) if then is not None else follow_on(first)))
     configs = _shared_config(names, config or {}) if config_for_all else [config or {}] + [{}] * (len(names) - 1)
-    return [
-        StageSpec(
-            workflow=w, overlap=overlap, lease_seconds=lease_seconds, sample_size=sample_size, sample_seed=sample_seed,
-            config=c,
-        )
-        for w, c in zip(names, configs)
-    ]
+    try:
+        return [
+            StageSpec(
+                workflow=w, overlap=overlap, lease_seconds=lease_seconds, sample_size=sample_size, sample_seed=sample_seed,
+                config=c,
+            )
+            for w, c in zip(names, configs)
+        ]
+    except ValidationError as exc:  # the form and the command line pass their values unchecked
+        raise Invalid("The stage settings are not valid: " + "; ".join(format_validation_error(exc)), format_validation_error(exc)) from None
 
 
 def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -79,6 +82,8 @@ def create_project(
     name = name.strip()
     if not name:
         raise Invalid("A project needs a name.")
+    if len(name) > 200:  # the column's width
+        raise Invalid("A project's name has at most 200 characters.")
     if not stages:
         raise Invalid("A project needs at least one stage.")
     earlier: list[str] = []

@@ -253,6 +253,8 @@ def save_definition(session: Session, project_id: int, raw: dict[str, Any], *, a
 
 def get_definition(session: Session, project_id: int, version: int | None = None) -> SplitDefinition:
     """A version of the project's split definition (the newest when `version` is None)."""
+    if version is not None and not 1 <= version <= 2**31 - 1:
+        raise NotFound(f"This project has no split version {version}.")  # past the column's range: no query
     query = sa.select(SplitDefinition).where(SplitDefinition.project_id == project_id)
     query = query.where(SplitDefinition.version == version) if version is not None else query.order_by(SplitDefinition.version.desc())
     definition = session.scalar(query.limit(1))

@@ -144,7 +144,12 @@ def authenticate(
     return LoginOutcome(user=user)
 
 
+TOKEN_NAME_LENGTH = 100  # the column's width
+
+
 def create_token(session: Session, user: User, name: str = "", *, actor_id: int | None = None) -> tuple[ApiToken, str]:
+    if len(name) > TOKEN_NAME_LENGTH:
+        raise Invalid(f"A token's name has at most {TOKEN_NAME_LENGTH} characters.")
     plain, digest = security.new_api_token()
     token = ApiToken(user_id=user.id, name=name, token_hash=digest)
     session.add(token)

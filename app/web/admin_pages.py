@@ -12,7 +12,7 @@ from app.errors import DomainError
 from app.models import Role
 from app.services import jobs_view, login_throttle
 from app.services import users as users_service
-from app.web.deps import Db, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.templating import render
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(csrf_protect)])
@@ -73,7 +73,7 @@ def create_user(
 @router.post("/users/{user_id}")
 def update_user(
     request: Request,
-    user_id: int,
+    user_id: Id,
     session: Db,
     role: str = Form(...),
     is_active: str = Form("off"),
@@ -91,7 +91,7 @@ def update_user(
 
 
 @router.post("/users/{user_id}/password")
-def reset_password(request: Request, user_id: int, session: Db, user: Principal = Depends(admin_only)):
+def reset_password(request: Request, user_id: Id, session: Db, user: Principal = Depends(admin_only)):
     if user_id == user.id:
         # A new password ends the admin's own session before the page could show it.
         ctx = _users_context(session, error="Change your own password on your account page (your name, top right).")
@@ -102,7 +102,7 @@ def reset_password(request: Request, user_id: int, session: Db, user: Principal 
 
 
 @router.post("/users/{user_id}/tokens")
-def create_token(request: Request, user_id: int, session: Db, name: str = Form(""), user: Principal = Depends(admin_only)):
+def create_token(request: Request, user_id: Id, session: Db, name: str = Form(""), user: Principal = Depends(admin_only)):
     target = users_service.get_user(session, user_id)
     _, plain = users_service.create_token(session, target, name.strip(), actor_id=user.id)
     # Shown once, and never stored in plain text.
@@ -110,7 +110,7 @@ def create_token(request: Request, user_id: int, session: Db, name: str = Form("
 
 
 @router.post("/tokens/{token_id}/revoke")
-def revoke_token(request: Request, token_id: int, session: Db, user: Principal = Depends(admin_only)):
+def revoke_token(request: Request, token_id: Id, session: Db, user: Principal = Depends(admin_only)):
     actor = users_service.get_user(session, user.id)
     users_service.revoke_token(session, token_id, actor=actor)
     return _flash(request, "token_revoked", id=token_id)

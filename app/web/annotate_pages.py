@@ -13,7 +13,7 @@ from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services import annotation, projects
-from app.web.deps import Answer, AnswerForm, Db, Principal, csrf_protect, page_user, savepoint
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, savepoint
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -23,7 +23,7 @@ MAX_PREFETCH = 16  # images of the next item fetched ahead (a ColorSwap pair has
 
 
 @router.get("/stages/{stage_id}/annotate")
-def next_item(request: Request, stage_id: int, session: Db, user: Principal = Depends(page_user)):
+def next_item(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
     """Resume the user's live lease in the stage, or claim the next item."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is not None:
@@ -82,7 +82,7 @@ def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
 
 
 @router.get("/stages/{stage_id}/bar")
-def stage_bar(request: Request, stage_id: int, session: Db, user: Principal = Depends(page_user)):
+def stage_bar(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
     """The stage's progress bar, loaded after the screen so that counting never delays an item.
     Counts are shared for a few seconds: with many items and annotators they are the costly part."""
     cache = request.app.state.progress_cache
@@ -95,7 +95,7 @@ def stage_bar(request: Request, stage_id: int, session: Db, user: Principal = De
 
 
 @router.get("/stages/{stage_id}/upcoming")
-def upcoming(request: Request, stage_id: int, after: int, session: Db, user: Principal = Depends(page_user)):
+def upcoming(request: Request, stage_id: Id, after: BigId, session: Db, user: Principal = Depends(page_user)):
     """Prefetch links for the images of the item the annotator will most likely get next, loaded
     while they work on the current one: the next screen then draws from the browser's cache.
     Holds no item: nothing is leased before the current item is submitted."""
@@ -105,7 +105,7 @@ def upcoming(request: Request, stage_id: int, after: int, session: Db, user: Pri
 
 
 @router.get("/assignments/{assignment_id}")
-def screen(request: Request, assignment_id: int, session: Db, user: Principal = Depends(page_user)):
+def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
     response = render(request, "annotate/screen.html", _screen_context(session, assignment_id, user))
     # Never shown again from a cache: Back to a submitted item asks anew and says it was submitted.
     response.headers["Cache-Control"] = "no-store"
@@ -126,7 +126,7 @@ def _submit(session: Session, assignment_id: int, user: Principal, answer: Answe
 
 
 @router.post("/assignments/{assignment_id}/submit")
-def submit(request: Request, assignment_id: int, session: Db, answer: Answer, user: Principal = Depends(page_user)):
+def submit(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
     try:
         with savepoint(session):
             stage_id = _submit(session, assignment_id, user, answer)
@@ -140,7 +140,7 @@ def submit(request: Request, assignment_id: int, session: Db, answer: Answer, us
 
 
 @router.post("/assignments/{assignment_id}/skip")
-def skip(request: Request, assignment_id: int, session: Db, user: Principal = Depends(page_user)):
+def skip(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
     stage = annotation.assignment_stage(session, assignment_id, user.id)
     annotation.give_back(session, assignment_id, user.id, skip=True)
     return _go(request, _next_screen(session, stage.id, user))
@@ -154,7 +154,7 @@ def _next_screen(session: Session, stage_id: int, user: Principal) -> str:
 
 
 @router.post("/assignments/{assignment_id}/check")
-def live_check(request: Request, assignment_id: int, session: Db, answer: Answer, user: Principal = Depends(page_user)):
+def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
     """The workflow's live check of what the annotator has typed so far, as a fragment."""
     return live_check_fragment(request, annotation.open_assignment(session, assignment_id, user.id), answer.values)
 
@@ -171,7 +171,7 @@ def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
 
 
 @router.post("/assignments/{assignment_id}/draft")
-def draft(request: Request, assignment_id: int, session: Db, answer: Answer, user: Principal = Depends(page_user)):
+def draft(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
     try:
         with savepoint(session):
             annotation.save_draft(session, assignment_id, user.id, answer.values)

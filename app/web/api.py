@@ -11,7 +11,8 @@ from app.errors import NotFound
 from app.models import Export, Role
 from app.services import agreement, annotation, export, projects, splits, targets
 from app.services import users as users_service
-from app.web.deps import Db, Principal, api_role, api_user
+from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
+from app.web.limits import LimitedJsonRoute
 from app.web.schemas import (
     FILE,
     AgreementReport,
@@ -34,7 +35,7 @@ from app.web.schemas import (
 )
 from app.web.uploads import run_upload_import
 
-router = APIRouter(prefix="/api/v1", tags=["api"])
+router = APIRouter(prefix="/api/v1", tags=["api"], route_class=LimitedJsonRoute)
 admin = api_role(Role.admin)
 
 
@@ -44,7 +45,7 @@ def list_projects(session: Db, user: Principal = Depends(api_user)):
 
 
 @router.get("/projects/{project_id}", response_model=ProjectOut)
-def get_project(project_id: int, session: Db, user: Principal = Depends(api_user)):
+def get_project(project_id: Id, session: Db, user: Principal = Depends(api_user)):
     return projects.project_progress(session, project_id).as_dict()
 
 
@@ -57,7 +58,7 @@ def create_project(body: ProjectIn, session: Db, user: Principal = Depends(admin
 @router.post("/projects/{project_id}/items", status_code=201, response_model=ImportOut)
 def import_items(
     request: Request,
-    project_id: int,
+    project_id: Id,
     session: Db,
     file: UploadFile = File(..., description="JSONL, JSON array or CSV of records"),
     images: UploadFile | None = File(None, description="zip of the images the records name"),
@@ -68,7 +69,7 @@ def import_items(
 
 
 @router.post("/stages/{stage_id}/claim", response_model=ClaimOut, responses={204: {"description": "Nothing left for you"}})
-def claim(stage_id: int, session: Db, user: Principal = Depends(api_user)):
+def claim(stage_id: Id, session: Db, user: Principal = Depends(api_user)):
     """Your live lease in the stage if you hold one (a client that lost the answer gets it back),
     else the next item for you; 204 when nothing is left."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
@@ -87,7 +88,7 @@ def claim(stage_id: int, session: Db, user: Principal = Depends(api_user)):
 
 
 @router.post("/assignments/{assignment_id}/submit", response_model=SubmitOut)
-def submit(assignment_id: int, body: SubmitIn, session: Db, user: Principal = Depends(api_user)):
+def submit(assignment_id: BigId, body: SubmitIn, session: Db, user: Principal = Depends(api_user)):
     result = annotation.submit(
         session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent
     )
@@ -95,26 +96,26 @@ def submit(assignment_id: int, body: SubmitIn, session: Db, user: Principal = De
 
 
 @router.post("/assignments/{assignment_id}/skip", status_code=204, response_class=Response)
-def skip(assignment_id: int, session: Db, user: Principal = Depends(api_user)) -> None:
+def skip(assignment_id: BigId, session: Db, user: Principal = Depends(api_user)) -> None:
     annotation.give_back(session, assignment_id, user.id, skip=True)
 
 
 @router.post("/assignments/{assignment_id}/release", status_code=204, response_class=Response)
-def release(assignment_id: int, session: Db, user: Principal = Depends(api_user)) -> None:
+def release(assignment_id: BigId, session: Db, user: Principal = Depends(api_user)) -> None:
     annotation.give_back(session, assignment_id, user.id, skip=False)
 
 
 @router.put("/assignments/{assignment_id}/draft", status_code=204, response_class=Response)
-def save_draft(assignment_id: int, body: DraftIn, session: Db, user: Principal = Depends(api_user)) -> None:
+def save_draft(assignment_id: BigId, body: DraftIn, session: Db, user: Principal = Depends(api_user)) -> None:
     annotation.save_draft(session, assignment_id, user.id, body.payload)
 
 
 @router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True)
 def stage_agreement(
-    stage_id: int,
+    stage_id: Id,
     session: Db,
     samples: int = Query(1000, ge=0, le=10_000),
-    seed: int = 0,
+    seed: int = Query(0, ge=0, le=2**31 - 1),
     stored: bool = Query(False, description="The newest report the worker stored (what the dashboard shows) instead of computing now"),
     user: Principal = Depends(api_role(Role.reviewer)),
 ):
@@ -131,7 +132,7 @@ def stage_agreement(
 
 
 @router.get("/projects/{project_id}/splits", response_model=list[SplitVersionListed])
-def list_splits(project_id: int, session: Db, user: Principal = Depends(admin)):
+def list_splits(project_id: Id, session: Db, user: Principal = Depends(admin)):
     """The project's split definition versions, newest first, with their counts."""
     projects.get_project(session, project_id)
     return [SplitVersionListed(version=d.version, config=d.config, counts=d.ordered_counts, created_at=d.created_at.isoformat())
@@ -139,7 +140,7 @@ def list_splits(project_id: int, session: Db, user: Principal = Depends(admin)):
 
 
 @router.post("/projects/{project_id}/splits", status_code=201, response_model=SplitVersionOut)
-def save_splits(project_id: int, session: Db, config: dict[str, Any] = Body(...), user: Principal = Depends(admin)):
+def save_splits(project_id: Id, session: Db, config: dict[str, Any] = Body(...), user: Principal = Depends(admin)):
     """Save a new split version: {"ratios"|"counts": {...}, "seed", "rest", "held_out": {"field", "values", "split"}, "stratify"}."""
     d = splits.save_definition(session, project_id, config, actor_id=user.id)
     return SplitVersionOut(version=d.version, config=d.config, counts=d.ordered_counts)
@@ -152,7 +153,7 @@ def _export_out(row: Export) -> ExportOut:
 
 
 @router.post("/projects/{project_id}/exports", status_code=202, response_model=ExportOut)
-def start_export(request: Request, project_id: int, body: ExportIn, session: Db, jobs_after: BackgroundTasks,
+def start_export(request: Request, project_id: Id, body: ExportIn, session: Db, jobs_after: BackgroundTasks,
                  user: Principal = Depends(admin)):
     """Queue an export on the worker; poll GET /api/v1/exports/{id}."""
     from app.worker import jobs
@@ -167,7 +168,7 @@ def start_export(request: Request, project_id: int, body: ExportIn, session: Db,
 
 
 @router.get("/exports/{export_id}", response_model=ExportOut)
-def get_export(export_id: int, session: Db, user: Principal = Depends(admin)):
+def get_export(export_id: Id, session: Db, user: Principal = Depends(admin)):
     row = session.get(Export, export_id)
     if row is None:
         raise NotFound(f"No export with id {export_id}.")
@@ -175,7 +176,7 @@ def get_export(export_id: int, session: Db, user: Principal = Depends(admin)):
 
 
 @router.get("/exports/{export_id}/files/{path:path}", response_class=FileResponse, responses=FILE)
-def export_file(export_id: int, path: str, session: Db, user: Principal = Depends(admin)):
+def export_file(export_id: Id, path: str, session: Db, user: Principal = Depends(admin)):
     """A file of a finished export, by its path in the manifest."""
     return FileResponse(export.find_file(session, export_id, path), filename=path.rsplit("/", 1)[-1])
 
@@ -192,13 +193,13 @@ def create_user(body: UserIn, session: Db, user: Principal = Depends(admin)):
 
 
 @router.post("/users/{user_id}/tokens", status_code=201, response_model=TokenOut)
-def create_token(user_id: int, body: TokenIn, session: Db, user: Principal = Depends(admin)):
+def create_token(user_id: Id, body: TokenIn, session: Db, user: Principal = Depends(admin)):
     target = users_service.get_user(session, user_id)
     token, plain = users_service.create_token(session, target, body.name, actor_id=user.id)
     return TokenOut(id=token.id, token=plain)
 
 
 @router.delete("/tokens/{token_id}", status_code=204, response_class=Response)
-def revoke_token(token_id: int, session: Db, user: Principal = Depends(api_user)) -> None:
+def revoke_token(token_id: Id, session: Db, user: Principal = Depends(api_user)) -> None:
     actor = users_service.get_user(session, user.id)
     users_service.revoke_token(session, token_id, actor=actor)

@@ -11,6 +11,27 @@ from app.web.templating import render
 router = APIRouter()
 API_PREFIX = "/api/v1/"
 
+# Every refusal of the API has one shape (app.main's error handlers write it): a message, and for
+# invalid input the list of what is wrong. The schema says so for each status the API answers with.
+ERROR_SCHEMA = {
+    "type": "object",
+    "title": "Error",
+    "required": ["detail"],
+    "properties": {
+        "detail": {"type": "string", "description": "What went wrong, in the user's terms"},
+        "errors": {"type": "array", "items": {"type": "string"}, "description": "Each invalid field or line, when there are several"},
+    },
+}
+ERROR_STATUSES = {
+    "400": "Bad request",
+    "401": "No valid bearer token",
+    "403": "The token's user lacks the role",
+    "404": "Not found",
+    "409": "Conflicts with the current state",
+    "413": "Too large",
+    "422": "Invalid input: `errors` names each problem",
+}
+
 
 @router.get("/api/docs", include_in_schema=False)
 def api_docs(request: Request):
@@ -27,10 +48,20 @@ def with_bearer_tokens(app: FastAPI) -> None:
             schema.setdefault("components", {})["securitySchemes"] = {
                 "token": {"type": "http", "scheme": "bearer", "description": "An API token (`vlc_…`): Users page or `vlcurate token create`."}
             }
+            components = schema["components"].setdefault("schemas", {})
+            components["Error"] = ERROR_SCHEMA
+            for name in ("HTTPValidationError", "ValidationError"):  # FastAPI's 422 shape, which the app never sends
+                components.pop(name, None)
             for path, operations in schema["paths"].items():
                 if path.startswith(API_PREFIX):
                     for operation in operations.values():
                         operation.setdefault("security", [{"token": []}])
+                        responses = operation.setdefault("responses", {})
+                        for status, description in ERROR_STATUSES.items():
+                            responses[status] = {
+                                "description": description,
+                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                            }
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -9,11 +9,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated
 
+import annotated_types
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from app.db import transaction
+from app.errors import Invalid
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services import users as users_service
@@ -32,6 +34,16 @@ def db(request: Request) -> Iterator[Session]:
 # (FastAPI's default "request" scope would commit after the response.) Always use this alias: a bare
 # Depends(db) is a separate dependency and would open a second session.
 Db = Annotated[Session, Depends(db, scope="function")]
+
+
+# Ids in paths and queries are checked at the edge: a number no row can have (negative, or past the
+# column's range) is answered 422 before any query runs, instead of PostgreSQL refusing the parameter
+# with a 500; 0 is let through and finds nothing ("after item 0": from the start). Every integer a
+# route takes has an upper bound, ids by these two types (a test walks the routes).
+INT4_MAX = 2**31 - 1
+INT8_MAX = 2**63 - 1
+Id = Annotated[int, annotated_types.Interval(ge=0, le=INT4_MAX)]  # projects, stages, users, tokens, exports
+BigId = Annotated[int, annotated_types.Interval(ge=0, le=INT8_MAX)]  # items, assignments, annotations
 
 
 @contextmanager
@@ -161,14 +173,17 @@ Posted = Annotated[FormData, Depends(form)]
 
 
 async def csrf_protect(request: Request) -> None:
-    """Every state-changing page request carries the session's token, as a form field or header."""
+    """Every state-changing page request carries the session's token, as a form field or header; and
+    its form fields hold no NUL character, which PostgreSQL cannot store (it would answer a 500)."""
     if request.method in ("GET", "HEAD", "OPTIONS"):
         return
-    sent = request.headers.get("x-csrf-token")
-    if not sent and _is_form(request):
-        sent = (await form(request)).get("csrf_token")
+    posted = await form(request)
+    sent = request.headers.get("x-csrf-token") or posted.get("csrf_token")
     if not same_token(request.session.get("csrf"), sent if isinstance(sent, str) else None):
         raise HTTPException(403, "The form has expired or was not sent from this site (CSRF check failed). Reload the page and try again.")
+    for name, value in posted.multi_items():
+        if isinstance(value, str) and "\x00" in value:
+            raise Invalid(f"The field '{name}' holds a NUL character (\\u0000), which cannot be stored.")
 
 
 def client_ip(request: Request) -> str | None:

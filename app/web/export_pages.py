@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app.errors import DomainError
 from app.models import Export, Role
 from app.services import export, projects, splits, targets
-from app.web.deps import Db, Posted, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
 
@@ -40,7 +40,7 @@ def _context(session: Session, project_id: int, **extra) -> dict:
 
 
 @router.get("/projects/{project_id}/export")
-def export_page(request: Request, project_id: int, session: Db, user: Principal = Depends(admin_only)):
+def export_page(request: Request, project_id: Id, session: Db, user: Principal = Depends(admin_only)):
     notice = None if is_htmx(request) else take_flash(request)  # the progress poll must not eat the notice
     return render(request, "export/page.html", _context(session, project_id, notice=notice))
 
@@ -59,7 +59,7 @@ class SplitForm(BaseModel):
 
 
 @router.post("/projects/{project_id}/splits")
-def save_splits(request: Request, project_id: int, session: Db, form: Annotated[SplitForm, Form()],
+def save_splits(request: Request, project_id: Id, session: Db, form: Annotated[SplitForm, Form()],
                 user: Principal = Depends(admin_only)):
     """Save a new version of the split definition; its counts show at once."""
     try:
@@ -76,7 +76,7 @@ def save_splits(request: Request, project_id: int, session: Db, form: Annotated[
 
 
 @router.post("/projects/{project_id}/exports")
-def start_export(request: Request, project_id: int, session: Db, posted: Posted, jobs_after: BackgroundTasks,
+def start_export(request: Request, project_id: Id, session: Db, posted: Posted, jobs_after: BackgroundTasks,
                  user: Principal = Depends(admin_only)):
     """Queue an export job for the worker."""
     from app.worker import jobs
@@ -100,7 +100,7 @@ def start_export(request: Request, project_id: int, session: Db, posted: Posted,
 
 
 @router.get("/exports/{export_id}.zip")
-def download_zip(export_id: int, session: Db, user: Principal = Depends(admin_only)):
+def download_zip(export_id: Id, session: Db, user: Principal = Depends(admin_only)):
     """Every file of a finished export, manifest included, as one zip streamed as it is made."""
     root = export.find_file(session, export_id, "manifest.json").parent  # done, local, or 404
     paths = sorted(session.get(Export, export_id).manifest["files"]) + ["manifest.json"]
@@ -110,7 +110,7 @@ def download_zip(export_id: int, session: Db, user: Principal = Depends(admin_on
 
 
 @router.get("/exports/{export_id}/files/{path:path}")
-def download(export_id: int, path: str, session: Db, user: Principal = Depends(admin_only)):
+def download(export_id: Id, path: str, session: Db, user: Principal = Depends(admin_only)):
     """One file of a finished export (only files its manifest lists)."""
     target = export.find_file(session, export_id, path)
     media = "application/json" if path.endswith(".json") else None

@@ -17,7 +17,7 @@ from app.errors import DomainError, Invalid
 from app.lifecycle import ItemStatus
 from app.models import Role
 from app.services import figures, items, projects
-from app.web.deps import Db, Posted, Principal, csrf_protect, page_role, page_user, savepoint
+from app.web.deps import BigId, Db, Id, Posted, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
 from app.web.uploads import run_upload_import
@@ -142,7 +142,7 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
 
 
 @router.get("/projects/{project_id}")
-def project_detail(request: Request, project_id: int, session: Db, user: Principal = Depends(page_user)):
+def project_detail(request: Request, project_id: Id, session: Db, user: Principal = Depends(page_user)):
     notice = None if is_htmx(request) else take_flash(request)  # a poll must not eat the notice
     return render(request, "projects/detail.html", _detail_context(session, project_id, import_message=notice, import_ok=True))
 
@@ -150,7 +150,7 @@ def project_detail(request: Request, project_id: int, session: Db, user: Princip
 @router.post("/projects/{project_id}/import")
 def import_page(
     request: Request,
-    project_id: int,
+    project_id: Id,
     session: Db,
     file: UploadFile = File(...),
     images: UploadFile | None = File(None),
@@ -172,8 +172,8 @@ def import_page(
 
 @router.get("/projects/{project_id}/items")
 def items_page(
-    request: Request, project_id: int, session: Db, stage: str = "", status: str = "", annotator: str = "", q: str = "",
-    after: int | None = None, before: int | None = None, user: Principal = Depends(page_role(Role.reviewer)),
+    request: Request, project_id: Id, session: Db, stage: str = "", status: str = "", annotator: str = "", q: str = "",
+    after: BigId | None = None, before: BigId | None = None, user: Principal = Depends(page_role(Role.reviewer)),
 ):
     """Filter by stage, status, annotator and text; pages by id (keyset), each row opening the item's history."""
     project = projects.get_project(session, project_id)

@@ -13,7 +13,7 @@ from app.errors import DomainError, Invalid
 from app.models import Role
 from app.services import agreement, equivalence, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
-from app.web.deps import Answer, Db, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import Answer, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.item_views import answer_view, history_page, item_view
 from app.web.templating import render, render_error
 
@@ -22,7 +22,7 @@ reviewer_only = page_role(Role.reviewer)
 
 
 @router.get("/stages/{stage_id}/review")
-def review_list(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def review_list(request: Request, stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     stage = projects.get_stage(session, stage_id)
     project = projects.get_project(session, stage.project_id)
     rows = review.review_queue(session, stage_id)
@@ -31,7 +31,7 @@ def review_list(request: Request, stage_id: int, session: Db, user: Principal = 
 
 
 @router.get("/stages/{stage_id}/review/next")
-def review_next(stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def review_next(stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     """The item annotators disagree on most, or the queue when nothing waits: where a decision leads."""
     rows = review.review_queue(session, stage_id, limit=500)
     target = f"/stages/{stage_id}/review/{rows[0].item_id}" if rows else f"/stages/{stage_id}/review"
@@ -39,7 +39,7 @@ def review_next(stage_id: int, session: Db, user: Principal = Depends(reviewer_o
 
 
 @router.post("/stages/{stage_id}/review/{item_id}/take-back")
-def take_back(stage_id: int, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def take_back(stage_id: Id, item_id: BigId, session: Db, user: Principal = Depends(reviewer_only)):
     """Stop waiting for the annotators of a sent-back item and review it again."""
     review.take_back(session, stage_id, item_id, user.id)
     return RedirectResponse(f"/stages/{stage_id}/review/{item_id}", status_code=303)
@@ -75,15 +75,15 @@ def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> d
 
 
 @router.get("/stages/{stage_id}/review/{item_id}")
-def review_screen(request: Request, stage_id: int, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def review_screen(request: Request, stage_id: Id, item_id: BigId, session: Db, user: Principal = Depends(reviewer_only)):
     return render(request, "review/screen.html", _screen_context(session, stage_id, item_id))
 
 
 @router.post("/stages/{stage_id}/review/{item_id}")
 def review_submit(
     request: Request,
-    stage_id: int,
-    item_id: int,
+    stage_id: Id,
+    item_id: BigId,
     session: Db,
     accept: int | None = Form(None),
     action: str = Form(""),
@@ -134,14 +134,14 @@ def _editor_context(session: Session, stage_id: int, item_id: int, start: int | 
 
 
 @router.get("/stages/{stage_id}/review/{item_id}/edit")
-def review_editor(request: Request, stage_id: int, item_id: int, session: Db, start: int | None = None,
+def review_editor(request: Request, stage_id: Id, item_id: BigId, session: Db, start: BigId | None = None,
                   user: Principal = Depends(reviewer_only)):
     """Write the final version in the workflow's own editor, starting from annotation `start`."""
     return render(request, "review/edit.html", _editor_context(session, stage_id, item_id, start))
 
 
 @router.post("/stages/{stage_id}/review/{item_id}/edit")
-def review_edit_submit(request: Request, stage_id: int, item_id: int, session: Db, answer: Answer,
+def review_edit_submit(request: Request, stage_id: Id, item_id: BigId, session: Db, answer: Answer,
                        user: Principal = Depends(reviewer_only)):
     comment = answer.meta.get("comment") or ""
     try:
@@ -156,14 +156,14 @@ def review_edit_submit(request: Request, stage_id: int, item_id: int, session: D
 
 
 @router.post("/stages/{stage_id}/review/{item_id}/check")
-def review_live_check(request: Request, stage_id: int, item_id: int, session: Db, answer: Answer,
+def review_live_check(request: Request, stage_id: Id, item_id: BigId, session: Db, answer: Answer,
                       user: Principal = Depends(reviewer_only)):
     """The workflow's live check of the reviewer's version, as a fragment."""
     return live_check_fragment(request, review.open_review(session, stage_id, item_id), answer.values)
 
 
 @router.get("/items/{item_id}/history")
-def history(request: Request, item_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def history(request: Request, item_id: BigId, session: Db, user: Principal = Depends(reviewer_only)):
     """An item's full history: annotations (every revision), finals, suggestions and reviews, who and when,
     each answer shown as its stage's task shows it."""
     found = review.item_history(session, item_id)
@@ -224,13 +224,13 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
 
 
 @router.get("/stages/{stage_id}/agreement")
-def dashboard(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def dashboard(request: Request, stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     """The stage's agreement dashboard, from the newest stored report."""
     return render(request, "review/agreement.html", _dashboard_context(session, stage_id))
 
 
 @router.post("/stages/{stage_id}/agreement")
-def recompute(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def recompute(request: Request, stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     """Queue the worker job that recomputes and stores the stage's agreement report."""
     from app.worker import jobs
 
@@ -242,7 +242,7 @@ def recompute(request: Request, stage_id: int, session: Db, user: Principal = De
 
 
 @router.post("/stages/{stage_id}/equivalence")
-def judge_equivalence(request: Request, stage_id: int, session: Db, user: Principal = Depends(reviewer_only)):
+def judge_equivalence(request: Request, stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     """Queue the differently worded answer pairs of the stage for equivalence judgements."""
     try:
         with savepoint(session):

@@ -11,7 +11,7 @@ from app.services import projects
 
 
 class ProjectIn(BaseModel):
-    name: str
+    name: str = Field(max_length=200)
     description: str = ""
     stages: list[projects.StageSpec] = Field(min_length=1)
 
@@ -67,7 +67,7 @@ class ClaimOut(BaseModel):
 class SubmitIn(BaseModel):
     payload: dict[str, Any]
     idempotency_key: str = Field(min_length=1, max_length=100)
-    seconds_spent: float | None = Field(default=None, ge=0)
+    seconds_spent: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class SubmitOut(BaseModel):
@@ -115,7 +115,7 @@ class SplitVersionListed(SplitVersionOut):
 
 class ExportIn(BaseModel):
     format: str
-    version: int | None = Field(default=None, description="Split version; default the newest")
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="Split version; default the newest")
     splits: bool = Field(default=True, description="False: one split, 'all'")
     target: str | None = Field(default=None, description="s3://bucket/prefix; default this server (download from /api/v1/exports/{id}/files/...)")
 
@@ -149,7 +149,7 @@ class UserOut(UserCreated):
 
 
 class TokenIn(BaseModel):
-    name: str = ""
+    name: str = Field(default="", max_length=100)
 
 
 class TokenOut(BaseModel):

@@ -1,0 +1,63 @@
+"""JSON request bodies held to the size and depth limits (`max_json_bytes`, `max_json_depth`), and
+refused if they hold a NUL character, before FastAPI parses them: a route class, so the refusal goes
+through the app's error handlers."""
+
+from __future__ import annotations
+
+from fastapi import Request
+from fastapi.routing import APIRoute
+
+from app import jsontext
+from app.errors import Invalid, TooLarge
+
+
+def _is_json(request: Request) -> bool:
+    # FastAPI parses a body without a content type as JSON too.
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind in ("", "application/json") or kind.endswith("+json")
+
+
+async def _limited_body(request: Request, max_bytes: int) -> bytes:
+    refusal = f"The request body is larger than {max_bytes:,} bytes (VLCURATE_MAX_JSON_BYTES)."
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise TooLarge(refusal)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise TooLarge(refusal)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def check_json_body(request: Request) -> None:
+    """Read a JSON body within the size limit and refuse it if it nests too deep, naming the line."""
+    settings = request.app.state.settings
+    body = await _limited_body(request, settings.max_json_bytes)
+    request._body = body  # Starlette's cache of the body: FastAPI parses these bytes, read once
+    text = body.decode("utf-8", errors="replace")
+    if (why := jsontext.nul_problem(text)) is not None:
+        raise Invalid(f"The request body holds {why}.")
+    at = jsontext.too_deep_at(text, settings.max_json_depth)
+    if at is not None:
+        line = jsontext.line_of(text, at)
+        column = at - text.rfind("\n", 0, at)
+        raise Invalid(
+            f"The request body nests arrays and objects deeper than {settings.max_json_depth} levels "
+            f"(VLCURATE_MAX_JSON_DEPTH): line {line}, column {column}."
+        )
+
+
+class LimitedJsonRoute(APIRoute):
+    """An API route whose JSON body is checked by `check_json_body` first."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def limited(request: Request):
+            if _is_json(request):
+                await check_json_body(request)
+            return await handler(request)
+
+        return limited
