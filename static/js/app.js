@@ -127,7 +127,8 @@
   });
 
   // Drafts: nothing typed is lost. The screen says "unsaved" from the first change until the
-  // server confirms a save; a hidden or closing page sends what is unsaved at once (keepalive);
+  // server confirms a save; a hidden or closing page sends what is unsaved at once (keepalive, on
+  // pagehide: no beforeunload listener, which would delay every navigation and the page cache);
   // a submitted form cancels draft saves still waiting; a refused save shows its message.
   var draftForm = document.querySelector("[data-annotation-form][hx-post]");
   if (draftForm) {
@@ -166,6 +167,5 @@
     };
     document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") flush(); });
     window.addEventListener("pagehide", flush);
-    window.addEventListener("beforeunload", flush);
   }
 })();
