@@ -60,12 +60,17 @@ class Refusal:
     scope: str  # "account": this username from this address; "address": every login from the address
 
 
-def serialize(session: Session, username: str, address: str | None) -> None:
+BUSY = Refusal(1.0, "busy")  # another attempt for this username from this address is being checked
+
+
+def serialize(session: Session, username: str, address: str | None) -> bool:
     """One login attempt at a time per (username, address), on every replica, until the transaction
-    ends: parallel guesses cannot all slip in before the first failure is counted."""
-    session.execute(
-        sa.text("SELECT pg_advisory_xact_lock(4242002, hashtext(:key))"), {"key": f"{username}\n{address or NO_ADDRESS}"}
-    )
+    ends: parallel guesses cannot all slip in before the first failure is counted. False when another
+    attempt holds it: that one is refused at once rather than queued, so a flood of parallel guesses
+    cannot hold every database connection of a replica while it waits."""
+    return bool(session.scalar(
+        sa.text("SELECT pg_try_advisory_xact_lock(4242002, hashtext(:key))"), {"key": f"{username}\n{address or NO_ADDRESS}"}
+    ))
 
 
 def refusal(session: Session, username: str, address: str | None) -> Refusal | None:

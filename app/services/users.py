@@ -128,8 +128,7 @@ def authenticate(
     guesser learns nothing, and it does not lengthen the wait. Every outcome is an audit event."""
     if not username:
         return LoginOutcome()  # no account has an empty name, and '' is the throttle's row of an address
-    login_throttle.serialize(session, username, ip)
-    refused = login_throttle.refusal(session, username, ip)
+    refused = login_throttle.refusal(session, username, ip) if login_throttle.serialize(session, username, ip) else login_throttle.BUSY
     if refused is not None:
         record(session, "login.refused", target=username, ip=ip, scope=refused.scope, wait_seconds=round(refused.seconds, 1))
         return LoginOutcome(refused=refused)

@@ -51,7 +51,10 @@ def login(request: Request, session: Db, username: str = Form(""), password: str
     if outcome.refused is None:
         return render(request, "auth/login.html", ctx, status_code=401)
     wait = math.ceil(outcome.refused.seconds)
-    ctx["error"] = f"Too many failed logins {_SCOPES[outcome.refused.scope]}. Try again in {_duration(wait)}."
+    if outcome.refused.scope == "busy":
+        ctx["error"] = f"Another login for this account from your address is being checked. Try again in {_duration(wait)}."
+    else:
+        ctx["error"] = f"Too many failed logins {_SCOPES[outcome.refused.scope]}. Try again in {_duration(wait)}."
     return render(request, "auth/login.html", ctx, status_code=429, headers={"Retry-After": str(wait)})
 
 

@@ -14,7 +14,7 @@ from app.services.login_throttle import Policy, delay_after
 from app.settings import Settings
 from app.web.addresses import client_address, parse_networks
 from tests import factories
-from tests.conftest import login
+from tests.conftest import PASSWORD, login
 
 ATTACKER, OWNER = ("203.0.113.7", 40000), ("198.51.100.9", 40000)
 
@@ -123,6 +123,21 @@ def test_the_wait_holds_on_every_replica(settings, users):
     for _ in range(3):
         assert login(replica_a, "ann", "wrong password").status_code == 401
     assert login(replica_b, "ann", "wrong password").status_code == 429
+
+
+def test_a_parallel_attempt_is_refused_at_once_not_queued(app, users, engine):
+    """While one attempt for a username from an address is being checked, another is answered 429 at
+    once instead of holding a database connection while it waits its turn."""
+    with engine.connect() as holder:  # another replica's attempt, mid-check
+        holder.execute(sa.text("SELECT pg_advisory_lock(4242002, hashtext(:key))"), {"key": f"ann\n{ATTACKER[0]}"})
+        started = time.monotonic()
+        r = login(_from(app, ATTACKER), "ann", "wrong password")
+        assert r.status_code == 429 and r.headers["retry-after"] == "1" and time.monotonic() - started < 5
+        assert "Another login for this account from your address is being checked" in r.text
+        assert login(_from(app, OWNER), "ann", PASSWORD).status_code == 303  # another address: not held up
+        holder.execute(sa.text("SELECT pg_advisory_unlock_all()"))
+    assert login(_from(app, ATTACKER), "ann", PASSWORD).status_code == 303
+    assert [e.detail.get("scope") for e in _events(app, "login.refused")] == ["busy"]
 
 
 # -- whose address a request is counted against ----------------------------------------------------------
