@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Protocol
 
@@ -16,6 +18,7 @@ class Storage(Protocol):
     def exists(self, key: str) -> bool: ...
     def delete(self, key: str) -> None: ...
     def promote(self, staged: str, key: str) -> None: ...
+    def sweep(self, prefix: str, older_than_seconds: float) -> int: ...
 
 
 class StorageKeyError(ValueError):
@@ -67,6 +70,21 @@ class LocalStorage:
         path.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self._path(staged), path)
 
+    def sweep(self, prefix: str, older_than_seconds: float) -> int:
+        """Delete the objects under the folder `prefix` last written more than `older_than_seconds` ago;
+        returns how many."""
+        base = self._path(prefix)
+        if not base.is_dir():
+            return 0
+        cutoff, gone = time.time() - older_than_seconds, 0
+        for path in sorted(base.rglob("*"), reverse=True):  # files before the folders holding them
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink(missing_ok=True)
+                gone += 1
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        return gone
+
 
 class S3Storage:
     def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None, region: str | None = None):
@@ -106,6 +124,17 @@ class S3Storage:
         """Move the object at `staged` to `key`: a server-side copy (content type kept), then the delete."""
         self.client.copy_object(Bucket=self.bucket, Key=self._key(key), CopySource={"Bucket": self.bucket, "Key": self._key(staged)})
         self.client.delete_object(Bucket=self.bucket, Key=self._key(staged))
+
+    def sweep(self, prefix: str, older_than_seconds: float) -> int:
+        """Delete the objects under `prefix` last modified more than `older_than_seconds` ago; returns how many."""
+        cutoff = datetime.now(timezone.utc) - timedelta(seconds=older_than_seconds)
+        gone = 0
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix) + "/"):
+            old = [{"Key": o["Key"]} for o in page.get("Contents", []) if o["LastModified"] < cutoff]
+            if old:
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": old, "Quiet": True})
+                gone += len(old)
+        return gone
 
     def get_external(self, bucket: str, key: str) -> bytes:
         """Read an object named by an `s3://bucket/key` image reference in an import."""

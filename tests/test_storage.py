@@ -88,6 +88,33 @@ def test_promote_moves_a_staged_object_on_both_backends(s3_env, moto_endpoint, t
     assert head["ContentType"] == "image/png"
 
 
+def test_sweeping_staging_deletes_only_old_staged_objects_on_both_backends(s3_env, moto_endpoint, tmp_path):
+    """What a killed import left staged goes once it is old; a running import's objects and every
+    object under its final key stay."""
+    import os
+    import time
+
+    from app.services.imports import sweep_staging
+
+    local = LocalStorage(tmp_path)
+    for key in ("staging/dead/images/ab/old.png", "staging/live/images/cd/new.png", "images/ab/kept.png"):
+        local.put(key, b"bytes", "image/png")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(tmp_path / "staging/dead/images/ab/old.png", (two_days_ago, two_days_ago))
+    assert sweep_staging(local) == 1
+    assert not local.exists("staging/dead/images/ab/old.png") and not (tmp_path / "staging/dead").exists()
+    assert local.exists("staging/live/images/cd/new.png") and local.exists("images/ab/kept.png")
+    assert sweep_staging(LocalStorage(tmp_path / "empty")) == 0
+
+    s3 = S3Storage("vlc-store", prefix="sweep/", endpoint_url=moto_endpoint, region="us-east-1")
+    for key in ("staging/a/images/x.png", "staging/b/images/y.png", "images/z.png"):
+        s3.put(key, b"bytes", "image/png")
+    assert sweep_staging(s3) == 0  # just written: an import may still be running
+    assert sweep_staging(s3, older_than_seconds=-60) == 2  # (a cutoff in the future: every staged object is old)
+    keys = [o["Key"] for o in s3_env.list_objects_v2(Bucket="vlc-store", Prefix="sweep/").get("Contents", [])]
+    assert keys == ["sweep/images/z.png"]
+
+
 def test_an_import_refused_at_its_second_image_leaves_nothing_in_s3(s3_env, moto_endpoint, session, settings):
     """The first image was new and good: it was staged, and is gone with the refusal; a good import
     leaves its images under their keys and nothing under staging/."""

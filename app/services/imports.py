@@ -11,7 +11,8 @@ rollback": images are shared by content, and a concurrent import of the same byt
 found the object and pointed a row at it, so an object under its final key is never deleted. What
 stays possible is a failed commit after the promotion: those objects are unreferenced but harmless,
 and a later import of the same bytes reuses them. A process killed mid-import leaves its staged
-objects under `staging/`, which nothing reads.
+objects under `staging/`, which nothing reads and the worker's periodic reconcile job deletes once
+they are a day old (`sweep_staging`; no import runs that long).
 """
 
 from __future__ import annotations
@@ -166,13 +167,21 @@ def open_safe_zip(path: Path, max_total: int) -> zipfile.ZipFile:
 
 # -- staging -------------------------------------------------------------------------
 
+STAGING = "staging"
+STAGING_MAX_AGE_SECONDS = 24 * 3600
+
+
+def sweep_staging(storage: Storage, older_than_seconds: float = STAGING_MAX_AGE_SECONDS) -> int:
+    """Delete what imports that never finished (a killed process) left staged; returns how many objects."""
+    return storage.sweep(STAGING, older_than_seconds)
+
 
 class Staging:
     """The images one import stores, under a staging prefix until it is done (see the module docstring)."""
 
     def __init__(self, storage: Storage):
         self.storage = storage
-        self.prefix = f"staging/{uuid4().hex}/"
+        self.prefix = f"{STAGING}/{uuid4().hex}/"
         self.keys: dict[str, str] = {}  # final key -> staged key
 
     def put(self, image: CheckedImage) -> None:

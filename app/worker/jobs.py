@@ -29,6 +29,7 @@ from app.db import database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
 from app.models import Asset, Item, JobRun, Stage, Suggestion
+from app.services import imports
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import results_by_stage
 from app.settings import Settings
@@ -339,6 +340,7 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
             return prune_periodic_runs(s, context.job.task_name)
 
     pruned = await asyncio.to_thread(prune)
+    swept = await asyncio.to_thread(imports.sweep_staging, e.storage)
     deferred = 0
     for b in await asyncio.to_thread(find):
         try:
@@ -346,4 +348,4 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
             deferred += 1
         except AlreadyEnqueued:
             pass
-    return {"stalled": stalled, "deferred": deferred, "pruned": pruned}
+    return {"stalled": stalled, "deferred": deferred, "pruned": pruned, "swept": swept}
