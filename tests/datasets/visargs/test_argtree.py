@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from app.datasets.visargs.argtree import (
@@ -35,6 +35,8 @@ def test_print_then_parse_is_the_identity(inputs, output, text):
     st.booleans(),
 )
 def test_varied_spellings_parse_to_the_printed_form(inputs, output, text, layout, sep, lower):
+    # Written without the colon, a text that starts with one reads that colon as the separator.
+    assume(":" in layout or not text.startswith(":"))
     raw = layout.format(i=sep.join(x.lower() if lower else x for x in inputs), o=output, t=text)
     step = parse_step(raw)
     assert step.inputs == tuple(inputs) and step.output == output.upper() and step.text == text
