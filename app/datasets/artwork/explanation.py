@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.agreement.entities import generated_entities, scores, tokens, unique
-from app.datasets.artwork.schema import EXPLANATION, SECTIONS, section_path, segments
+from app.datasets.artwork.schema import EXPLANATION, SECTIONS, section_path, section_view, segments
 from app.datasets.task import Consolidation, Task, image_urls
 from app.datasets.wikido.tokenedits import tokenize
 
@@ -160,14 +160,7 @@ class ArtworkExplanation(Task):
         }
 
     def view_item(self, item, config, *, assets, results, sizes):
-        return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
-            "title": item.get("title") or "",
-            "path": section_path(item),
-            "segments": segments(item.get("text") or "", item.get("entities") or [], lambda e: "entity"),
-            "model": item.get("model") or "",
-            "explanation": item.get("explanation") or "",
-        }
+        return {**section_view(item, assets), "model": item.get("model") or "", "explanation": item.get("explanation") or ""}
 
     def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
         explanation = item.get("explanation") or ""

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from app.datasets.dataset import ItemBase
+from app.datasets.task import image_urls
 
 SECTIONS = "artwork.sections"
 EXPLANATION = "artwork.explanation"
@@ -61,6 +62,16 @@ TEMPLATES_NT = (
     "Explain the {subsection} regarding the {section} of this artwork.",
     "Explain the {subsubsection} regarding the {subsection} in the {section} of this artwork.",
 )
+
+
+def section_view(item: Mapping[str, Any], assets: Mapping[str, str]) -> dict[str, Any]:
+    """A section as reviewers and histories show it (both tasks): image, title, path, entities marked."""
+    return {
+        "image": image_urls(item.get("image"), assets.get("/image")),
+        "title": item.get("title") or "",
+        "path": section_path(item),
+        "segments": segments(item.get("text") or "", item.get("entities") or [], lambda e: "entity"),
+    }
 
 
 def instructions(item: Mapping[str, Any]) -> tuple[str, str]:

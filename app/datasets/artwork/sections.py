@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from app.datasets.artwork.schema import SECTIONS, section_path, segments
+from app.datasets.artwork.schema import SECTIONS, section_path, section_view, segments
 from app.datasets.task import Consolidation, Task, image_urls
 
 # (value, digit key, label) of the reasons to drop a section.
@@ -112,12 +112,7 @@ class ArtworkSections(Task):
         }
 
     def view_item(self, item, config, *, assets, results, sizes):
-        return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
-            "title": item.get("title") or "",
-            "path": section_path(item),
-            "segments": segments(item.get("text") or "", item.get("entities") or [], lambda e: "entity"),
-        }
+        return section_view(item, assets)
 
     def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
         reasons = {value: label for value, _, label in REASONS}
