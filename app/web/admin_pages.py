@@ -13,19 +13,19 @@ from app.models import Role
 from app.services import jobs_view, login_throttle
 from app.services import users as users_service
 from app.web.deps import Db, Id, Principal, csrf_protect, page_role, savepoint
+from app.web.flash import flash, take_flash
 from app.web.templating import render
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(csrf_protect)])
 admin_only = page_role(Role.admin)
 
-# -- flash: what a POST tells the page it redirects to ---------------------------------------------------
-# Kept in the signed session cookie for one redirect and dropped when shown, so a reload neither posts
-# again nor shows a password or token twice; it never goes into a URL or a log line.
+# -- what a POST tells the page it redirects to (app/web/flash.py): shown once, so a reload neither
+# posts again nor shows a password or token twice.
 _FLASH = "admin_flash"
 
 
 def _flash(request: Request, kind: str, **data: Any) -> RedirectResponse:
-    request.session[_FLASH] = {"kind": kind, **data}
+    flash(request, {"kind": kind, **data}, slot=_FLASH)
     return RedirectResponse("/admin/users", status_code=303)
 
 
@@ -47,10 +47,10 @@ def _users_context(session: Session, **extra) -> dict:
 
 @router.get("/users")
 def users_page(request: Request, session: Db, user: Principal = Depends(admin_only)):
-    flash = request.session.pop(_FLASH, None)
+    notice = take_flash(request, _FLASH)
     # A page showing a password or token once must not be kept by the browser's or a proxy's cache.
-    headers = {"Cache-Control": "no-store"} if flash else None
-    return render(request, "admin/users.html", _users_context(session, flash=flash), headers=headers)
+    headers = {"Cache-Control": "no-store"} if notice else None
+    return render(request, "admin/users.html", _users_context(session, flash=notice), headers=headers)
 
 
 @router.post("/users")

@@ -38,15 +38,17 @@ def shoot(page, name: str) -> None:
         page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
-def fits(page, *selectors: str) -> None:
-    """Each selector's first element lies wholly inside the viewport with the page at its top: seen
-    without scrolling."""
-    page.evaluate("window.scrollTo(0, 0)")
+def fits(page, *selectors: str, every: bool = False) -> None:
+    """Each selector's first element (or with `every`, each of its elements) lies wholly inside the
+    viewport as the page is now: seen without scrolling."""
     height, width = page.viewport_size["height"], page.viewport_size["width"]
     for selector in selectors:
-        box = page.locator(selector).first.bounding_box()
-        assert box is not None, f"{selector} is not shown"
-        assert box["y"] >= 0 and box["y"] + box["height"] <= height and box["x"] + box["width"] <= width, (selector, box)
+        found = page.locator(selector)
+        boxes = [found.nth(k).bounding_box() for k in range(found.count())] if every else [found.first.bounding_box()]
+        assert boxes and None not in boxes, f"{selector} is not shown"
+        for box in boxes:
+            assert box["x"] >= 0 and box["y"] >= 0, f"{selector} starts off screen: {box}"
+            assert box["x"] + box["width"] <= width and box["y"] + box["height"] <= height, f"{selector} ends off screen: {box}"
 
 
 def log_in(page, username: str, password: str) -> None:
@@ -91,17 +93,20 @@ def disagree(sessions, stage_id: int, answers: dict[str, str], items: int = 1) -
 
 
 class Keys:
-    """Real key presses on a page, counted: what an annotator spends on an item."""
+    """Real key presses on a page, counted (Enter included): what an annotator spends on an item.
+    Typed text is the annotator's content, counted apart; script errors on the page are collected."""
 
     def __init__(self, page):
-        self.page = page
-        self.count = 0
+        self.page, self.count, self.typed = page, 0, 0
+        self.errors: list[str] = []
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
 
-    def press(self, *keys: str) -> None:
+    def press(self, *keys: str, times: int = 1) -> None:
         for key in keys:
-            self.page.keyboard.press(key)
-            self.count += 1
+            for _ in range(times):
+                self.page.keyboard.press(key)
+                self.count += 1
 
     def type(self, text: str) -> None:
-        """Typing is the annotator's content, not overhead: it is not counted."""
         self.page.keyboard.type(text)
+        self.typed += len(text)

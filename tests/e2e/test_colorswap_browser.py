@@ -14,7 +14,7 @@ from app.db import transaction
 from app.models import Annotation, Item, ItemResult
 from app.services import imports, projects, suggestions
 from tests.conftest import PASSWORD, colorswap_records, make_user, png_bytes
-from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage, shoot
+from tests.e2e.conftest import Keys, fits, log_in_by_keyboard, open_stage, shoot
 
 GUIDELINES = "Pick the image that fits each caption best; [the paper](https://example.org/colorswap) shows examples."
 
@@ -297,11 +297,6 @@ def test_each_caption_and_its_pick_share_a_colour_and_a_label(page, committed, s
     assert page.locator(".caption-target.focused .choosing-mark").is_visible()
 
 
-def _inside(page, selector: str, height: int = 800) -> None:
-    for box in (page.locator(selector).nth(k).bounding_box() for k in range(page.locator(selector).count())):
-        assert box and box["y"] >= 0 and box["y"] + box["height"] <= height and box["x"] + box["width"] <= 1280, (selector, box)
-
-
 def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, settings, storage, tmp_path):
     tall = {f"img/0_{k}.png": png_bytes((20 * k, 90, 160), size=(700, 900)) for k in range(8)}  # taller than the window
     filter_id, recaption_id = _project(committed, settings, storage, candidates=(8,), sizes=tall, scores=SCORES, guidelines=GUIDELINES)
@@ -312,9 +307,9 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     page.wait_for_function("() => [...document.querySelectorAll('.candidate img')].every(i => i.complete)")
     shoot(page, "colorswap.filter")
     assert page.locator(".candidate").count() == 8
-    _inside(page, ".caption-target")
-    _inside(page, ".candidate img")
-    _inside(page, "#submit-button")
+    fits(page, ".caption-target", every=True)
+    fits(page, ".candidate img", every=True)
+    fits(page, "#submit-button", every=True)
     assert page.evaluate("() => window.scrollY") == 0
     page.keyboard.press("Enter")  # the model's choice: pair-0 is rule-based and goes on to re-captioning
     page.wait_for_url(lambda u: u != screen)
@@ -325,6 +320,6 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     assert page.evaluate("() => document.activeElement.id") == "caption_1"
     shoot(page, "colorswap.recaption")
     page.wait_for_function("() => [...document.querySelectorAll('.chosen-image img')].every(i => i.complete && i.naturalHeight)")
-    _inside(page, ".chosen-image img")
-    _inside(page, "#swap-check")  # the whole swap check, without scrolling
+    fits(page, ".chosen-image img", every=True)
+    fits(page, "#swap-check", every=True)  # the whole swap check, without scrolling
     assert page.evaluate("() => window.scrollY") == 0

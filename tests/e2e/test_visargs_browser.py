@@ -16,7 +16,7 @@ from app.models import Annotation, Item
 from app.services import annotation, imports, projects, suggestions
 from app.services.pipeline import results_by_stage
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import log_in, open_stage, shoot
+from tests.e2e.conftest import Keys, fits, log_in, open_stage, shoot
 
 URL = "https://example.org/visargs/poster_1.png"
 RECORD = {
@@ -37,24 +37,6 @@ def _project(committed, settings, storage, record=RECORD, size=(480, 360)) -> di
         source = imports.ImageSource(settings, storage, base=Path(tmp))
         imports.import_items(s, project.id, json.dumps(record).encode(), "a.jsonl", settings=settings, storage=storage, images=source)
         return {st.workflow: st.id for st in projects.stages_of(s, project.id)}
-
-
-class Keys:
-    """Real key presses on the page, counted (Enter included); typed text is counted apart."""
-
-    def __init__(self, page):
-        self.page, self.count, self.typed = page, 0, 0
-        self.errors: list[str] = []  # script errors on the page, checked at submit
-        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-
-    def press(self, key: str, times: int = 1) -> None:
-        for _ in range(times):
-            self.page.keyboard.press(key)
-            self.count += 1
-
-    def type(self, text: str) -> None:
-        self.page.keyboard.type(text)
-        self.typed += len(text)
 
 
 def _screen(page, username: str, stage_id: int, focused: str) -> Keys:
@@ -222,14 +204,6 @@ def test_premises_edit_drop_and_add_by_keys(page, committed, settings, storage):
     ]
 
 
-def _in_view(page, selector: str) -> None:
-    """The element is wholly on screen without scrolling (the viewport is 1280×800)."""
-    box = page.locator(selector).first.bounding_box()
-    assert box is not None, f"{selector} is not shown"
-    assert box["x"] >= 0 and box["y"] >= 0, f"{selector} starts off screen: {box}"
-    assert box["x"] + box["width"] <= 1280 and box["y"] + box["height"] <= 800, f"{selector} ends off screen: {box}"
-
-
 PREMISES_DONE = {"visual_premises": RECORD["candidate_premises"]}
 CONCLUSION = RECORD["candidate_conclusion"]
 
@@ -245,7 +219,7 @@ def test_structure_one_step_over_every_premise_costs_two_keys(page, committed, s
     keys.press("a")
     assert page.locator(".step-row").first.locator("select").input_value() == "C"
     page.wait_for_selector("#tree-check.ok")
-    _in_view(page, "#tree-check")
+    fits(page, "#tree-check")
     _submit(page, keys)
     assert keys.count == 2 and keys.typed == 0
     assert _stored(committed, stages["visargs.structure"]) == {
@@ -273,16 +247,16 @@ def test_structure_two_steps_by_keys_with_image_and_check_in_view(page, committe
     keys.press("Tab")  # the second step's chips
     keys.press("2")
     keys.press("3")
-    keys.press("ArrowRight", 2)  # past CP1 to IC1
+    keys.press("ArrowRight", times=2)  # past CP1 to IC1
     keys.press("Space")
     outputs = page.locator(".step-row select")
     assert [outputs.nth(0).input_value(), outputs.nth(1).input_value()] == ["IC1", "C"]
     page.wait_for_selector("#tree-check.ok >> text=A valid tree")
-    _in_view(page, "#tree-check")
+    fits(page, "#tree-check")
     check, actions = page.locator("#tree-check").bounding_box(), page.locator(".actions").bounding_box()
     assert check["y"] + check["height"] <= actions["y"]  # not under the pinned Submit either
-    _in_view(page, ".visargs-image img")
-    _in_view(page, "#submit-button")
+    fits(page, ".visargs-image img")
+    fits(page, "#submit-button")
     _submit(page, keys)
     assert keys.count == 11
     assert _stored(committed, stages["visargs.structure"])["reasoning_steps"] == [
@@ -339,12 +313,12 @@ def test_grounding_suggestions_then_a_box_made_by_keys(page, committed, settings
     keys.press("b")
     assert [page.locator(f"input[name={f}_2]").input_value() for f in "xywh"] == ["120", "90", "240", "180"]
     assert _markers(page) == 0
-    keys.press("Alt+ArrowLeft", 2)
+    keys.press("Alt+ArrowLeft", times=2)
     keys.press("ArrowUp")
     keys.press("Shift+Alt+ArrowRight")
     keys.press("Shift+ArrowDown")
     for selector in ("[data-scroll]", ".box-list", "#submit-button"):
-        _in_view(page, selector)
+        fits(page, selector)
     _submit(page, keys)
     assert keys.count == 8
     assert _stored(committed, grounding) == {"b_box": [
@@ -362,7 +336,7 @@ def test_premises_fit_the_screen_and_z_shows_the_image_full_size(page, committed
     page.set_viewport_size({"width": 1280, "height": 800})
     keys = _screen(page, "va", stages["visargs.premises"], ".premise-row:first-child [data-text]")
     for selector in (".visargs-image img", ".premise-row:last-child [data-text]", "input[name=discard]", "#submit-button", "#skip-button"):
-        _in_view(page, selector)
+        fits(page, selector)
     keys.press("Escape")
     keys.press("z")
     page.wait_for_selector("dialog[data-zoom-dialog][open]")
@@ -390,7 +364,7 @@ def test_equivalence_costs_two_keys_and_fits_the_screen(page, committed, setting
     page.set_viewport_size({"width": 1280, "height": 800})
     keys = _screen(page, "va", stage, "input[name=equivalent][value=yes]")
     for selector in (".visargs-image img", "input[value=no]", "#submit-button"):
-        _in_view(page, selector)
+        fits(page, selector)
     keys.press("y")
     _submit(page, keys)
     assert keys.count == 2
