@@ -11,7 +11,6 @@ import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
-from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 
@@ -32,6 +31,7 @@ from app.web import (
     review_pages,
 )
 from app.web.deps import Db, LoginRequired
+from app.web.static_files import STATIC, VersionedStaticFiles
 from app.web.templating import is_htmx, render
 
 SECURITY_HEADERS = {
@@ -94,7 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
 
-    app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
+    app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
     for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)

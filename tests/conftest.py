@@ -279,6 +279,19 @@ def login(client, username: str, password: str = PASSWORD):
     return client.post("/login", data={"username": username, "password": password, "csrf_token": token, "next": "/"}, follow_redirects=False)
 
 
+def led_to(response) -> str:
+    """Where a page's submit or skip led: the next item's screen it answers with (the page names its
+    own address in `data-url`), or the redirect's target (nothing left, or an htmx request)."""
+    import re
+
+    if response.status_code == 303:
+        return response.headers["location"]
+    assert response.status_code == 200, (response.status_code, response.text[:300])
+    found = re.search(r'<body[^>]* data-url="([^"]+)"', response.text)
+    assert found, "the answer names no page"
+    return found[1]
+
+
 def csrf_from(html: str) -> str:
     import re
 

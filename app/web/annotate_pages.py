@@ -106,7 +106,15 @@ def upcoming(request: Request, stage_id: Id, after: BigId, session: Db, user: Pr
 
 @router.get("/assignments/{assignment_id}")
 def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
-    response = render(request, "annotate/screen.html", _screen_context(session, assignment_id, user))
+    return _screen_page(request, session, assignment_id, user)
+
+
+def _screen_page(request: Request, session: Session, assignment_id: int, user: Principal):
+    """The screen of an assignment. Also the answer to a submit or skip that led to it: the page
+    names its own address (`page_url`), which the browser puts in place of the POST's, so a reload
+    asks for the screen with a GET and Back finds the item before."""
+    ctx = _screen_context(session, assignment_id, user)
+    response = render(request, "annotate/screen.html", {**ctx, "page_url": f"/assignments/{assignment_id}"})
     # Never shown again from a cache: Back to a submitted item asks anew and says it was submitted.
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -136,21 +144,26 @@ def submit(request: Request, assignment_id: BigId, session: Db, answer: Answer, 
         keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
         return render_error(request, "annotate/screen.html", ctx, exc, **keep)
     request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
-    return _go(request, _next_screen(session, stage_id, user))
+    return _next_screen(request, session, stage_id, user)
 
 
 @router.post("/assignments/{assignment_id}/skip")
 def skip(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
     stage = annotation.assignment_stage(session, assignment_id, user.id)
     annotation.give_back(session, assignment_id, user.id, skip=True)
-    return _go(request, _next_screen(session, stage.id, user))
+    return _next_screen(request, session, stage.id, user)
 
 
-def _next_screen(session: Session, stage_id: int, user: Principal) -> str:
-    """Where an answered or skipped item leads: the next item's screen, claimed in the same unit of
-    work (one request less between items), or the stage's page that says nothing is left."""
+def _next_screen(request: Request, session: Session, stage_id: int, user: Principal):
+    """What an answered or skipped item leads to: the next item's screen, claimed and rendered in the
+    same unit of work (no redirect and no second request between items), or a redirect to the
+    stage's page that says nothing is left."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
-    return f"/assignments/{claimed.assignment_id}" if claimed else f"/stages/{stage_id}/annotate"
+    if claimed is None:
+        return _go(request, f"/stages/{stage_id}/annotate")
+    if is_htmx(request):
+        return _go(request, f"/assignments/{claimed.assignment_id}")
+    return _screen_page(request, session, claimed.assignment_id, user)
 
 
 @router.post("/assignments/{assignment_id}/check")

@@ -13,12 +13,14 @@ from markupsafe import Markup
 from app import ROOT, __version__
 from app.errors import DomainError
 from app.web.deps import csrf_token
+from app.web.static_files import static_url
 
 templates = Jinja2Blocks(directory=str(ROOT / "templates"))
 # html=False: raw HTML in guidelines is shown as text, never run.
 _markdown = MarkdownIt("commonmark", {"html": False})
 templates.env.filters["markdown"] = lambda text: Markup(_markdown.render(text or ""))
 templates.env.globals["version"] = __version__
+templates.env.globals["static_url"] = static_url
 
 
 def is_htmx(request: Request) -> bool:

@@ -3,6 +3,11 @@
 (function () {
   "use strict";
 
+  // A page that answers a form (the next item after a submit) names its own address: the browser
+  // shows it instead of the POST's, and a reload asks for the page again instead of re-posting.
+  var own = document.body.dataset.url;
+  if (own && own !== location.pathname) history.replaceState(null, "", own);
+
   document.addEventListener("htmx:configRequest", function (event) {
     event.detail.headers["X-CSRF-Token"] = document.body.dataset.csrf || "";
   });

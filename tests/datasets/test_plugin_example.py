@@ -18,7 +18,7 @@ from app.datasets import dataset_of, registry
 from app.db import transaction
 from app.exporters import formats_for
 from app.services import export
-from tests.conftest import csrf_from, login, make_token, make_user, png_bytes, zip_bytes
+from tests.conftest import csrf_from, led_to, login, make_token, make_user, png_bytes, zip_bytes
 
 README = (ROOT / "README.md").read_text()
 
@@ -74,7 +74,7 @@ def test_readme_example_dataset_runs_end_to_end(client, app, settings, yesno):
     key = re.search(r'name="idempotency_key" value="([^"]+)"', page).group(1)
     form = {"csrf_token": csrf_from(page), "idempotency_key": key}
     assert client.post(f"{screen_url}/submit", data={**form, "choice": "maybe"}).status_code == 422
-    assert client.post(f"{screen_url}/submit", data={**form, "choice": "yes"}, follow_redirects=False).status_code == 303
+    led_to(client.post(f"{screen_url}/submit", data={**form, "choice": "yes"}, follow_redirects=False))
 
     # The same annotator through the API.
     token = {"Authorization": f"Bearer {make_token(sessions, ann)}"}

@@ -57,7 +57,7 @@ def test_pages_ask_for_no_missing_file_and_the_favicon_is_served(page, committed
     for path in ("/", "/admin/users", "/admin/jobs", "/account/password"):
         page.goto(path)
         page.wait_for_load_state("networkidle")
-        assert page.locator('link[rel="icon"]').get_attribute("href") == "/static/favicon.svg"
+        assert page.locator('link[rel="icon"]').get_attribute("href").startswith("/static/favicon.svg?v=")
     assert seen["failed"] == [] and page.evaluate("window.__csp") == []
 
 

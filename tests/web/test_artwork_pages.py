@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Item
 from app.services import export
-from tests.conftest import csrf_from, login, png_bytes, zip_bytes
+from tests.conftest import csrf_from, led_to, login, png_bytes, zip_bytes
 
 RECORDS = [
     {"id": "0001_01", "title": "Mona Lisa", "image": "0001.png", "section": "Description",
@@ -57,15 +57,14 @@ def test_sections_then_explanations_with_plain_forms(client, app, api):
             assert "data-rule" not in page and '<mark class="ent"' in page and "Description" in page
             assert client.post(f"{url}/submit", data={**form, "decision": "drop"}).status_code == 422  # no reason
             answer = {"decision": "keep"}
-        assert client.post(f"{url}/submit", data={**form, **answer}, follow_redirects=False).status_code == 303
+        led_to(client.post(f"{url}/submit", data={**form, **answer}, follow_redirects=False))
 
     url = client.get(f"/stages/{explain_id}/annotate", follow_redirects=False).headers["location"]
     page = client.get(url).text
     assert 'class="ent missing"' in page and 'data-metric="entity_coverage"' in page and "Rome" in page
     form = {"csrf_token": csrf_from(page), "idempotency_key": re.search(r'name="idempotency_key" value="([^"]+)"', page).group(1)}
     # Tokens: A portrait by Leonardo da Vinci , kept in Rome .  -> strike "in Rome" (8, 9)
-    r = client.post(f"{url}/submit", data={**form, "score": "3", "struck": ["8", "9"]}, follow_redirects=False)
-    assert r.status_code == 303
+    led_to(client.post(f"{url}/submit", data={**form, "score": "3", "struck": ["8", "9"]}, follow_redirects=False))
 
     sessions = app.state.sessions
     with transaction(sessions) as s:

@@ -20,6 +20,7 @@ from tests.conftest import (
     COLOURS,
     colorswap_records,
     csrf_from,
+    led_to,
     login,
     make_user,
     png_bytes,
@@ -140,7 +141,7 @@ def test_filter_screen_without_javascript(client, app, api):
     # What was chosen is kept on the re-shown form.
     assert re.search(r'name="choice_1" value="1" checked', r.text)
     r = client.post(action, data={**form, "choice_2": "none"}, follow_redirects=False)
-    assert r.status_code == 303
+    assert led_to(r).startswith("/assignments/")  # the second pair
     with transaction(app.state.sessions) as s:
         statuses = sorted(s.scalars(sa.select(Item.status)).all())
     assert statuses == ["active", "discarded"]

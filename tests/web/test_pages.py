@@ -10,6 +10,7 @@ from app.db import transaction
 from tests import factories
 from tests.conftest import (
     csrf_from,
+    led_to,
     login,
     make_choice_project,
     make_token,
@@ -99,11 +100,14 @@ def test_annotating_with_plain_forms(client, app, settings, annotator):
     bad = client.post(f"{screen_url}/submit", data={**form, "choice": "zzz"})
     assert bad.status_code == 422 and "not one of the choices" in bad.text
     r = client.post(f"{screen_url}/submit", data=form, follow_redirects=False)
-    # Straight to the next item, leased in the same request; a double click leads to the same one.
-    assert r.status_code == 303 and r.headers["location"].startswith("/assignments/") and r.headers["location"] != screen_url
+    # Straight to the next item's screen, leased and rendered in the same request (no redirect, no
+    # second request); the page names its own address, never cached; a double click leads to the same one.
+    next_url = led_to(r)
+    assert r.status_code == 200 and next_url.startswith("/assignments/") and next_url != screen_url
+    assert r.headers["cache-control"] == "no-store" and f'action="{next_url}/submit"' in r.text
     again = client.post(f"{screen_url}/submit", data=form, follow_redirects=False)  # a double click
-    assert again.status_code == 303 and again.headers["location"] == r.headers["location"]
-    assert client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"] == r.headers["location"]
+    assert led_to(again) == next_url
+    assert client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"] == next_url
     # While the annotator works, the next item's images are named for prefetching; nothing is leased.
     assert client.get(f"/stages/{stage_id}/upcoming", params={"after": 0}).text == ""  # the last item is leased already
     # Counts are shared for a few seconds, but never hide the annotator's own submit.
@@ -123,7 +127,7 @@ def test_a_submitted_item_opened_again_says_so_and_takes_a_revision(client, app,
     page = client.get(screen_url)
     first_key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
     form = {"csrf_token": csrf_from(page.text), "choice": "a"}
-    assert client.post(f"{screen_url}/submit", data={**form, "idempotency_key": first_key}, follow_redirects=False).status_code == 303
+    led_to(client.post(f"{screen_url}/submit", data={**form, "idempotency_key": first_key}, follow_redirects=False))
 
     again = client.get(screen_url)
     assert again.headers["cache-control"] == "no-store" and "You submitted this item" in again.text
@@ -134,7 +138,7 @@ def test_a_submitted_item_opened_again_says_so_and_takes_a_revision(client, app,
     assert refused.status_code == 409 and "already submitted this item with another answer" in refused.text
     new_key = re.search(r'name="idempotency_key" value="([^"]+)"', refused.text).group(1)
     assert new_key != first_key
-    assert client.post(f"{screen_url}/submit", data={**form, "choice": "b", "idempotency_key": new_key}, follow_redirects=False).status_code == 303
+    led_to(client.post(f"{screen_url}/submit", data={**form, "choice": "b", "idempotency_key": new_key}, follow_redirects=False))
     with transaction(app.state.sessions) as s:
         assert s.execute(sa.select(Annotation.revision, Annotation.payload).order_by(Annotation.id)).all() == [
             (1, {"choice": "a"}), (2, {"choice": "b"})]
