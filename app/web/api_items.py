@@ -11,10 +11,11 @@ from app.db import transaction
 from app.exporters import formats_for, project_dataset
 from app.models import Role
 from app.services import finals, items, projects, review
+from app.services.pipeline import submitted_annotations
 from app.web.assets import CACHE, _lookup
 from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
 from app.web.limits import LimitedJsonRoute
-from app.web.schemas import FILE, HistoryEntry, ImportOut, ItemOut, ItemPage, ItemRow, ProjectSettings, StageSettings
+from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ImportOut, ItemOut, ItemPage, ItemRow, ProjectSettings, StageSettings
 from app.web.uploads import run_upload_import
 
 router = APIRouter(prefix="/api/v1", tags=["items"], route_class=LimitedJsonRoute)
@@ -51,6 +52,9 @@ def get_item(item_id: BigId, session: Db, user: Principal = Depends(reviewer)):
     return ItemOut(
         id=item.id, external_id=item.external_id, project_id=item.project_id, stage_id=item.stage_id, status=item.status,
         data=item.data, assets=item.assets or {}, results=found.results,
+        annotations=[CurrentAnnotation(annotation_id=a.annotation_id, annotator=a.annotator, payload=a.payload,
+                                       submitted_at=a.submitted_at.isoformat())
+                     for a in (submitted_annotations(session, item.id, item.stage_id) if item.stage_id is not None else [])],
         history=[HistoryEntry(at=e.at.isoformat(), what=e.what, who=e.who, stage=e.stage, stage_id=e.stage_id, kind=e.kind,
                               payload=e.payload, detail=e.detail) for e in found.entries],
     )

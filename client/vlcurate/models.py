@@ -176,6 +176,13 @@ class HistoryEntry(BaseModel):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
+class CurrentAnnotation(BaseModel):
+    annotation_id: int = Field(description="What a reviewer accepts (POST /stages/{id}/review/{item_id})")
+    annotator: str
+    payload: dict[str, Any]
+    submitted_at: str
+
+
 class ItemOut(BaseModel):
     """One item with everything that happened to it, oldest first."""
 
@@ -187,6 +194,7 @@ class ItemOut(BaseModel):
     data: dict[str, Any]
     assets: dict[str, str] = Field(description="Stored images by JSON pointer into data: their sha256")
     results: dict[str, dict[str, Any]] = Field(description="The latest final record of each stage, by task name")
+    annotations: list[CurrentAnnotation] = Field(description="Each annotator's latest submitted annotation in the item's current stage")
     history: list[HistoryEntry]
 
 
