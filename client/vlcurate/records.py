@@ -106,13 +106,24 @@ class ImageSource:
             self.zip.close()
 
 
-def pack(batch: list[dict[str, Any]], image_fields: list[str], source: ImageSource) -> tuple[bytes, bytes | None]:
-    """The batch as a JSONL file and a zip of the images its records name. An inline image (a dict with
+def pack(batch: list[dict[str, Any] | str], image_fields: list[str], source: ImageSource) -> tuple[bytes, bytes | None]:
+    """The batch as a JSONL file and a zip of the images its records name (a record given as a JSON
+    text is sent as it is). An inline image (a dict with
     "bytes", as a Dataset's Image column holds it) becomes a file named by its path, or by its sha256,
     and the record names that file."""
     members: dict[str, bytes] = {}
     lines = []
     for record in batch:
+        raw = record if isinstance(record, str) else None  # a JSONL line: sent as it is, every character kept
+        if raw is not None:
+            try:
+                record = json.loads(raw)
+            except ValueError:  # the server names the line and what is wrong with it
+                lines.append(raw)
+                continue
+            if not isinstance(record, dict):
+                lines.append(raw)
+                continue
         record = dict(record)
         for pointer in image_fields:
             value = _get(record, pointer)
@@ -128,7 +139,7 @@ def pack(batch: list[dict[str, Any]], image_fields: list[str], source: ImageSour
                 data = source.read(value)
                 if data is not None:
                     members[value.lstrip("./")] = data
-        lines.append(json.dumps(record, ensure_ascii=False))
+        lines.append(raw if raw is not None else json.dumps(record, ensure_ascii=False))
     body = ("\n".join(lines) + "\n").encode()
     if not members:
         return body, None
