@@ -29,7 +29,10 @@ class Call:
     idempotent: bool = False  # safe to send again after a connection error
     stream: bool = False  # the body is read line by line (NEXT_LINE)
     download_to: Path | None = None  # the body is written to this file
-    ok: tuple[int, ...] = ()  # statuses that are answers, not errors, beyond 2xx
+
+    def __post_init__(self) -> None:
+        # Reads, PUT and DELETE are idempotent by HTTP's definition; a POST only when its call says so.
+        self.idempotent = self.idempotent or idempotent_method(self.method)
 
 
 @dataclass
