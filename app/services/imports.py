@@ -119,7 +119,8 @@ class ImageSource:
     def has_file_named(self, url: str) -> bool:
         """Whether the images given hold a file named like the URL's last path segment (an image
         a record names by URL is then stored from it; the URL itself stays in the record)."""
-        return url_file_name(url) in self._by_name()
+        names = self._by_name()
+        return bool(names) and url_file_name(url) in names  # no images given: no URL parsing per record
 
     def _by_name(self) -> dict[str, str]:
         """File name -> the one path (zip member, or path under the directory) that has it."""

@@ -37,6 +37,19 @@ def _headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", "User-Agent": "vlcurate-client"}
 
 
+def _retry_delay(call: Call, attempt: int, retries: int, exc: httpx.TransportError) -> float:
+    """How long to wait before sending `call` again after a connection error, or ConnectionFailed when
+    it may not be sent again (not idempotent) or has had its retries."""
+    if not call.idempotent or attempt == retries:
+        raise ConnectionFailed(f"{call.method} {call.path}: {exc}") from exc
+    return BACKOFF * 2**attempt
+
+
+def _reply(response: httpx.Response) -> Reply:
+    check(response.status_code, response.content)
+    return Reply(response.status_code, response.content, dict(response.headers))
+
+
 def _request(call: Call) -> dict[str, Any]:
     return {k: v for k, v in (("params", call.params), ("json", call.json), ("files", call.files)) if v is not None}
 
@@ -164,13 +177,9 @@ class Client(Operations, _Api):
                                 fh.write(chunk)
                         return Reply(response.status_code, headers=dict(response.headers)), None
                     return Reply(response.status_code, headers=dict(response.headers)), response.iter_lines()
-                response = self.http.request(call.method, call.path, **_request(call))
-                check(response.status_code, response.content)
-                return Reply(response.status_code, response.content, dict(response.headers)), None
+                return _reply(self.http.request(call.method, call.path, **_request(call))), None
             except httpx.TransportError as exc:
-                if not call.idempotent or attempt == self.retries:
-                    raise ConnectionFailed(f"{call.method} {call.path}: {exc}") from exc
-                time.sleep(BACKOFF * 2**attempt)
+                time.sleep(_retry_delay(call, attempt, self.retries, exc))
 
     def _iter(self, op: Op) -> Iterator[Any]:
         with ExitStack() as stack:
@@ -251,13 +260,9 @@ class AsyncClient(Operations, _Api):
                                 fh.write(chunk)
                         return Reply(response.status_code, headers=dict(response.headers)), None
                     return Reply(response.status_code, headers=dict(response.headers)), response.aiter_lines()
-                response = await self.http.request(call.method, call.path, **_request(call))
-                check(response.status_code, response.content)
-                return Reply(response.status_code, response.content, dict(response.headers)), None
+                return _reply(await self.http.request(call.method, call.path, **_request(call))), None
             except httpx.TransportError as exc:
-                if not call.idempotent or attempt == self.retries:
-                    raise ConnectionFailed(f"{call.method} {call.path}: {exc}") from exc
-                await asyncio.sleep(BACKOFF * 2**attempt)
+                await asyncio.sleep(_retry_delay(call, attempt, self.retries, exc))
 
     async def _iter(self, op: Op, result: list | None = None) -> AsyncIterator[Any]:
         async with AsyncExitStack() as stack:
