@@ -34,3 +34,10 @@ def send_back(stage_id: Id, item_id: BigId, body: SendBackIn, session: Db, user:
     """Return a reviewed item to its annotators with a comment; their next submits are new revisions."""
     item = review.send_back(session, stage_id, item_id, user.id, body.comment)
     return ReviewOut(item_id=item.id, status=item.status, stage_id=item.stage_id)
+
+
+@router.post("/stages/{stage_id}/review/{item_id}/take-back", response_model=ReviewOut)
+def take_back(stage_id: Id, item_id: BigId, session: Db, user: Principal = Depends(reviewer)):
+    """Bring a sent-back item back to review: each annotator's latest annotation counts again."""
+    item = review.take_back(session, stage_id, item_id, user.id)
+    return ReviewOut(item_id=item.id, status=item.status, stage_id=item.stage_id)

@@ -181,6 +181,10 @@ class Operations:
         reply = yield Call("POST", f"/stages/{stage}/review/{item_id}/send-back", json={"comment": comment})
         return ReviewOut.model_validate(reply.json())
 
+    def _take_back(self, stage: int, item_id: int) -> Op:
+        reply = yield Call("POST", f"/stages/{stage}/review/{item_id}/take-back")
+        return ReviewOut.model_validate(reply.json())
+
     def _agreement(self, stage: int, samples: int = 1000, seed: int = 0, stored: bool = False) -> Op:
         reply = yield Call("GET", f"/stages/{stage}/agreement", params={"samples": samples, "seed": seed, "stored": stored})
         return AgreementReport.model_validate(reply.json())

@@ -109,6 +109,10 @@ class _Api:
     def send_back(self, stage: int, item_id: int, comment: str):
         return self._run(self._send_back(stage, item_id, comment))
 
+    def take_back(self, stage: int, item_id: int):
+        """Bring a sent-back item back to review."""
+        return self._run(self._take_back(stage, item_id))
+
     def agreement(self, stage: int, samples: int = 1000, seed: int = 0, stored: bool = False):
         return self._run(self._agreement(stage, samples, seed, stored))
 

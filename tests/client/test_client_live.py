@@ -152,6 +152,8 @@ def test_items_review_and_typed_errors(live_server, committed, tmp_path):
         assert rv.resolve(stage_id, queue[0].item_id, accept=accepted.annotation_id).status == "done"
         assert rv.resolve(stage_id, queue[1].item_id, payload={"verdict": "hallucinated", "caption": "A tram."}).status == "done"
         assert rv.send_back(stage_id, queue[2].item_id, "Look again at the bridge.").status == "active"
+        assert rv.take_back(stage_id, queue[2].item_id).status == "review"
+        assert rv.send_back(stage_id, queue[2].item_id, "Look again, please.").status == "active"
         with pytest.raises(Invalid):
             rv.resolve(stage_id, queue[3].item_id, payload={"verdict": "maybe"})
         with pytest.raises(Forbidden):

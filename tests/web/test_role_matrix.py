@@ -96,6 +96,7 @@ ACCESS = {
     ("GET", "/api/v1/stages/{stage_id}/review"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/send-back"): REVIEWER,
+    ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/take-back"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/suggestions"): ADMIN,
 }
 
