@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack
@@ -158,8 +159,9 @@ class Client(Operations, _Api):
         return self._iter(self._final_records(project, split, version))
 
     def finals(self, project: int | str, split: str | None = None, *, cache_dir: str | None = None):
-        """The finished records as a `datasets.Dataset`, images as `Image` features."""
-        folder = Path(__import__("tempfile").mkdtemp(prefix="vlcurate-finals-"))
+        """The finished records as a `datasets.Dataset`, images as `Image` features (see `final_records`
+        for the records one at a time). Its Arrow files go to the `datasets` cache, or `cache_dir`."""
+        folder = Path(tempfile.mkdtemp(prefix="vlcurate-finals-"))
         try:
             settings, keys = self._run(self._download_finals(project, split, folder))
             return _dataset.build(folder, settings, keys, cache_dir)
@@ -242,7 +244,7 @@ class AsyncClient(Operations, _Api):
         return self._iter(self._final_records(project, split, version))
 
     async def finals(self, project: int | str, split: str | None = None, *, cache_dir: str | None = None):
-        folder = Path(__import__("tempfile").mkdtemp(prefix="vlcurate-finals-"))
+        folder = Path(tempfile.mkdtemp(prefix="vlcurate-finals-"))
         try:
             settings, keys = await self._run(self._download_finals(project, split, folder))
             return await asyncio.to_thread(_dataset.build, folder, settings, keys, cache_dir)
