@@ -15,7 +15,7 @@ from app.services.pipeline import submitted_annotations
 from app.web.assets import CACHE, _lookup
 from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
 from app.web.limits import LimitedJsonRoute
-from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ImportOut, ItemOut, ItemPage, ItemRow, ProjectSettings, StageSettings
+from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
 from app.web.uploads import run_upload_import
 
 router = APIRouter(prefix="/api/v1", tags=["items"], route_class=LimitedJsonRoute)
@@ -60,7 +60,7 @@ def get_item(item_id: BigId, session: Db, user: Principal = Depends(reviewer)):
     )
 
 
-@router.post("/projects/{project_id}/records", response_model=ImportOut)
+@router.post("/projects/{project_id}/records", response_model=RecordsOut)
 def push_records(
     request: Request,
     project_id: Id,
@@ -72,7 +72,7 @@ def push_records(
     """Import a batch of records, leaving out those whose id the project has already: pushing the same
     batch again changes nothing, and a push that stopped midway resumes by pushing everything again."""
     result = run_upload_import(request, session, project_id, file, images, user.id, skip_existing=True)
-    return ImportOut(**result.__dict__)
+    return RecordsOut(**result.__dict__)
 
 
 @router.get("/projects/{project_id}/settings", response_model=ProjectSettings)

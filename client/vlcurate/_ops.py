@@ -17,11 +17,11 @@ from vlcurate.models import (
     ClaimOut,
     ExportOut,
     FinalRecord,
-    ImportOut,
     ItemOut,
     ItemPage,
     ProjectOut,
     ProjectSettings,
+    RecordsOut,
     ReviewOut,
     ReviewRow,
     SplitVersionListed,
@@ -98,7 +98,7 @@ class Operations:
                       batch_size: int = RECORD_BATCH, progress: bool = True) -> Op:
         settings = yield from self._settings(project)
         source = rec.ImageSource(images)
-        total = ImportOut(created=0, images=0, new_images=0, skipped=0)
+        total = RecordsOut(created=0, images=0, new_images=0, skipped=0)
         bar = _progress(progress, rec.total_of(records), "push")
         try:
             for batch in rec.batches(rec.plain_records(records), batch_size):
@@ -108,7 +108,7 @@ class Operations:
                     files["images"] = ("images.zip", zipped, "application/zip")
                 # Idempotent: records whose id the project has are left out, so a retry adds nothing twice.
                 reply = yield Call("POST", f"/projects/{settings.id}/records", files=files, idempotent=True)
-                done = ImportOut.model_validate(reply.json())
+                done = RecordsOut.model_validate(reply.json())
                 for name in ("created", "images", "new_images", "skipped"):
                     setattr(total, name, getattr(total, name) + getattr(done, name))
                 if bar is not None:

@@ -44,7 +44,10 @@ class ImportOut(BaseModel):
     created: int = Field(description="Items created")
     images: int = Field(description="Images the records name")
     new_images: int = Field(description="Images not stored before")
-    skipped: int = Field(default=0, description="Records whose id the project already has (left as they are)")
+
+
+class RecordsOut(ImportOut):
+    skipped: int = Field(description="Records whose id the project has already (left as they are)")
 
 
 class ClaimOut(BaseModel):
