@@ -5,8 +5,10 @@ ARG EXTRAS=""
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
+COPY client ./client
+# ./client first: the server imports the API models from the client distribution.
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir \
-      --extra-index-url https://download.pytorch.org/whl/cpu ".${EXTRAS:+[$EXTRAS]}"
+      --extra-index-url https://download.pytorch.org/whl/cpu ./client ".${EXTRAS:+[$EXTRAS]}"
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 vlcurate

@@ -10,14 +10,15 @@ CHROMIUM ?= /usr/bin/chromium
 .PHONY: install run test browser bench clean
 
 # The app alone for `make run` (no multi-GB model environment); tests add the dev and worker extras.
-$(STAMP): pyproject.toml
+# The client distribution (./client) holds the API models the server imports: installed from here, not PyPI.
+$(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e ./client -e .
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,worker]'
+	$(BIN)/python -m pip install -q -e './client[datasets]' -e '.[dev,worker]'
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
@@ -47,6 +48,7 @@ bench: $(TEST_STAMP) browser
 	$(BIN)/python bench/worker_bench.py
 	$(BIN)/python bench/agreement_bench.py
 	$(BIN)/python bench/export_bench.py
+	$(BIN)/python bench/client_bench.py
 	VLCURATE_CHROMIUM=$(CHROMIUM) $(BIN)/python bench/next_screen_bench.py
 
 clean:

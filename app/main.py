@@ -24,6 +24,9 @@ from app.web import (
     annotate_pages,
     api,
     api_docs,
+    api_items,
+    api_review,
+    api_suggestions,
     assets,
     auth_pages,
     export_pages,
@@ -99,6 +102,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     app.include_router(api.router)
+    for module in (api_items, api_review, api_suggestions):
+        app.include_router(module.router)
     api_docs.with_bearer_tokens(app)
 
     @app.get("/favicon.ico", include_in_schema=False)

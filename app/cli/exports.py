@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli import app
+from app.cli import app, remote
 from app.cli.common import _fail, _sessions, console, err
 from app.db import transaction
 from app.errors import DomainError
@@ -25,31 +25,42 @@ def splits_cmd(
     held_out_split: str = typer.Option("test_ood", help="Name of the held-out split."),
     stratify: Optional[str] = typer.Option(None, help="With --ratios: cut each value of this field in the same proportions."),
     show: bool = typer.Option(False, "--list", help="List the saved versions instead of saving one."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
     """Save a new version of the project's split definition and show its counts (or --list them)."""
     from rich.table import Table
 
     from app.services import projects, splits
 
-    settings, sessions = _sessions()
+    left = 0
     try:
         config = {} if show else splits.config_from_text(
             seed=seed, ratios=ratios, counts=counts, rest=rest, stratify=stratify, held_out=held_out, held_out_split=held_out_split,
         )
-        with transaction(sessions) as session:
-            target = projects.find_project(session, project)
-            if show:
-                rows = [(d.version, d.ordered_counts, d.config, d.created_at) for d in splits.definitions(session, target.id)]
-            else:
-                d = splits.save_definition(session, target.id, config)
-                rows = [(d.version, d.ordered_counts, d.config, d.created_at)]
-                left = splits.unassigned(session, d)
     except DomainError as exc:
         _fail(exc.message, exc.errors)
+    if server:
+        with remote.client(server, token) as api:
+            target = api.project(int(project) if project.isdigit() else project)
+            rows = [(d.version, d.counts, d.config) for d in (api.splits(target.id) if show else [api.save_splits(target.id, config)])]
+    else:
+        settings, sessions = _sessions()
+        try:
+            with transaction(sessions) as session:
+                target = projects.find_project(session, project)
+                if show:
+                    rows = [(d.version, d.ordered_counts, d.config) for d in splits.definitions(session, target.id)]
+                else:
+                    d = splits.save_definition(session, target.id, config)
+                    rows = [(d.version, d.ordered_counts, d.config)]
+                    left = splits.unassigned(session, d)
+        except DomainError as exc:
+            _fail(exc.message, exc.errors)
     table = Table(title=f"Splits of {target.name}")
     for column in ("version", "counts", "config"):
         table.add_column(column)
-    for version, found, cfg, _ in rows:
+    for version, found, cfg in rows:
         table.add_row(str(version), ", ".join(f"{k} {v:,}" for k, v in found.items()), json.dumps(cfg, ensure_ascii=False))
     console.print(table)
     if not show and left:
@@ -63,12 +74,25 @@ def export_cmd(
     out: str = typer.Option(..., "--out", help="A directory, or s3://bucket/prefix."),
     version: Optional[int] = typer.Option(None, help="Split definition version (default: the newest)."),
     no_splits: bool = typer.Option(False, "--no-splits", help="Ignore split definitions: one split, 'all'."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
-    """Export the project's finished items in a format, split by its split definition, with a manifest."""
+    """Export the project's finished items in a format, split by its split definition, with a manifest.
+    With --server the server's worker writes it and it is downloaded into the directory --out names."""
     from rich.progress import MofNCompleteColumn
 
     from app.services import export, projects, targets
     from app.storage import make_storage
+
+    if server:
+        if out.startswith("s3://"):
+            _fail("Through --server, --out is a local directory the export is downloaded to.")
+        with remote.client(server, token) as api:
+            folder = api.export(int(project) if project.isdigit() else project, fmt, out, splits=not no_splits, version=version)
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
+        console.print(f"Exported {counts} to {folder} ({len(manifest['files'])} files, manifest.json).")
+        return
 
     settings, sessions = _sessions()
     try:

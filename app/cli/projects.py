@@ -10,6 +10,7 @@ import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from app.cli import app, project_app
+from app.cli import remote
 from app.cli.common import _fail, _sessions, console, err
 from app.db import transaction
 from app.errors import DomainError
@@ -56,9 +57,19 @@ def import_cmd(
     images: Optional[Path] = typer.Option(
         None, exists=True, help="Directory or zip holding the images (default: the file's directory)."
     ),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
-    """Import items into PROJECT; all or nothing."""
+    """Import items into PROJECT; all or nothing. With --server: pushed through the API in batches,
+    leaving out records whose id the project has (run it again to resume)."""
     from app.services import imports, projects
+
+    if server:
+        with remote.client(server, token) as api:
+            pushed = api.push_records(_ref(project), remote.read_records(file), images=images or file.parent)
+        console.print(f"Imported {pushed.created:,} items ({pushed.images:,} images, {pushed.new_images:,} new; "
+                      f"{pushed.skipped:,} already there).")
+        return
     from app.storage import make_storage
 
     settings, sessions = _sessions()
@@ -96,15 +107,34 @@ def import_cmd(
     console.print(f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
 
 
+def _ref(project: str) -> int | str:
+    return int(project) if project.isdigit() else project
+
+
 @app.command()
 def suggest(
     project: str = typer.Argument(..., help="Project id or name."),
     stage: Optional[str] = typer.Option(None, help="Only this stage (id or name)."),
     kind: Optional[str] = typer.Option(None, help="Only this suggestion kind, e.g. colorswap.itm."),
     wait: bool = typer.Option(True, help="Follow the jobs with a progress bar until they finish."),
+    from_file: Optional[Path] = typer.Option(
+        None, "--from", exists=True, dir_okay=False,
+        help="Store an outside model's suggestions from this JSONL ({external_id, kind, payload, score} a line) instead of running jobs.",
+    ),
+    model: str = typer.Option("outside", help="With --from: the model's name (a line's own `model` wins)."),
+    model_version: str = typer.Option("", "--model-version", help="With --from: the model version (a line's own wins)."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
-    """Enqueue suggestion jobs for the items that lack them, and follow their progress."""
+    """Enqueue suggestion jobs for the items that lack them, and follow their progress; or, with --from,
+    store suggestions computed elsewhere (the same model version again changes nothing)."""
     import time
+
+    if from_file is not None:
+        _suggest_from(project, stage, kind, from_file, model, model_version, server, token)
+        return
+    if server:
+        _fail("Through --server, suggestions come from a file: give --from FILE (the worker runs the models on the server).")
 
     import sqlalchemy as sa
 
@@ -163,3 +193,41 @@ def suggest(
     if failed:
         _fail(f"{failed} of {len(job_ids)} jobs failed; the jobs page (/admin/jobs) says why.")
     console.print("Suggestions are in.")
+
+
+def _suggest_from(project: str, stage: Optional[str], kind: Optional[str], file: Path, model: str, version: str,
+                  server: Optional[str], token: Optional[str]) -> None:
+    rows = ({**({"kind": kind} if kind else {}), "model": model, "model_version": version, **row} for row in remote.suggestion_rows(file))
+    if server:
+        with remote.client(server, token) as api:
+            stages = api.settings(_ref(project)).stages
+            chosen = [s for s in stages if stage is None or stage in (s.name, s.workflow, str(s.id))]
+            if len(chosen) != 1:
+                _fail(f"Name the stage with --stage (one of: {', '.join(s.name for s in stages)}).")
+            done = api.push_suggestions(chosen[0].id, model, version, rows)
+    else:
+        from pydantic import ValidationError
+
+        from app.errors import format_validation_error
+        from app.services import projects, suggestion_push
+        from vlcurate.models import SuggestionIn, SuggestionsOut
+
+        settings, sessions = _sessions()
+        try:
+            with transaction(sessions) as session:
+                target = projects.find_project(session, project)
+                stages = projects.stages_of(session, target.id)
+                chosen = [s for s in stages if stage is None or stage in (s.name, s.workflow, str(s.id))]
+                if len(chosen) != 1:
+                    _fail(f"Name the stage with --stage (one of: {', '.join(s.name for s in stages)}).")
+                try:
+                    checked = [SuggestionIn.model_validate(r).model_dump() for r in rows]
+                except ValidationError as exc:
+                    _fail(f"{file.name}: nothing was stored.", format_validation_error(exc))
+                if not checked:
+                    _fail(f"{file.name} holds no suggestions.")
+                stored, unchanged = suggestion_push.push(session, chosen[0].id, checked)
+        except DomainError as exc:
+            _fail(exc.message, exc.errors)
+        done = SuggestionsOut(stored=stored, unchanged=unchanged)
+    console.print(f"Stored {done.stored:,} suggestions ({done.unchanged:,} unchanged).")

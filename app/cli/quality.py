@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from app.cli import app
+from app.cli import app, remote
 from app.cli.common import _fail, _sessions, console
 from app.db import transaction
 from app.errors import DomainError
@@ -21,26 +21,17 @@ def agreement_cmd(
     samples: int = typer.Option(1000, min=0, help="Bootstrap samples for the 95% intervals."),
     seed: int = typer.Option(0, help="Bootstrap seed (same seed, same intervals)."),
     soft: bool = typer.Option(True, help="Soft-matched Jaccard of text sets with MiniLM (worker extra); --no-soft skips loading it."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
-    """Inter-annotator agreement per stage, with bootstrap confidence intervals."""
+    """Inter-annotator agreement per stage, with bootstrap confidence intervals (through --server: computed
+    by the server, without the soft-matched Jaccard, which the worker's stored reports have)."""
     from rich.table import Table
 
-    from app.services import agreement, projects
-    from app.worker import jobs
-
-    settings, sessions = _sessions()
-    with transaction(sessions) as session:
-        try:
-            target = projects.find_project(session, project)
-        except DomainError as exc:
-            _fail(exc.message)
-        chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
-        if not chosen:
-            _fail(f"Project '{target.name}' has no stage '{stage}'.")
-        reports = [
-            agreement.stage_report(session, st.id, samples=samples, seed=seed, embed=jobs.soft_match_embedder(st.workflow) if soft else None)
-            for st in chosen
-        ]
+    if server:
+        reports = _remote_reports(project, stage, samples, seed, server, token)
+    else:
+        reports = _local_reports(project, stage, samples, seed, soft)
     if as_json:
         print(json.dumps(reports if stage is None else reports[0], indent=2, ensure_ascii=False))
         return
@@ -84,3 +75,32 @@ def equivalence_cmd(
         f"{made['created']} new pairs to judge in project {made['project_id']} "
         f"({made['pairs']} pairs in all, {made['same_wording']} worded the same): /stages/{made['stage_id']}/annotate"
     )
+
+
+def _remote_reports(project: str, stage: Optional[str], samples: int, seed: int, server: str, token: Optional[str]) -> list[dict]:
+    with remote.client(server, token) as api:
+        stages = api.settings(int(project) if project.isdigit() else project).stages
+        chosen = [st for st in stages if stage is None or stage in (st.name, str(st.id))]
+        if not chosen:
+            _fail(f"Project '{project}' has no stage '{stage}'.")
+        return [api.agreement(st.id, samples=samples, seed=seed).model_dump(exclude_unset=True) for st in chosen]
+
+
+def _local_reports(project: str, stage: Optional[str], samples: int, seed: int, soft: bool) -> list[dict]:
+    from app.services import agreement, projects
+    from app.worker import jobs
+
+    settings, sessions = _sessions()
+    with transaction(sessions) as session:
+        try:
+            target = projects.find_project(session, project)
+        except DomainError as exc:
+            _fail(exc.message)
+        chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
+        if not chosen:
+            _fail(f"Project '{target.name}' has no stage '{stage}'.")
+        reports = [
+            agreement.stage_report(session, st.id, samples=samples, seed=seed, embed=jobs.soft_match_embedder(st.workflow) if soft else None)
+            for st in chosen
+        ]
+    return reports

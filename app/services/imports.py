@@ -56,6 +56,7 @@ class ImportResult:
     created: int
     images: int
     new_images: int
+    skipped: int = 0  # records whose id the project had already (with `skip_existing`)
 
 
 # -- image sources ---------------------------------------------------------------
@@ -118,7 +119,8 @@ class ImageSource:
     def has_file_named(self, url: str) -> bool:
         """Whether the images given hold a file named like the URL's last path segment (an image
         a record names by URL is then stored from it; the URL itself stays in the record)."""
-        return url_file_name(url) in self._by_name()
+        names = self._by_name()
+        return bool(names) and url_file_name(url) in names  # no images given: no URL parsing per record
 
     def _by_name(self) -> dict[str, str]:
         """File name -> the one path (zip member, or path under the directory) that has it."""
@@ -224,7 +226,11 @@ def import_items(
     images: ImageSource | None = None,
     actor_id: int | None = None,
     progress: Progress | None = None,
+    skip_existing: bool = False,
 ) -> ImportResult:
+    """Import every record, or none. An id the project has already is an error, or with
+    `skip_existing` (a client pushing a batch again, or resuming) that record is left out: the item
+    stays as it is, whatever the record says now."""
     project = get_project(session, project_id)
     stages = stages_of(session, project.id)
     first = stages[0]
@@ -259,10 +265,17 @@ def import_items(
         existing = session.scalars(
             sa.select(Item.external_id).where(Item.project_id == project.id, Item.external_id == sa.any_(_text_array(list(seen))))
         ).all()
-        for ext in existing[:MAX_REPORTED_ERRORS]:
-            errors.append(f"{seen[ext]}: field 'id': an item with id '{ext}' is already in this project")
+        if skip_existing and existing:
+            known = set(existing)
+            parsed = [p for p in parsed if p[1].id not in known]
+        else:
+            for ext in existing[:MAX_REPORTED_ERRORS]:
+                errors.append(f"{seen[ext]}: field 'id': an item with id '{ext}' is already in this project")
     if errors:
         raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
+    skipped = len(seen) - len(parsed)
+    if not parsed:
+        return ImportResult(created=0, images=0, new_images=0, skipped=skipped)
 
     with staged_images(storage) as staging:
         # 2. Check and store every image the records name.
@@ -337,7 +350,7 @@ def import_items(
             items=len(parsed),
             images=len(checked),
         )
-        result = ImportResult(created=len(parsed), images=len(checked), new_images=new_images)
+        result = ImportResult(created=len(parsed), images=len(checked), new_images=new_images, skipped=skipped)
     return result
 
 

@@ -87,6 +87,17 @@ ACCESS = {
     ("POST", "/api/v1/users"): ADMIN,
     ("POST", "/api/v1/users/{user_id}/tokens"): ADMIN,
     ("DELETE", "/api/v1/tokens/{token_id}"): USER,
+    ("GET", "/api/v1/projects/{project_id}/items"): REVIEWER,
+    ("GET", "/api/v1/items/{item_id}"): REVIEWER,
+    ("POST", "/api/v1/projects/{project_id}/records"): ADMIN,
+    ("GET", "/api/v1/projects/{project_id}/settings"): USER,
+    ("GET", "/api/v1/projects/{project_id}/finals"): ADMIN,
+    ("GET", "/api/v1/images/{sha256}"): USER,
+    ("GET", "/api/v1/stages/{stage_id}/review"): REVIEWER,
+    ("POST", "/api/v1/stages/{stage_id}/review/{item_id}"): REVIEWER,
+    ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/send-back"): REVIEWER,
+    ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/take-back"): REVIEWER,
+    ("POST", "/api/v1/stages/{stage_id}/suggestions"): ADMIN,
 }
 
 # Path parameters are filled with values that name nothing: an allowed caller gets a 404 or a 422 and

@@ -1,0 +1,103 @@
+"""Client benchmark: push N WikiDO records (no images) through the Python client and pull N finals back,
+against a real server process on a scratch database; prints records/s and the client's peak RSS, for
+N = 10,000 and 100,000 (flat RSS means memory does not grow with N).
+
+The client runs in its own process that imports only `vlcurate`, so its RSS is the client's alone.
+
+    python bench/client_bench.py [--records 10000,100000] [--batch 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def child(url: str, token: str, project: int, n: int, batch: int, phase: str) -> None:
+    """Push or pull in this process and print one JSON line: seconds and peak RSS."""
+    sys.path.insert(0, str(ROOT / "client"))
+    from vlcurate import Client
+
+    with Client(url, token, timeout=600) as client:
+        start = time.perf_counter()
+        if phase == "push":
+            records = (
+                {"image_id": f"r{i}", "caption": f"A photo of record number {i} on a bench.", "image": f"https://example.org/{i}.jpg",
+                 "topic": "bench"}
+                for i in range(n)
+            )
+            done = client.push_records(project, records, batch_size=batch, progress=False).created
+        elif phase == "pull":
+            done = sum(1 for _ in client.final_records(project))
+        else:
+            done = client.finals(project).num_rows
+        elapsed = time.perf_counter() - start
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec.
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
+    peak_mb = int(hwm.split()[1]) / 1024
+    print(json.dumps({"n": done, "seconds": elapsed, "peak_mb": peak_mb}))
+
+
+def run_child(*args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'client'}"}
+    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", default="10000,100000")
+    parser.add_argument("--batch", type=int, default=5000)
+    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        url, token, project, n, batch, phase = args.child
+        child(url, token, int(project), int(n), int(batch), phase)
+        return
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT))
+    import sqlalchemy as sa
+    from scratch import scratch_database
+
+    from app.db import session_factory, transaction
+    from app.services import projects, users
+    from tests.conftest import free_port, running
+
+    for n in [int(x) for x in args.records.split(",")]:
+        with scratch_database() as (url, tmp):
+            db = url.render_as_string(hide_password=False)
+            engine = sa.create_engine(url)
+            sessions = session_factory(engine)
+            with transaction(sessions) as s:
+                admin = users.create_user(s, "bench-admin", "admin", "bench password 123")
+                token = users.create_token(s, admin)[1]
+                spec = projects.StageSpec(workflow="wikido.verify")
+                pid = projects.create_project(s, f"client-bench-{n}", [spec]).id
+            port = free_port()
+            env = {**os.environ, "DATABASE_URL": db, "VLCURATE_DATA_DIR": str(tmp / "data"), "VLCURATE_SECRET_KEY": "bench",
+                   "PYTHONPATH": f"{ROOT}:{ROOT / 'client'}"}
+            base = f"http://127.0.0.1:{port}"
+            cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port),
+                   "--log-level", "warning"]
+            with running(cmd, base + "/healthz", env):
+                push = run_child(base, token, str(pid), str(n), str(args.batch), "push")
+                with transaction(sessions) as s:  # every item finished, as if annotated
+                    s.execute(sa.text("UPDATE items SET status = 'done' WHERE project_id = :p"), {"p": pid})
+                pull = run_child(base, token, str(pid), str(n), str(args.batch), "pull")
+                dataset = run_child(base, token, str(pid), str(n), str(args.batch), "dataset")
+            engine.dispose()
+        for name, r in (("push records", push), ("pull finals (JSON lines)", pull), ("pull finals as a Dataset", dataset)):
+            print(f"client {name}: {r['n']:,} in {r['seconds']:.2f} s ({r['n'] / r['seconds']:,.0f} records/s), "
+                  f"peak client RSS {r['peak_mb']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

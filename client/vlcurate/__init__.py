@@ -1,0 +1,19 @@
+"""vlcurate's Python client: `from vlcurate import Client`. Push records and an outside model's
+suggestions, browse items, act on reviews, and pull the finished records as a `datasets.Dataset`."""
+
+from vlcurate.client import AsyncClient, Client
+from vlcurate.errors import (
+    Conflict,
+    ConnectionFailed,
+    Forbidden,
+    Invalid,
+    NotFound,
+    ServerError,
+    TooLarge,
+    Unauthorized,
+    VlcurateError,
+)
+
+__version__ = "0.1.0"
+__all__ = ["AsyncClient", "Client", "Conflict", "ConnectionFailed", "Forbidden", "Invalid", "NotFound", "ServerError",
+           "TooLarge", "Unauthorized", "VlcurateError"]

@@ -1,0 +1,283 @@
+"""Every API operation once, as a sans-I/O generator (see `_protocol`); `Client` and `AsyncClient` run them."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from vlcurate import records as rec
+from vlcurate._protocol import NEXT_LINE, Call, Emit, Op, Sleep
+from vlcurate.errors import NotFound, VlcurateError
+from vlcurate.models import (
+    AgreementReport,
+    ClaimOut,
+    ExportOut,
+    FinalRecord,
+    ItemOut,
+    ItemPage,
+    ProjectOut,
+    ProjectSettings,
+    RecordsOut,
+    ReviewOut,
+    ReviewRow,
+    SplitVersionListed,
+    SplitVersionOut,
+    SubmitOut,
+    SuggestionsOut,
+)
+
+RECORD_BATCH = 2000
+SUGGESTION_BATCH = 2000  # the server takes at most 5,000 a request
+PAGE = 500
+
+
+def _progress(enabled: bool, total: int | None, what: str):
+    """A tqdm bar when tqdm is installed and wanted, else None."""
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=what, unit="rec")
+
+
+class Operations:
+    """The API's operations; each returns a generator driven by a client."""
+
+    # -- projects --------------------------------------------------------------------------------
+
+    def _projects(self) -> Op:
+        reply = yield Call("GET", "/projects")
+        return [ProjectOut.model_validate(p) for p in reply.json()]
+
+    def _project_id(self, project: int | str) -> Op:
+        """A project given by id or by name."""
+        if isinstance(project, int):
+            return project
+        if isinstance(project, ProjectOut):
+            return project.id
+        found = [p for p in (yield from self._projects()) if p.name == project]
+        if not found:
+            raise NotFound(f"No project named {project!r}.", status=404)
+        return found[0].id
+
+    def _project(self, project: int | str) -> Op:
+        pid = yield from self._project_id(project)
+        reply = yield Call("GET", f"/projects/{pid}")
+        return ProjectOut.model_validate(reply.json())
+
+    def _create_project(self, name: str, stages: list[dict[str, Any]], description: str = "") -> Op:
+        reply = yield Call("POST", "/projects", json={"name": name, "description": description, "stages": stages})
+        return ProjectOut.model_validate(reply.json())
+
+    def _settings(self, project: int | str) -> Op:
+        pid = yield from self._project_id(project)
+        reply = yield Call("GET", f"/projects/{pid}/settings")
+        return ProjectSettings.model_validate(reply.json())
+
+    def _stage_id(self, stage: int | str, project: int | str | None = None) -> Op:
+        """A stage by id, or by name (or task name) within `project`."""
+        if isinstance(stage, int):
+            return stage
+        if project is None:
+            raise ValueError("A stage given by name needs its project.")
+        settings = yield from self._settings(project)
+        for s in settings.stages:
+            if stage in (s.name, s.workflow):
+                return s.id
+        raise NotFound(f"No stage {stage!r} in project {settings.name!r}.", status=404)
+
+    # -- records and suggestions -----------------------------------------------------------------
+
+    def _push_records(self, project: int | str, records: Any, images: str | Path | None = None,
+                      batch_size: int = RECORD_BATCH, progress: bool = True) -> Op:
+        settings = yield from self._settings(project)
+        source = rec.ImageSource(images)
+        total = RecordsOut(created=0, images=0, new_images=0, skipped=0)
+        bar = _progress(progress, rec.total_of(records), "push")
+        try:
+            for batch in rec.batches(rec.plain_records(records), batch_size):
+                body, zipped = rec.pack(batch, settings.image_fields, source)
+                files = {"file": ("records.jsonl", body, "application/x-ndjson")}
+                if zipped is not None:
+                    files["images"] = ("images.zip", zipped, "application/zip")
+                # Idempotent: records whose id the project has are left out, so a retry adds nothing twice.
+                reply = yield Call("POST", f"/projects/{settings.id}/records", files=files, idempotent=True)
+                done = RecordsOut.model_validate(reply.json())
+                for name in ("created", "images", "new_images", "skipped"):
+                    setattr(total, name, getattr(total, name) + getattr(done, name))
+                if bar is not None:
+                    bar.update(len(batch))
+        finally:
+            source.close()
+            if bar is not None:
+                bar.close()
+        return total
+
+    def _push_suggestions(self, stage: int | str, model: str, version: str, rows: Iterable[dict[str, Any]],
+                          project: int | str | None = None, kind: str | None = None, batch_size: int = SUGGESTION_BATCH) -> Op:
+        sid = yield from self._stage_id(stage, project)
+        total = SuggestionsOut(stored=0, unchanged=0)
+        for batch in rec.batches(rows, batch_size):
+            body = [{"model": model, "model_version": version, **({"kind": kind} if kind else {}), **row} for row in batch]
+            # Idempotent by model version on the server: the same rows again change nothing.
+            reply = yield Call("POST", f"/stages/{sid}/suggestions", json={"suggestions": body}, idempotent=True)
+            done = SuggestionsOut.model_validate(reply.json())
+            total.stored += done.stored
+            total.unchanged += done.unchanged
+        return total
+
+    # -- items -----------------------------------------------------------------------------------
+
+    def _items(self, project: int | str, *, stage: int | None = None, status: str | None = None,
+               annotator: int | None = None, text: str | None = None, page_size: int = PAGE) -> Op:
+        pid = yield from self._project_id(project)
+        params: dict[str, Any] = {"limit": page_size}
+        for name, value in (("stage", stage), ("status", status), ("annotator", annotator), ("text", text)):
+            if value not in (None, ""):
+                params[name] = value
+        while True:
+            reply = yield Call("GET", f"/projects/{pid}/items", params=params)
+            page = ItemPage.model_validate(reply.json())
+            for row in page.items:
+                yield Emit(row)
+            if page.next is None:
+                return None
+            params["after"] = page.next
+
+    def _item(self, item_id: int) -> Op:
+        reply = yield Call("GET", f"/items/{item_id}")
+        return ItemOut.model_validate(reply.json())
+
+    # -- annotating and reviewing ------------------------------------------------------------------
+
+    def _claim(self, stage: int) -> Op:
+        reply = yield Call("POST", f"/stages/{stage}/claim", idempotent=True)  # gives back a held lease
+        return None if reply.status == 204 else ClaimOut.model_validate(reply.json())
+
+    def _submit(self, assignment_id: int, payload: dict[str, Any], idempotency_key: str | None = None,
+                seconds_spent: float | None = None) -> Op:
+        body = {"payload": payload, "idempotency_key": idempotency_key or uuid.uuid4().hex, "seconds_spent": seconds_spent}
+        # The key makes a retried submit a replay, never a second annotation.
+        reply = yield Call("POST", f"/assignments/{assignment_id}/submit", json=body, idempotent=True)
+        return SubmitOut.model_validate(reply.json())
+
+    def _review_queue(self, stage: int) -> Op:
+        reply = yield Call("GET", f"/stages/{stage}/review")
+        return [ReviewRow.model_validate(r) for r in reply.json()]
+
+    def _resolve(self, stage: int, item_id: int, *, accept: int | None = None, payload: dict[str, Any] | None = None,
+                 comment: str = "") -> Op:
+        body = {"accept_annotation_id": accept, "payload": payload, "comment": comment}
+        reply = yield Call("POST", f"/stages/{stage}/review/{item_id}", json=body)
+        return ReviewOut.model_validate(reply.json())
+
+    def _send_back(self, stage: int, item_id: int, comment: str) -> Op:
+        reply = yield Call("POST", f"/stages/{stage}/review/{item_id}/send-back", json={"comment": comment})
+        return ReviewOut.model_validate(reply.json())
+
+    def _take_back(self, stage: int, item_id: int) -> Op:
+        reply = yield Call("POST", f"/stages/{stage}/review/{item_id}/take-back")
+        return ReviewOut.model_validate(reply.json())
+
+    def _agreement(self, stage: int, samples: int = 1000, seed: int = 0, stored: bool = False) -> Op:
+        reply = yield Call("GET", f"/stages/{stage}/agreement", params={"samples": samples, "seed": seed, "stored": stored})
+        return AgreementReport.model_validate(reply.json())
+
+    # -- splits, finals and exports ----------------------------------------------------------------
+
+    def _splits(self, project: int | str) -> Op:
+        pid = yield from self._project_id(project)
+        reply = yield Call("GET", f"/projects/{pid}/splits")
+        return [SplitVersionListed.model_validate(r) for r in reply.json()]
+
+    def _save_splits(self, project: int | str, config: dict[str, Any]) -> Op:
+        pid = yield from self._project_id(project)
+        reply = yield Call("POST", f"/projects/{pid}/splits", json=config)
+        return SplitVersionOut.model_validate(reply.json())
+
+    def _final_records(self, project: int | str, split: str | None = None, version: int | None = None) -> Op:
+        pid = yield from self._project_id(project)
+        params = {k: v for k, v in (("split", split), ("version", version)) if v is not None}
+        yield Call("GET", f"/projects/{pid}/finals", params=params, stream=True, idempotent=True)
+        while (line := (yield NEXT_LINE)) is not None:
+            if line.strip():
+                yield Emit(FinalRecord.model_validate_json(line))
+
+    def _image(self, sha256: str) -> Op:
+        reply = yield Call("GET", f"/images/{sha256}")
+        return reply.content
+
+    def _download_finals(self, project: int | str, split: str | None, folder: Path) -> Op:
+        """Finals to `folder`: finals.jsonl and one file per stored image (by sha256); returns the
+        project's settings and the union of the records' keys in first-seen order."""
+        settings = yield from self._settings(project)
+        keys: dict[str, None] = {}
+        wanted: set[str] = set()
+        with (folder / "finals.jsonl").open("w", encoding="utf-8") as out:
+
+            def keep(final: FinalRecord) -> None:
+                keys.update(dict.fromkeys(final.record))
+                wanted.update(final.images.values())
+                out.write(final.model_dump_json() + "\n")
+
+            yield from _for_each(self._final_records(settings.id, split), keep)
+        for sha in sorted(wanted):
+            (folder / sha).write_bytes((yield from self._image(sha)))
+        return settings, list(keys)
+
+    def _start_export(self, project: int | str, fmt: str, splits: bool = True, version: int | None = None) -> Op:
+        pid = yield from self._project_id(project)
+        reply = yield Call("POST", f"/projects/{pid}/exports", json={"format": fmt, "splits": splits, "version": version})
+        return ExportOut.model_validate(reply.json())
+
+    def _export(self, project: int | str, fmt: str, out: str | Path, *, splits: bool = True, version: int | None = None,
+                poll: float = 1.0, timeout: float | None = None) -> Op:
+        """Start an export, follow the job until it is done, download its files and manifest into `out`."""
+        job = yield from self._start_export(project, fmt, splits, version)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while job.status not in ("done", "failed"):
+            if deadline is not None and time.monotonic() > deadline:
+                raise VlcurateError(f"Export {job.id} is still {job.status} after {timeout} s ({job.done}/{job.total}).")
+            yield Sleep(poll)
+            job = yield from self._export_status(job.id)
+        if job.status == "failed":
+            raise VlcurateError(f"Export {job.id} failed: {job.error}")
+        if job.target is not None:
+            raise VlcurateError(f"Export {job.id} was written to {job.target}; read it there.")
+        return (yield from self._download_export(job, Path(out)))
+
+    def _export_status(self, export_id: int) -> Op:
+        reply = yield Call("GET", f"/exports/{export_id}")
+        return ExportOut.model_validate(reply.json())
+
+    def _download_export(self, job: ExportOut, out: Path) -> Op:
+        out.mkdir(parents=True, exist_ok=True)
+        for relative in (job.manifest or {}).get("files", {}):
+            target = (out / relative).resolve()
+            if not target.is_relative_to(out.resolve()):
+                raise VlcurateError(f"The manifest names a file outside the output folder: {relative}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # Followed redirects: a replica may answer with the file's address in object storage.
+            yield Call("GET", f"/exports/{job.id}/files/{relative}", download_to=target, idempotent=True)
+        (out / "manifest.json").write_text(json.dumps(job.manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return out
+
+
+def _for_each(op: Op, fn) -> Op:
+    """Run an iterating operation inside another, handing its calls through and `fn` what it emits."""
+    step = next(op)
+    while True:
+        try:
+            if isinstance(step, Emit):
+                fn(step.value)
+                step = next(op)
+            else:
+                step = op.send((yield step))
+        except StopIteration as stop:
+            return stop.value

@@ -1,0 +1,73 @@
+"""The request code both clients share, written once without I/O: every operation is a generator that
+yields `Call`s and gets `Reply`s back (or, on a streamed call, yields `NEXT_LINE` and gets the body's
+next line, None at its end) and `Emit`s the values an iterating operation hands out. `Client` drives
+these generators with httpx's sync client, `AsyncClient` with its async one.
+
+Written by hand: httpx has no shared sync/async layer to hang operations on (its two clients are
+separate classes), and a sans-I/O generator is the smallest way to keep one copy of the logic."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlcurate.errors import error_for
+
+NEXT_LINE = object()  # yielded on a streamed call: send me the body's next line
+
+
+@dataclass
+class Call:
+    method: str
+    path: str  # under /api/v1
+    params: dict[str, Any] | None = None
+    json: Any = None
+    files: dict[str, Any] | None = None
+    idempotent: bool = False  # safe to send again after a connection error
+    stream: bool = False  # the body is read line by line (NEXT_LINE)
+    download_to: Path | None = None  # the body is written to this file
+
+    def __post_init__(self) -> None:
+        # Reads, PUT and DELETE are idempotent by HTTP's definition; a POST only when its call says so.
+        self.idempotent = self.idempotent or idempotent_method(self.method)
+
+
+@dataclass
+class Reply:
+    status: int
+    content: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def json(self) -> Any:
+        return json.loads(self.content) if self.content else None
+
+
+@dataclass
+class Sleep:
+    seconds: float
+
+
+@dataclass
+class Emit:
+    value: Any
+
+
+Op = Generator[Any, Any, Any]
+
+
+def check(status: int, content: bytes) -> None:
+    """Raise the typed error of a refused call."""
+    if status < 400:
+        return
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = content.decode("utf-8", "replace")
+    raise error_for(status, body)
+
+
+def idempotent_method(method: str) -> bool:
+    return method in ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")

@@ -1,0 +1,287 @@
+"""Request and response models of the vlcurate REST API (/api/v1), defined once: the server declares its
+routes with them (its OpenAPI schema) and the client parses answers with them. Pydantic only, so the
+client installs without the server's dependencies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+class StageCounts(BaseModel):
+    active: int = Field(description="Open for annotation in this stage")
+    review: int = Field(description="Waiting for review")
+    finished: int = Field(description="Passed this stage (final record written)")
+    discarded: int
+    total: int
+    annotations: int
+
+
+class StageOut(BaseModel):
+    id: int
+    name: str
+    workflow: str
+    position: int
+    overlap: int
+    sample_size: int | None = Field(description="Overlap only on a random sample of this many items")
+    counts: StageCounts
+    percent: int
+
+
+class ProjectOut(BaseModel):
+    """A project with its stages and their progress counts."""
+
+    id: int
+    name: str
+    description: str
+    items: int
+    done: int
+    discarded: int
+    stages: list[StageOut]
+
+
+class ImportOut(BaseModel):
+    created: int = Field(description="Items created")
+    images: int = Field(description="Images the records name")
+    new_images: int = Field(description="Images not stored before")
+
+
+class RecordsOut(ImportOut):
+    skipped: int = Field(description="Records whose id the project has already (left as they are)")
+
+
+class ClaimOut(BaseModel):
+    assignment_id: int
+    item_id: int
+    lease_until: str
+    data: dict[str, Any]
+    assets: dict[str, str]
+    results: dict[str, dict[str, Any]] = Field(description="Earlier stages' final records, by workflow name")
+    suggestions: list[dict[str, Any]]
+
+
+class SubmitIn(BaseModel):
+    payload: dict[str, Any]
+    idempotency_key: str = Field(min_length=1, max_length=100)
+    seconds_spent: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
+class SubmitOut(BaseModel):
+    annotation_id: int
+    revision: int
+    replayed: bool = Field(description="True when this idempotency key was submitted before: nothing new was stored")
+    item_status: str
+
+
+class DraftIn(BaseModel):
+    payload: dict[str, Any]
+
+
+class StageRef(BaseModel):
+    id: int
+    name: str
+    workflow: str
+
+
+class AgreementReport(BaseModel):
+    """A stage's agreement figures. Facets and per-annotator figures depend on the workflow, so their
+    insides are open dictionaries; a future top-level field passes through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    stage: StageRef
+    items: int = Field(description="Items with two or more annotators")
+    annotators: list[str]
+    samples: int = Field(description="Bootstrap samples of the 95% intervals")
+    seed: int
+    facets: dict[str, dict[str, Any]] = Field(description="Per facet: kind, metrics with estimate/low/high, pairs, ...")
+    per_annotator: dict[str, dict[str, Any]]
+    computed_at: str | None = Field(default=None, description="When the worker stored it (stored reports only)")
+
+
+class SplitVersionOut(BaseModel):
+    version: int
+    config: dict[str, Any]
+    counts: dict[str, int] = Field(description="Items per split, in the order exports write them")
+
+
+class SplitVersionListed(SplitVersionOut):
+    created_at: str
+
+
+class ExportIn(BaseModel):
+    format: str
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="Split version; default the newest")
+    splits: bool = Field(default=True, description="False: one split, 'all'")
+    target: str | None = Field(default=None, description="s3://bucket/prefix; default this server (download from /api/v1/exports/{id}/files/...)")
+
+
+class ExportOut(BaseModel):
+    id: int
+    project_id: int
+    format: str
+    status: str
+    done: int
+    total: int
+    error: str | None
+    target: str | None = Field(description="The s3:// target; null for this server")
+    manifest: dict[str, Any] | None = Field(description="Counts, split config and sha256 of every file, once done")
+
+
+class UserCreated(BaseModel):
+    id: int
+    username: str
+    role: str
+
+
+class UserOut(UserCreated):
+    is_active: bool
+
+
+class TokenIn(BaseModel):
+    name: str = Field(default="", max_length=100)
+
+
+class TokenOut(BaseModel):
+    id: int
+    token: str = Field(description="Shown once; only its hash is stored")
+
+
+# -- items, history, finals, settings ------------------------------------------------------------
+
+
+class ItemRow(BaseModel):
+    id: int
+    external_id: str
+    stage: str | None = Field(description="The stage the item is in")
+    status: str
+    summary: str = Field(description="The start of the item's data, as text")
+    annotators: list[str] = Field(description="Who holds or held the item, in any stage")
+
+
+class ItemPage(BaseModel):
+    """One page of items in id order. `next` is the cursor of the following page (pass it as `after`);
+    it stays correct while items change, since it is an id, not an offset."""
+
+    items: list[ItemRow]
+    next: int | None = Field(description="Pass as `after` for the next page; null on the last page")
+    searched_to: int | None = Field(default=None, description="A text search stopped reading at this id before filling the page")
+
+
+class HistoryEntry(BaseModel):
+    at: str
+    what: str = Field(description="annotation (revision n), final (source), suggestion kind, or a review action")
+    who: str
+    stage: str
+    stage_id: int | None = None
+    kind: str | None = Field(default=None, description="A suggestion's kind")
+    payload: dict[str, Any] | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class CurrentAnnotation(BaseModel):
+    annotation_id: int = Field(description="What a reviewer accepts (POST /stages/{id}/review/{item_id})")
+    annotator: str
+    payload: dict[str, Any]
+    submitted_at: str
+
+
+class ItemOut(BaseModel):
+    """One item with everything that happened to it, oldest first."""
+
+    id: int
+    external_id: str
+    project_id: int
+    stage_id: int | None
+    status: str
+    data: dict[str, Any]
+    assets: dict[str, str] = Field(description="Stored images by JSON pointer into data: their sha256")
+    results: dict[str, dict[str, Any]] = Field(description="The latest final record of each stage, by task name")
+    annotations: list[CurrentAnnotation] = Field(description="Each annotator's latest submitted annotation in the item's current stage")
+    history: list[HistoryEntry]
+
+
+class FinalRecord(BaseModel):
+    """One line of GET /projects/{id}/finals (JSON lines): a finished item as the published export writes it."""
+
+    external_id: str
+    item_id: int
+    split: str
+    record: dict[str, Any] = Field(description="The record as the dataset's published export writes it")
+    images: dict[str, str] = Field(description="Stored images by JSON pointer into the record: their sha256 (GET /images/{sha256})")
+
+
+class StageSettings(BaseModel):
+    id: int
+    name: str
+    workflow: str
+    position: int
+    overlap: int
+    lease_seconds: int
+    sample_size: int | None
+    sample_seed: int
+    guidelines: str
+    config: dict[str, Any]
+    suggestion_kinds: list[str] = Field(description="The kinds of suggestion this stage's task reads")
+
+
+class ProjectSettings(BaseModel):
+    id: int
+    name: str
+    description: str
+    dataset: str = Field(description="The dataset package the project curates")
+    image_fields: list[str] = Field(description="JSON pointers of the record fields that name images")
+    formats: list[str] = Field(description="Export formats that can express this dataset")
+    stages: list[StageSettings]
+
+
+# -- suggestions pushed from outside ----------------------------------------------------------------
+
+
+class SuggestionIn(BaseModel):
+    external_id: str = Field(min_length=1, max_length=1000, description="The item's id in the project")
+    kind: str = Field(min_length=1, max_length=64, description="One of the stage's suggestion kinds")
+    model: str = Field(min_length=1, max_length=200)
+    model_version: str = Field(default="", max_length=200)
+    score: float | None = Field(default=None, allow_inf_nan=False)
+    payload: dict[str, Any]
+
+
+class SuggestionsIn(BaseModel):
+    suggestions: list[SuggestionIn] = Field(min_length=1, max_length=5000)
+
+
+class SuggestionsOut(BaseModel):
+    stored: int = Field(description="New suggestions, or ones whose payload or score changed")
+    unchanged: int = Field(description="Pushed before with the same model version, payload and score")
+
+
+# -- review -----------------------------------------------------------------------------------------
+
+
+class ReviewRow(BaseModel):
+    item_id: int
+    external_id: str
+    annotations: int
+    agreement: float = Field(description="Mean pairwise agreement of its annotations; the queue is lowest first")
+
+
+class ReviewIn(BaseModel):
+    """Accept one annotation (`accept_annotation_id`) or write the final version (`payload`)."""
+
+    accept_annotation_id: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    payload: dict[str, Any] | None = None
+    comment: str = Field(default="", max_length=1000)
+
+
+class SendBackIn(BaseModel):
+    comment: str = Field(min_length=1, max_length=1000, description="What the annotators should change")
+
+
+class ReviewOut(BaseModel):
+    item_id: int
+    status: str
+    stage_id: int | None
+
+
+__all__ = [name for name, value in list(globals().items()) if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]
