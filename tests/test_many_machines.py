@@ -1,0 +1,203 @@
+"""Many machines: with the S3 backend nothing one process writes is read from another's disk.
+
+First in one process: images are streamed from the bucket (or redirected to presigned https URLs)
+with their ETags, and an export written by a worker with another data directory downloads, file by
+file and as a zip, byte-identical to one written to local disk. Then the test that stands for many
+machines: two `vlcurate serve` and two `vlcurate worker` processes, each with its own data
+directory, one PostgreSQL, a moto S3 server; one app process and one worker are killed with
+SIGKILL mid-flow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from app.db import transaction
+from app.models import Asset, Export
+from app.services import export
+from tests import factories
+from tests.conftest import colorswap_records, csrf_from, free_port, login, png_bytes, zip_bytes
+
+VLCURATE = str(Path(sys.executable).parent / "vlcurate")
+
+
+def s3_settings(settings, endpoint: str, **more):
+    """The S3 backend on the moto server, under a prefix of its own."""
+    return settings.model_copy(update={
+        "storage_backend": "s3", "s3_bucket": "vlc-exports", "s3_prefix": f"t-{uuid.uuid4().hex[:8]}",
+        "s3_endpoint_url": endpoint, "s3_region": "us-east-1", **more,
+    })
+
+
+@pytest.fixture
+def settings(settings, s3_client):
+    """Every app in this module stores in S3 (the `app` and `client` fixtures take these settings)."""
+    return s3_settings(settings, s3_client.endpoint)
+
+
+def bucket_keys(s3_client, settings) -> list[str]:
+    pages = s3_client.get_paginator("list_objects_v2").paginate(Bucket=settings.s3_bucket, Prefix=settings.s3_prefix + "/")
+    return sorted(o["Key"].removeprefix(settings.s3_prefix + "/") for page in pages for o in page.get("Contents", []))
+
+
+def local_files(*folders: Path) -> list[Path]:
+    """Files the processes wrote in their data directories (the embedded database aside)."""
+    return sorted(p for folder in folders if folder.exists() for p in folder.rglob("*")
+                  if p.is_file() and "postgres" not in p.relative_to(folder).parts[:1] and p.name != "secret_key")
+
+
+def import_colorswap(client, headers, n: int = 2, overlap: int = 1) -> tuple[int, int, int]:
+    records, files = colorswap_records(n)
+    stages = [{"workflow": "colorswap.filter", "overlap": overlap}, {"workflow": "colorswap.recaption"}]
+    project = client.post("/api/v1/projects", headers=headers, json={"name": f"cs-{uuid.uuid4().hex[:6]}", "stages": stages})
+    assert project.status_code == 201, project.text
+    body = "\n".join(json.dumps(r) for r in records).encode()
+    r = client.post(f"/api/v1/projects/{project.json()['id']}/items", headers=headers,
+                    files={"file": ("pairs.jsonl", body), "images": ("images.zip", zip_bytes(files))})
+    assert r.status_code == 201, r.text
+    return project.json()["id"], project.json()["stages"][0]["id"], project.json()["stages"][1]["id"]
+
+
+def test_images_stream_from_the_bucket_with_etags_and_redirect_only_to_https(app, client, settings, s3_client):
+    with transaction(app.state.sessions) as s:
+        admin = factories.bearer(s, "boss", "admin")
+    import_colorswap(client, admin, n=1)
+    keys = bucket_keys(s3_client, settings)
+    assert len(keys) == 4 and all(k.startswith("images/") for k in keys)
+    assert local_files(settings.data_dir) == []  # nothing on this process's disk
+    with transaction(app.state.sessions) as s:
+        sha, mime, key = s.execute(sa.select(Asset.sha256, Asset.mime, Asset.storage_key).order_by(Asset.sha256)).first()
+    assert client.get(f"/assets/{sha}", follow_redirects=False).status_code == 303  # the access check comes first
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "viewer")
+    login(client, "viewer")
+    image = client.get(f"/assets/{sha}")
+    assert image.status_code == 200 and image.content == s3_client.get_object(Bucket="vlc-exports", Key=f"{settings.s3_prefix}/{key}")["Body"].read()
+    assert image.headers["etag"] == f'"{sha}"' and "immutable" in image.headers["cache-control"]
+    assert image.headers["content-type"] == mime and image.headers["content-length"] == str(len(image.content))
+    assert client.get(f"/assets/{sha}", headers={"If-None-Match": f'"{sha}"'}).status_code == 304
+    thumb = client.get(f"/assets/{sha}/thumb")
+    assert thumb.status_code == 200 and thumb.headers["content-type"] == "image/webp" and thumb.headers["etag"].startswith(f'"{sha}-')
+    assert any(k.startswith("thumbs/") for k in bucket_keys(s3_client, settings))  # made once, kept in the bucket
+    assert local_files(settings.data_dir) == []
+
+    # Presigning on: an http endpoint's URL would be refused for <img> by the Content-Security-Policy,
+    # so images still stream; an https one gets a redirect (no ETag of ours: it would outlive the URL).
+    app.state.storage = _storage(settings, s3_presign_seconds=600)
+    assert client.get(f"/assets/{sha}").status_code == 200
+    app.state.storage = _storage(settings, s3_presign_seconds=600, s3_public_endpoint_url="https://files.example.org")
+    for path in (f"/assets/{sha}", f"/assets/{sha}/thumb"):
+        moved = client.get(path, follow_redirects=False)
+        assert moved.status_code == 307 and moved.headers["location"].startswith(f"https://files.example.org/vlc-exports/{settings.s3_prefix}/")
+        assert "etag" not in moved.headers and moved.headers["cache-control"] == "private, max-age=300"
+        assert "X-Amz-Signature=" in moved.headers["location"] and "response-cache-control=" in moved.headers["location"]
+    assert client.get(f"/assets/{sha}", headers={"If-None-Match": f'"{sha}"'}).status_code == 304
+    client.cookies.clear()
+    assert client.get(f"/assets/{sha}", follow_redirects=False).status_code == 303
+
+
+def _storage(settings, **changes):
+    from app.storage import make_storage
+
+    return make_storage(settings.model_copy(update=changes))
+
+
+def colorswap_done(client, admin, ann, n: int = 3) -> int:
+    """A ColorSwap project whose pairs are all chosen and re-captioned; returns its id."""
+    project_id, filter_id, recaption_id = import_colorswap(client, admin, n=n)
+    for stage_id, payload in ((filter_id, {"choice_1": 1, "choice_2": 3}),
+                              (recaption_id, {"caption_1": "A red kitten in a grey coat.", "caption_2": "A grey kitten in a red coat."})):
+        while (c := client.post(f"/api/v1/stages/{stage_id}/claim", headers=ann)).status_code == 200:
+            r = client.post(f"/api/v1/assignments/{c.json()['assignment_id']}/submit", headers=ann,
+                            json={"payload": payload, "idempotency_key": uuid.uuid4().hex})
+            assert r.status_code == 200, r.text
+    return project_id
+
+
+def single_machine_export(sessions, settings, storage, project_id: int, folder: Path) -> dict[str, bytes]:
+    """The same export written by one process to its local disk: {path: bytes}, manifest included."""
+    with transaction(sessions) as s:
+        export_id = export.create_export(s, project_id, "published", settings=settings, target=str(folder)).id
+    export.run_export(sessions, storage, settings, export_id)
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def zip_of(files: dict[str, bytes], folder: Path) -> bytes:
+    """The zip the download route makes of these files (manifest last), built from local disk."""
+    names = sorted(n for n in files if n != "manifest.json") + ["manifest.json"]
+    located = [export.ExportFile(n, path=folder / n) for n in names]
+    return b"".join(export.zip_stream(located, None))
+
+
+@pytest.mark.committed
+def test_an_export_written_by_a_worker_downloads_from_a_replica_that_never_saw_it(app, client, settings, s3_client, tmp_path):
+    from app.worker import jobs
+
+    with transaction(app.state.sessions) as s:
+        admin, ann = factories.bearer(s, "boss", "admin"), factories.bearer(s, "ann")
+    project_id = colorswap_done(client, admin, ann)
+    queued = client.post(f"/api/v1/projects/{project_id}/exports", headers=admin, json={"format": "published", "splits": False})
+    assert queued.status_code == 202, queued.text
+    export_id = queued.json()["id"]
+    with transaction(app.state.sessions) as s:
+        assert s.get(Export, export_id).target == f"storage:exports/{export_id}"
+    # The worker: another machine, another data directory; what the `export` job runs.
+    worker = settings.model_copy(update={"data_dir": tmp_path / "worker"})
+    jobs.configure(worker)
+    manifest = export.run_export(jobs.env().sessions, jobs.env().storage, worker, export_id)
+    assert local_files(settings.data_dir, worker.data_dir) == []
+    stored = [k for k in bucket_keys(s3_client, settings) if k.startswith("exports/")]
+    assert stored == sorted(f"exports/{export_id}/{n}" for n in [*manifest["files"], "manifest.json"])
+
+    # The single-machine export of the same data, to compare byte for byte.
+    local = single_machine_export(app.state.sessions, settings, app.state.storage, project_id, tmp_path / "local")
+    assert set(local) == {*manifest["files"], "manifest.json"}
+    for name, data in local.items():
+        got = client.get(f"/api/v1/exports/{export_id}/files/{name}", headers=admin)
+        assert got.status_code == 200 and got.content == data, name
+        assert got.headers["content-length"] == str(len(data)) and "attachment" in got.headers["content-disposition"]
+    assert client.get(f"/api/v1/exports/{export_id}/files/secret.txt", headers=admin).status_code == 404
+    assert client.get(f"/api/v1/exports/{export_id}/files/manifest.json", headers=ann).status_code == 403
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "root", "admin")
+    login(client, "root")
+    page = client.get(f"/projects/{project_id}/export").text
+    assert f'href="/exports/{export_id}.zip"' in page  # downloadable, not "written to s3://..."
+    whole = client.get(f"/exports/{export_id}.zip")
+    assert whole.status_code == 200 and whole.content == zip_of(local, tmp_path / "local")
+    with zipfile.ZipFile(io.BytesIO(whole.content)) as archive:
+        assert {n: archive.read(n) for n in archive.namelist()} == local
+    one = client.get(f"/exports/{export_id}/files/manifest.json")
+    assert one.status_code == 200 and one.content == local["manifest.json"] and one.headers["content-type"] == "application/json"
+
+    # Presigned downloads: files redirect (http is fine for a download), the zip is still streamed.
+    app.state.storage = _storage(settings, s3_presign_seconds=60)
+    moved = client.get(f"/exports/{export_id}/files/manifest.json", follow_redirects=False)
+    assert moved.status_code == 307 and "X-Amz-Signature=" in moved.headers["location"]
+    fetched = httpx.get(moved.headers["location"])
+    assert fetched.content == local["manifest.json"] and "attachment" in fetched.headers["content-disposition"]
+    api_moved = client.get(f"/api/v1/exports/{export_id}/files/manifest.json", headers=admin, follow_redirects=False)
+    assert api_moved.status_code == 307
+    assert client.get(f"/exports/{export_id}.zip").content == whole.content
+    assert local_files(settings.data_dir, worker.data_dir) == []
+
+
+def test_the_local_backend_keeps_exports_on_this_servers_disk(settings, tmp_path):
+    local = settings.model_copy(update={"storage_backend": "local"})
+    assert export.default_target(local, 7) == str(local.data_dir / "exports" / "7")
+    assert export.default_target(settings, 7) == "storage:exports/7"
