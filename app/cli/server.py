@@ -66,7 +66,7 @@ def serve(
             f"[bold]{first[1]}[/] (you choose a new one at first login). It is not shown again."
         )
     console.print(f"vlcurate on http://{host}:{port}")
-    console.print(connection_budget(settings, workers), highlight=False)
+    console.print(connection_budget(settings, workers), highlight=False, soft_wrap=True)
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, proxy_headers=False)
 
 
@@ -105,7 +105,7 @@ def worker(
     jobs.configure(settings)
     names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
-    console.print(connection_budget(settings), highlight=False)
+    console.print(connection_budget(settings), highlight=False, soft_wrap=True)
     for kind in sorted(producers()):
         why = jobs.unavailable(kind, settings)
         console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False, markup=False)
