@@ -1,12 +1,15 @@
 # vlcurate: multi-stage build; the runtime image runs `vlcurate serve` as a non-root user.
 FROM python:3.11-slim AS build
-# EXTRAS=worker builds the worker image with the model backends (CPU torch by default).
+# EXTRAS=worker builds the worker image with the model backends. torch comes from TORCH_INDEX (the CPU
+# build by default); an empty TORCH_INDEX takes PyPI's CUDA build, for GPU workers (`suggest`):
+#   docker build --build-arg EXTRAS=worker --build-arg TORCH_INDEX= -t vlcurate-worker:cuda .
 ARG EXTRAS=""
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir \
-      --extra-index-url https://download.pytorch.org/whl/cpu ".${EXTRAS:+[$EXTRAS]}"
+      ${TORCH_INDEX:+--extra-index-url $TORCH_INDEX} ".${EXTRAS:+[$EXTRAS]}"
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 vlcurate
