@@ -431,3 +431,15 @@ def test_two_replicas_and_two_workers_with_no_shared_disk_survive_kills(committe
         assert budget in fleet.log("app-b") and budget in fleet.log("worker-2")
     finally:
         fleet.stop()
+
+
+def test_the_pool_settings_bound_each_process_and_the_budget_says_so(settings):
+    from app.db import connection_budget, get_engine
+
+    engine = get_engine(settings.model_copy(update={"db_pool_size": 3, "db_max_overflow": 2}))
+    assert (engine.pool.size(), engine.pool._max_overflow) == (3, 2)
+    assert get_engine(settings).pool.size() == 10  # the defaults: 10 + 10
+    line = connection_budget(settings.model_copy(update={"db_pool_size": 3, "db_max_overflow": 2}), 4)
+    assert line.startswith("Database connections: at most 9 per process (pool 3 + overflow 2 + job queue 4) x 4 processes = 36;")
+    with pytest.raises(ValueError):
+        type(settings)(db_pool_size=0)
