@@ -1,14 +1,17 @@
 # vlcurate: multi-stage build; the runtime image runs `vlcurate serve` as a non-root user.
 FROM python:3.11-slim AS build
-# EXTRAS=worker builds the worker image with the model backends (CPU torch by default).
+# EXTRAS=worker builds the worker image with the model backends. torch comes from TORCH_INDEX (the CPU
+# build by default); an empty TORCH_INDEX takes PyPI's CUDA build, for GPU workers (`suggest`):
+#   docker build --build-arg EXTRAS=worker --build-arg TORCH_INDEX= -t vlcurate-worker:cuda .
 ARG EXTRAS=""
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY client ./client
 # ./client first: the server imports the API models from the client distribution.
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir \
-      --extra-index-url https://download.pytorch.org/whl/cpu ./client ".${EXTRAS:+[$EXTRAS]}"
+      ${TORCH_INDEX:+--extra-index-url $TORCH_INDEX} ./client ".${EXTRAS:+[$EXTRAS]}"
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 vlcurate

@@ -73,12 +73,28 @@ def database_url(settings: Settings) -> URL:
 
 
 @lru_cache(maxsize=8)
-def _engine_for(url: str, pool_size: int) -> sa.Engine:
-    return sa.create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+def _engine_for(url: str, pool_size: int, max_overflow: int) -> sa.Engine:
+    return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
 
 
-def get_engine(settings: Settings, pool_size: int = 10) -> sa.Engine:
-    return _engine_for(database_url(settings).render_as_string(hide_password=False), pool_size)
+def get_engine(settings: Settings) -> sa.Engine:
+    """This process's engine: at most VLCURATE_DB_POOL_SIZE + VLCURATE_DB_MAX_OVERFLOW connections."""
+    return _engine_for(database_url(settings).render_as_string(hide_password=False), settings.db_pool_size, settings.db_max_overflow)
+
+
+# The job queue's own connections per process (procrastinate's pool: a worker holds one for LISTEN,
+# an app process opens it to queue a job).
+QUEUE_POOL_SIZE = 4
+
+
+def connection_budget(settings: Settings, processes: int = 1) -> str:
+    """The startup line that says how many database connections this command may open at most."""
+    per = settings.db_pool_size + settings.db_max_overflow + QUEUE_POOL_SIZE
+    total = f" x {processes} processes = {per * processes}" if processes > 1 else ""
+    return (
+        f"Database connections: at most {per} per process (pool {settings.db_pool_size} + overflow "
+        f"{settings.db_max_overflow} + job queue {QUEUE_POOL_SIZE}){total}; keep the sum over all processes under max_connections."
+    )
 
 
 def session_factory(engine: sa.Engine) -> sessionmaker[Session]:

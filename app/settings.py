@@ -49,6 +49,21 @@ class Settings(BaseSettings):
     )
     s3_region: str | None = Field(default=None, description="S3 region name.")
 
+    # -- many machines: object storage URLs and the database connection budget --
+    s3_presign_seconds: int = Field(
+        default=0, ge=0, le=7 * 24 * 3600,
+        description="0: replicas stream images and export files from S3 themselves. Above 0: export downloads "
+        "redirect to presigned URLs valid this long, and images too when the URL is https (the Content-Security-Policy "
+        "allows images from https: only).",
+    )
+    s3_public_endpoint_url: str | None = Field(
+        default=None, description="The S3 endpoint browsers reach, for presigned URLs; absent: VLCURATE_S3_ENDPOINT_URL."
+    )
+    db_pool_size: int = Field(default=10, ge=1, le=1000, description="Database connections each process keeps open at most when idle.")
+    db_max_overflow: int = Field(
+        default=10, ge=0, le=1000, description="Database connections each process may open beyond the pool under load."
+    )
+
     max_upload_bytes: int = Field(default=512 * 1024 * 1024, description="Largest accepted import upload.")
     max_image_bytes: int = Field(default=30 * 1024 * 1024, description="Largest accepted image file.")
     max_image_pixels: int = Field(

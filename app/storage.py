@@ -1,20 +1,45 @@
-"""Object storage for images and export files: a local directory or S3, behind one small interface."""
+"""Object storage for images and export files: a local directory or S3, behind one small interface.
+
+With S3 every process reads and writes the same bucket, so nothing one process stores has to be read
+from another's disk: replicas stream objects from it (`open`), or hand browsers short-lived
+presigned URLs (`url`, when VLCURATE_S3_PRESIGN_SECONDS is set).
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, NamedTuple, Protocol
 
 from app.settings import Settings
 
 
+class Opened(NamedTuple):
+    """A stored object being read: its stream (close it) and its size in bytes."""
+
+    stream: BinaryIO
+    size: int
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
+        """The object in chunks, the stream closed at the end (or when the consumer stops)."""
+        try:
+            while data := self.stream.read(size):
+                yield data
+        finally:
+            self.stream.close()
+
+
 class Storage(Protocol):
     def put(self, key: str, data: bytes, content_type: str) -> None: ...
+    def put_file(self, key: str, path: Path, content_type: str) -> None: ...
     def get(self, key: str) -> bytes: ...
+    def open(self, key: str) -> Opened: ...
+    def url(self, key: str, content_type: str, *, disposition: str | None = None, cache_control: str | None = None) -> str | None: ...
     def exists(self, key: str) -> bool: ...
     def delete(self, key: str) -> None: ...
     def promote(self, staged: str, key: str) -> None: ...
@@ -52,11 +77,34 @@ class LocalStorage:
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def put_file(self, key: str, path: Path, content_type: str) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        os.close(fd)
+        try:
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def get(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()
         except FileNotFoundError:
             raise KeyError(key) from None
+
+    def open(self, key: str) -> Opened:
+        try:
+            fh = self._path(key).open("rb")
+        except FileNotFoundError:
+            raise KeyError(key) from None
+        return Opened(fh, os.fstat(fh.fileno()).st_size)
+
+    def url(self, key: str, content_type: str, *, disposition: str | None = None, cache_control: str | None = None) -> None:
+        """A local directory has no URL of its own: the app serves its objects."""
+        return None
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -87,12 +135,21 @@ class LocalStorage:
 
 
 class S3Storage:
-    def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None, region: str | None = None):
+    def __init__(
+        self, bucket: str, prefix: str = "", endpoint_url: str | None = None, region: str | None = None, *,
+        presign_seconds: int = 0, public_endpoint_url: str | None = None,
+    ):
         import boto3
+        from botocore.config import Config
 
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.client = boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
+        self.presign_seconds = presign_seconds
+        # URLs for browsers are signed for the endpoint they reach (a MinIO service name inside a
+        # cluster is not one), with SigV4: what every S3-compatible server accepts.
+        signing = Config(signature_version="s3v4", s3={"addressing_style": "path" if (public_endpoint_url or endpoint_url) else "auto"})
+        self.signer = boto3.client("s3", endpoint_url=public_endpoint_url or endpoint_url, region_name=region, config=signing) if presign_seconds else None
 
     def _key(self, key: str) -> str:
         return self.prefix + _check_key(key)
@@ -105,6 +162,29 @@ class S3Storage:
             return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
         except self.client.exceptions.NoSuchKey:
             raise KeyError(key) from None
+
+    def put_file(self, key: str, path: Path, content_type: str) -> None:
+        """Upload a file (in parts when it is large, never whole in memory)."""
+        self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs={"ContentType": content_type})
+
+    def open(self, key: str) -> Opened:
+        try:
+            found = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except self.client.exceptions.NoSuchKey:
+            raise KeyError(key) from None
+        return Opened(found["Body"], found["ContentLength"])
+
+    def url(self, key: str, content_type: str, *, disposition: str | None = None, cache_control: str | None = None) -> str | None:
+        """A presigned GET URL valid for VLCURATE_S3_PRESIGN_SECONDS, answering with these headers;
+        None when presigning is off (the app then streams the object itself)."""
+        if self.signer is None:
+            return None
+        params = {"Bucket": self.bucket, "Key": self._key(key), "ResponseContentType": content_type}
+        if disposition:
+            params["ResponseContentDisposition"] = disposition
+        if cache_control:
+            params["ResponseCacheControl"] = cache_control
+        return self.signer.generate_presigned_url("get_object", Params=params, ExpiresIn=self.presign_seconds)
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
@@ -145,5 +225,8 @@ def make_storage(settings: Settings) -> Storage:
     if settings.storage_backend == "s3":
         if not settings.s3_bucket:
             raise ValueError("VLCURATE_STORAGE_BACKEND=s3 needs VLCURATE_S3_BUCKET")
-        return S3Storage(settings.s3_bucket, settings.s3_prefix, settings.s3_endpoint_url, settings.s3_region)
+        return S3Storage(
+            settings.s3_bucket, settings.s3_prefix, settings.s3_endpoint_url, settings.s3_region,
+            presign_seconds=settings.s3_presign_seconds, public_endpoint_url=settings.s3_public_endpoint_url,
+        )
     return LocalStorage(settings.storage_dir)

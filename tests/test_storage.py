@@ -142,3 +142,44 @@ def test_an_import_refused_at_its_second_image_leaves_nothing_in_s3(s3_env, moto
     assert imports.import_items(session, pid, good, "x.jsonl", settings=s3_settings, storage=store, images=source).new_images == 2
     stored = sorted(f"staged/{key}" for key in session.scalars(sa.select(Asset.storage_key)))
     assert keys() == stored and all(key.startswith("staged/images/") for key in stored)
+
+
+def test_open_and_put_file_on_both_backends(s3_env, moto_endpoint, tmp_path):
+    """A stored object is read as a stream with its size; a file is stored without being read whole."""
+    source = tmp_path / "big.bin"
+    source.write_bytes(bytes(range(256)) * 9000)
+    for store in (LocalStorage(tmp_path / "local"), S3Storage("vlc-store", prefix="open/", endpoint_url=moto_endpoint, region="us-east-1")):
+        store.put_file("exports/1/big.bin", source, "application/octet-stream")
+        opened = store.open("exports/1/big.bin")
+        assert opened.size == source.stat().st_size
+        assert b"".join(opened.chunks(4096)) == source.read_bytes()
+        with pytest.raises(KeyError):
+            store.open("exports/1/none.bin")
+        assert store.url("exports/1/big.bin", "application/octet-stream") is None  # streamed by the app
+    assert s3_env.head_object(Bucket="vlc-store", Key="open/exports/1/big.bin")["ContentType"] == "application/octet-stream"
+
+
+def test_presigned_urls_answer_with_the_asked_headers(s3_env, moto_endpoint):
+    import urllib.request
+
+    store = S3Storage("vlc-store", prefix="signed/", endpoint_url=moto_endpoint, region="us-east-1", presign_seconds=60)
+    store.put("images/ab/x.png", png_bytes(), "image/png")
+    url = store.url("images/ab/x.png", "image/png", disposition='attachment; filename="x.png"', cache_control="private, max-age=5")
+    assert url.startswith(moto_endpoint + "/vlc-store/signed/images/ab/x.png?") and "X-Amz-Expires=60" in url
+    with urllib.request.urlopen(url) as answer:
+        assert answer.read() == png_bytes()
+        assert answer.headers["Content-Type"] == "image/png" and answer.headers["Cache-Control"] == "private, max-age=5"
+        assert answer.headers["Content-Disposition"] == 'attachment; filename="x.png"'
+    # Browsers get URLs for the endpoint they reach, not the one inside the cluster.
+    public = S3Storage("vlc-store", endpoint_url=moto_endpoint, region="us-east-1", presign_seconds=60, public_endpoint_url="https://files.example.org")
+    assert public.url("images/ab/x.png", "image/png").startswith("https://files.example.org/vlc-store/images/ab/x.png?")
+
+
+def test_make_storage_passes_the_presign_settings(settings, moto_endpoint):
+    from app.storage import make_storage
+
+    store = make_storage(settings.model_copy(update={
+        "storage_backend": "s3", "s3_bucket": "vlc-store", "s3_endpoint_url": moto_endpoint, "s3_region": "us-east-1",
+        "s3_presign_seconds": 120, "s3_public_endpoint_url": "https://s3.example.org",
+    }))
+    assert store.presign_seconds == 120 and store.url("k", "image/png").startswith("https://s3.example.org/vlc-store/k?")

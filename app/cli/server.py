@@ -8,7 +8,7 @@ import typer
 
 from app.cli import app, db_app
 from app.cli.common import _sessions, console
-from app.db import database_url, get_engine, session_factory, transaction
+from app.db import connection_budget, database_url, get_engine, session_factory, transaction
 from app.settings import get_settings
 
 
@@ -66,6 +66,7 @@ def serve(
             f"[bold]{first[1]}[/] (you choose a new one at first login). It is not shown again."
         )
     console.print(f"vlcurate on http://{host}:{port}")
+    console.print(connection_budget(settings, workers), highlight=False, soft_wrap=True)
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, proxy_headers=False)
 
 
@@ -104,6 +105,7 @@ def worker(
     jobs.configure(settings)
     names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
+    console.print(connection_budget(settings), highlight=False, soft_wrap=True)
     for kind in sorted(producers()):
         why = jobs.unavailable(kind, settings)
         console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False, markup=False)

@@ -1,16 +1,23 @@
-"""Export runs: record an export, run it (the worker job, the CLI) to a local directory or an
-`s3://bucket/prefix` target while keeping its status and progress current, and serve its files
-(one by one, or as one zip streamed while it is made). The formats themselves are plugins in
-`app.exporters`; an S3 target is written to a temporary directory first and uploaded file by file.
+"""Export runs: record an export, run it (the worker job, the CLI) to a local directory, an
+`s3://bucket/prefix` target or the app's object storage while keeping its status and progress
+current, and serve its files (one by one, or as one zip streamed while it is made). The formats
+themselves are plugins in `app.exporters`; an S3 or storage target is written to a temporary
+directory first and uploaded file by file, the manifest last.
+
+Where an export made from the web lands: with the local storage backend, this server's data
+directory (one machine); with the S3 backend, the bucket under `exports/{id}/` (target
+`storage:exports/{id}`), so that any replica serves it whichever worker wrote it.
 """
 
 from __future__ import annotations
 
 import io
+import mimetypes
 import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -30,9 +37,11 @@ from app.exporters.rows import count_items
 from app.models import Export, Project, SplitDefinition
 from app.services.audit import record
 from app.services.targets import check_target
-from app.storage import Storage
+from app.storage import Opened, Storage
 
-__all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "run_export", "zip_stream"]
+__all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "locate", "run_export", "zip_stream"]
+
+STORED = "storage:"  # a target in the app's own object storage: `storage:exports/{id}`
 
 
 def formats_of(session: Session, project_id: int) -> list[str]:
@@ -64,7 +73,12 @@ def export_to(
     definition: SplitDefinition | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Export to a local directory or an `s3://bucket/prefix` target."""
+    """Export to a local directory, an `s3://bucket/prefix` target or a `storage:` key prefix."""
+    if target.startswith(STORED):
+        with tempfile.TemporaryDirectory(prefix="vlcurate-export-") as tmp:
+            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress)
+            store(Path(tmp), target.removeprefix(STORED), storage)
+            return manifest
     if (check_target(target, directories=True) or "").startswith("s3://"):
         with tempfile.TemporaryDirectory(prefix="vlcurate-export-") as tmp:
             manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress)
@@ -73,12 +87,31 @@ def export_to(
     return write_export(session, project_id, fmt, Path(target), storage, definition=definition, progress=progress)
 
 
+def store(root: Path, prefix: str, storage: Storage) -> None:
+    """Copy a finished export directory into the object storage under `prefix`, the manifest last."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    files.sort(key=lambda p: p.name == "manifest.json")
+    for path in files:
+        storage.put_file(f"{prefix}/{path.relative_to(root).as_posix()}", path, media_type(path.name))
+
+
+def media_type(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
 # -- export runs (the worker job, the CLI and the admin page) -------------------------------------------------
 
 
 def local_dir(settings, export_id: int) -> Path:
-    """Where an export made from the web lands when it has no S3 target."""
+    """Where an export made from the web lands on one machine (the local storage backend)."""
     return Path(settings.data_dir) / "exports" / str(export_id)
+
+
+def default_target(settings, export_id: int) -> str:
+    """Where an export with no target lands: the bucket when storage is S3 (every replica reads it), else this server's disk."""
+    if settings.storage_backend == "s3":
+        return f"{STORED}exports/{export_id}"
+    return str(local_dir(settings, export_id))
 
 
 def create_export(
@@ -110,7 +143,7 @@ def create_export(
     session.add(row)
     session.flush()
     if not row.target:
-        row.target = str(local_dir(settings, row.id))
+        row.target = default_target(settings, row.id)
     record(session, "export.create", actor_id=actor_id, target=f"project:{project_id}", export=row.id, format=fmt,
            version=definition.version if definition else None)
     return row
@@ -156,21 +189,56 @@ def run_export(sessions, storage: Storage, settings, export_id: int, progress: P
     return manifest
 
 
-def find_file(session: Session, export_id: int, relative: str) -> Path:
-    """A file of a finished local export by its id and path (only paths its manifest lists)."""
+@dataclass(frozen=True)
+class ExportFile:
+    """One file of a finished export: on this server's disk (`path`) or in the object storage (`key`)."""
+
+    name: str
+    path: Path | None = None
+    key: str | None = None
+
+    @property
+    def media_type(self) -> str:
+        return media_type(self.name)
+
+    def open(self, storage: Storage) -> Opened:
+        if self.key is not None:
+            return storage.open(self.key)
+        fh = self.path.open("rb")
+        return Opened(fh, self.path.stat().st_size)
+
+
+def locate(session: Session, export_id: int, relative: str) -> ExportFile:
+    """A file of a finished export by its id and path (only paths its manifest lists)."""
     row = session.get(Export, export_id)
     if row is None:
         raise NotFound(f"No export with id {export_id}.")
-    return file_path(row, relative)
+    return _located(row, relative)
 
 
-def file_path(row: Export, relative: str) -> Path:
-    """A file of a finished local export, only if its manifest lists it."""
+def located_files(session: Session, export_id: int) -> list[ExportFile]:
+    """Every file of a finished export in zip order: the manifest's files sorted, then the manifest."""
+    first = locate(session, export_id, "manifest.json")  # done, downloadable, or 404
+    row = session.get(Export, export_id)
+    return [_located(row, name) for name in sorted(row.manifest["files"])] + [first]
+
+
+def _located(row: Export, relative: str) -> ExportFile:
     if row.status != "done" or not row.manifest or relative not in row.manifest["files"] and relative != "manifest.json":
         raise NotFound("No such file in this export.")
+    if row.target.startswith(STORED):
+        return ExportFile(relative, key=f"{row.target.removeprefix(STORED)}/{relative}")
     if row.target.startswith("s3://"):
         raise NotFound(f"This export was written to {row.target}; download it from there.")
-    return Path(row.target) / PurePosixPath(relative)
+    return ExportFile(relative, path=Path(row.target) / PurePosixPath(relative))
+
+
+def find_file(session: Session, export_id: int, relative: str) -> Path:
+    """A file of a finished export on this server's disk, by its id and path (only paths its manifest lists)."""
+    found = locate(session, export_id, relative)
+    if found.path is None:
+        raise NotFound("This export is in the object storage, not on this server's disk.")
+    return found.path
 
 
 def exports_of(session: Session, project_id: int, limit: int = 50) -> list[Export]:
@@ -195,15 +263,16 @@ class _Chunks(io.RawIOBase):
         yield from parts
 
 
-def zip_stream(root: Path, paths: list[str], chunk: int = 1 << 20) -> Iterator[bytes]:
+def zip_stream(files: list[ExportFile], storage: Storage, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The export's files as one zip, produced while it is sent: nothing is held in memory or
-    written to disk beyond a chunk (stored, not recompressed: images and Parquet are already)."""
+    written to disk beyond a chunk (stored, not recompressed: images and Parquet are already).
+    The bytes depend only on the files' contents, wherever they are read from."""
     sink = _Chunks()
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
-        for relative in paths:
-            info = zipfile.ZipInfo(relative, date_time=(1980, 1, 1, 0, 0, 0))  # no clock: same bytes each time
-            with archive.open(info, "w", force_zip64=True) as dst, (root / PurePosixPath(relative)).open("rb") as src:
-                while data := src.read(chunk):
+        for f in files:
+            info = zipfile.ZipInfo(f.name, date_time=(1980, 1, 1, 0, 0, 0))  # no clock: same bytes each time
+            with archive.open(info, "w", force_zip64=True) as dst:
+                for data in f.open(storage).chunks(chunk):
                     dst.write(data)
                     yield from sink.drain()
         yield from sink.drain()

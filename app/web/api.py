@@ -175,10 +175,14 @@ def get_export(export_id: Id, session: Db, user: Principal = Depends(admin)):
     return _export_out(row)
 
 
-@router.get("/exports/{export_id}/files/{path:path}", response_class=FileResponse, responses=FILE)
-def export_file(export_id: Id, path: str, session: Db, user: Principal = Depends(admin)):
-    """A file of a finished export, by its path in the manifest."""
-    return FileResponse(export.find_file(session, export_id, path), filename=path.rsplit("/", 1)[-1])
+@router.get("/exports/{export_id}/files/{path:path}", response_class=FileResponse,
+            responses={**FILE, 307: {"description": "Redirect to a short-lived presigned URL (S3 storage, VLCURATE_S3_PRESIGN_SECONDS)"}})
+def export_file(request: Request, export_id: Id, path: str, session: Db, user: Principal = Depends(admin)):
+    """A file of a finished export, by its path in the manifest (with the S3 storage backend: streamed
+    from the bucket, or a redirect to a short-lived presigned URL)."""
+    from app.web.export_pages import file_response
+
+    return file_response(request, export.locate(session, export_id, path))
 
 
 @router.get("/users", response_model=list[UserOut])

@@ -9,9 +9,10 @@ from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app.errors import DomainError
-from app.models import Export, Role
+from app.errors import DomainError, NotFound
+from app.models import Role
 from app.services import export, projects, splits, targets
+from app.web.assets import attachment, presigned, streamed
 from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
@@ -100,18 +101,32 @@ def start_export(request: Request, project_id: Id, session: Db, posted: Posted, 
 
 
 @router.get("/exports/{export_id}.zip")
-def download_zip(export_id: Id, session: Db, user: Principal = Depends(admin_only)):
-    """Every file of a finished export, manifest included, as one zip streamed as it is made."""
-    root = export.find_file(session, export_id, "manifest.json").parent  # done, local, or 404
-    paths = sorted(session.get(Export, export_id).manifest["files"]) + ["manifest.json"]
-    name = f"export-{export_id}.zip"
-    return StreamingResponse(export.zip_stream(root, paths), media_type="application/zip",
-                             headers={"Content-Disposition": f'attachment; filename="{name}"'})
+def download_zip(request: Request, export_id: Id, session: Db, user: Principal = Depends(admin_only)):
+    """Every file of a finished export, manifest included, as one zip streamed as it is made
+    (from this server's disk, or from the object storage: any replica serves it)."""
+    files = export.located_files(session, export_id)  # done, downloadable, or 404
+    return StreamingResponse(export.zip_stream(files, request.app.state.storage), media_type="application/zip",
+                             headers={"Content-Disposition": attachment(f"export-{export_id}.zip")})
 
 
 @router.get("/exports/{export_id}/files/{path:path}")
-def download(export_id: Id, path: str, session: Db, user: Principal = Depends(admin_only)):
+def download(request: Request, export_id: Id, path: str, session: Db, user: Principal = Depends(admin_only)):
     """One file of a finished export (only files its manifest lists)."""
-    target = export.find_file(session, export_id, path)
-    media = "application/json" if path.endswith(".json") else None
-    return FileResponse(target, media_type=media, filename=path.rsplit("/", 1)[-1])
+    return file_response(request, export.locate(session, export_id, path))
+
+
+def file_response(request: Request, found: export.ExportFile):
+    """An export's file: from this server's disk; from the object storage, streamed, or by a redirect
+    to a presigned URL when VLCURATE_S3_PRESIGN_SECONDS is set (the access check has run)."""
+    filename = found.name.rsplit("/", 1)[-1]
+    if found.path is not None:
+        return FileResponse(found.path, media_type=found.media_type, filename=filename)
+    storage = request.app.state.storage
+    redirect = presigned(storage, found.key, found.media_type, image=False, disposition=attachment(filename))
+    if redirect is not None:
+        return redirect
+    try:
+        opened = found.open(storage)
+    except KeyError:
+        raise NotFound("This export's file is missing from the object storage.") from None
+    return streamed(opened, found.media_type, {"Content-Disposition": attachment(filename)})

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.datasets import get_task, producers
 from app.datasets.suggest import ItemInput
-from app.db import database_url, get_engine, session_factory, transaction
+from app.db import QUEUE_POOL_SIZE, database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
 from app.models import Asset, Item, JobRun, Stage, Suggestion
@@ -83,7 +83,7 @@ def make_app(settings: Settings) -> App:
     if url not in _apps:
         if _apps:
             raise RuntimeError("one process serves the job queue of one database")
-        app = App(connector=PsycopgConnector(conninfo=url, min_size=1, max_size=4))
+        app = App(connector=PsycopgConnector(conninfo=url, min_size=1, max_size=QUEUE_POOL_SIZE))
         app.add_tasks_from(blueprint, namespace="vlcurate")
         _apps[url] = app
     return _apps[url]
