@@ -1,55 +1,107 @@
-"""Import benchmark: time to import N small generic.choice records (default 100,000).
+"""Import benchmark: `vlcurate import` of N small generic.choice records (default 100,000 and
+1,000,000), and of the largest file with a bad record near its end, each in its own process,
+which reports its time and peak RSS. Target: >= 50,000 records/s, peak RSS <= 500 MB at any size.
 
-Prints one line with the figure. Uses DATABASE_URL when set, else the embedded PostgreSQL,
-and a scratch database it drops afterwards.
+Uses DATABASE_URL when set, else the embedded PostgreSQL, and a scratch database it drops afterwards.
 
-    python bench/import_bench.py [--records 100000]
+    python bench/import_bench.py [--records 100000 1000000] [--no-bad]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import sqlalchemy as sa
 from scratch import scratch_database
 
 from app.datasets.drawing import draw_shape  # noqa: E402
 from app.db import session_factory, transaction  # noqa: E402
-from app.services import imports, projects  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from app.storage import LocalStorage  # noqa: E402
+from app.services import projects  # noqa: E402
+
+# How far from the end the bad record is, and what is wrong with it.
+BAD_FROM_END = 10
+BAD = {"choices": "not-a-list"}
+
+
+def child(project: str, path: str, images: str) -> None:
+    """Run `vlcurate import` in this process and print its time, exit status and peak RSS as JSON."""
+    from app.cli import app
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    started = time.perf_counter()
+    # Without standalone mode, click returns the exit status of a command that fails (typer.Exit).
+    code = app(["import", project, path, "--images", images], standalone_mode=False) or 0
+    elapsed = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": elapsed, "exit": code, "peak_mb": peak, "start_mb": before}))
+
+
+def write_records(path: Path, n: int, bad_at: int | None = None) -> None:
+    """N records, written a line at a time (the benchmark itself holds none of them)."""
+    with path.open("w") as out:
+        for i in range(n):
+            rec = {"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"}
+            if i == bad_at:
+                rec.update(BAD)
+            out.write(json.dumps(rec) + "\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--records", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--no-bad", action="store_true", help="Skip the file with a bad record near its end.")
+    parser.add_argument("--child", nargs=3, metavar=("PROJECT", "FILE", "IMAGES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
 
     with scratch_database() as (url, tmp):
-        settings = Settings(database_url=url.render_as_string(hide_password=False), data_dir=tmp)
         engine = sa.create_engine(url)
         sessions = session_factory(engine)
-        with transaction(sessions) as s:
-            spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["yes", "no"]})
-            pid = projects.create_project(s, "bench", [spec]).id
         # Every record names the same image: the figure is parsing, validation and writing rows.
         (tmp / "img.png").write_bytes(draw_shape("circle", (200, 30, 30), seed=0))
-        data = "\n".join(
-            json.dumps({"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"})
-            for i in range(args.records)
-        ).encode()
-        store = LocalStorage(tmp / "store")
-        start = time.perf_counter()
-        with transaction(sessions) as s:
-            result = imports.import_items(
-                s, pid, data, "bench.jsonl", settings=settings, storage=store,
-                images=imports.ImageSource(settings, store, base=tmp),
+        runs = [(n, None) for n in args.records]
+        if not args.no_bad:
+            runs.append((max(args.records), max(args.records) - BAD_FROM_END))
+        env = {**os.environ, "DATABASE_URL": url.render_as_string(hide_password=False), "VLCURATE_DATA_DIR": str(tmp / "data")}
+        worst = 0.0
+        for n, bad_at in runs:
+            with transaction(sessions) as s:
+                spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["yes", "no"]})
+                name = f"bench {n} {'bad' if bad_at is not None else 'good'}"
+                projects.create_project(s, name, [spec])
+            path = tmp / "records.jsonl"
+            write_records(path, n, bad_at)
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", name, str(path), str(tmp)], env=env, capture_output=True, text=True
             )
-        elapsed = time.perf_counter() - start
+            lines = out.stdout.strip().splitlines()
+            if not lines or not lines[-1].startswith("{"):
+                sys.exit(out.stdout + out.stderr)
+            result = json.loads(lines[-1])
+            worst = max(worst, result["peak_mb"])
+            size = path.stat().st_size / 1e6
+            rss = f"peak RSS {result['peak_mb']:.0f} MB ({result['start_mb']:.0f} MB before the import)"
+            if bad_at is None:
+                if result["exit"] != 0:
+                    sys.exit(out.stderr)
+                print(f"import: {n:,} records ({size:.0f} MB) in {result['seconds']:.2f} s "
+                      f"({n / result['seconds']:,.0f} records/s), {rss}")
+            else:
+                said = [line.strip() for line in out.stderr.splitlines() if line.strip().startswith(("Error", "-"))]
+                print(f"refuse: {n:,} records ({size:.0f} MB), bad record at line {bad_at + 1:,}: exit {result['exit']} "
+                      f"after {result['seconds']:.2f} s, {rss}; said: {' '.join(said)}")
+            path.unlink()
         engine.dispose()
-    print(f"import: {result.created:,} records in {elapsed:.2f} s ({result.created / elapsed:,.0f} records/s)")
+    print(f"peak RSS of any import: {worst:.0f} MB (target <= 500 MB: {'met' if worst <= 500 else 'NOT met'})")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""Importing items: parse JSONL / JSON / CSV, validate every record, store images, insert in one go.
+"""Importing items: read JSONL / JSON / CSV as it streams, validate the records, store their images,
+and write their rows with COPY, a batch at a time, so that memory does not grow with the file.
 
-All or nothing: every record is validated and every image checked before the first row is
-written, and rows are written with COPY inside the caller's transaction.
+All or nothing: the rows are written inside a savepoint of the caller's transaction, rolled back
+when any record or image is refused (the import goes on reading to report the first problems).
 
 Images go to a staging prefix (`staging/<import>/...`, written as they are checked, so their bytes
 are never all in memory) and are promoted to their content-addressed keys only once everything has
@@ -17,6 +18,7 @@ they are a day old (`sweep_staging`; no import runs that long).
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 import zlib
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 from uuid import uuid4
 
@@ -38,7 +41,7 @@ from app.datasets.task import is_external
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
-from app.models import Asset, Item
+from app.models import Asset
 from app.services import sampling
 from app.services.audit import record
 from app.services.projects import get_project, stages_of
@@ -212,11 +215,30 @@ def staged_images(storage: Storage) -> Iterator[Staging]:
 
 # -- the import ----------------------------------------------------------------------
 
+# Records validated, checked and written together: an import holds one batch of records in memory.
+BATCH = 5000
+
+_ITEM_COLUMNS = "project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left"
+
+# The ids of the import's earlier batches and where each was, to name the first of a repeated id.
+_IDS_TABLE = "CREATE TEMP TABLE import_ids (external_id text PRIMARY KEY, at text NOT NULL) ON COMMIT DROP"
+_KNOWN = sa.text(
+    "SELECT external_id, NULL FROM items WHERE project_id = :project AND external_id = ANY(CAST(:ids AS text[]))"
+)
+_KNOWN_OR_EARLIER = sa.text(
+    """
+    SELECT b.external_id, s.at FROM unnest(CAST(:ids AS text[])) AS b(external_id)
+    LEFT JOIN import_ids s USING (external_id)
+    WHERE s.at IS NOT NULL
+       OR EXISTS (SELECT 1 FROM items i WHERE i.project_id = :project AND i.external_id = b.external_id)
+    """
+)
+
 
 def import_items(
     session: Session,
     project_id: int,
-    data: bytes,
+    data: bytes | BinaryIO,
     filename: str,
     *,
     settings: Settings,
@@ -225,108 +247,39 @@ def import_items(
     actor_id: int | None = None,
     progress: Progress | None = None,
 ) -> ImportResult:
+    """Import the records of `data` (bytes, or a seekable binary file, read as it streams) into the
+    project, all or nothing. Records are validated, their images checked and staged, and their rows
+    written with COPY a batch at a time, inside a savepoint of the caller's transaction that is
+    rolled back if any record or image is refused; the error lists the first problems, each naming
+    its line (or record) and field. `progress` hears ("importing", bytes read, file size)."""
     project = get_project(session, project_id)
     stages = stages_of(session, project.id)
-    first = stages[0]
-    dataset = dataset_of(first.workflow)
+    file = io.BytesIO(data) if isinstance(data, bytes) else data
     say = progress or (lambda phase, done, total: None)
-
-    # 1. Validate every record; report up to MAX_REPORTED_ERRORS problems, each with its line.
-    records = list(parse_records(data, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth))
-    if not records:
-        raise Invalid(f"{filename} holds no records.")
-    errors: list[str] = []
-    parsed = []
-    seen: dict[str, str] = {}
-    for n, (where, rec, source) in enumerate(records, 1):
+    start = file.tell()
+    total = file.seek(0, io.SEEK_END) - start
+    file.seek(start)
+    records = parse_records(file, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
+    with staged_images(storage) as staging, session.begin_nested():
+        run = _Import(session, project.id, stages, settings, images, staging)
         try:
-            item = dataset.parse_item(rec, first.config)
-        except ValidationError as exc:
-            errors.extend(format_validation_error(exc, prefix=f"{where}: "))
+            for where, rec, source in records:
+                if len(run.batch) == BATCH:
+                    run.flush(last=False)
+                    say("importing", file.tell() - start, total)
+                run.add(where, rec, source)
+                if run.error_count() >= MAX_REPORTED_ERRORS:
+                    break
         except Invalid as exc:
-            errors.append(f"{where}: {exc.message}")
-        else:
-            if item.id in seen:
-                errors.append(f"{where}: field 'id': '{item.id}' repeats the id of {seen[item.id]}")
-            seen[item.id] = where
-            parsed.append((where, item, source))
-        if len(errors) >= MAX_REPORTED_ERRORS:
-            break
-        if n % 5000 == 0:
-            say("validating", n, len(records))
-    say("validating", len(records), len(records))
-    if not errors:
-        existing = session.scalars(
-            sa.select(Item.external_id).where(Item.project_id == project.id, Item.external_id == sa.any_(_text_array(list(seen))))
-        ).all()
-        for ext in existing[:MAX_REPORTED_ERRORS]:
-            errors.append(f"{seen[ext]}: field 'id': an item with id '{ext}' is already in this project")
-    if errors:
-        raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
-
-    with staged_images(storage) as staging:
-        # 2. Check and store every image the records name.
-        checked: dict[str, CheckedImage] = {}
-        item_assets: list[dict[str, str]] = []
-        for i, (where, item, _) in enumerate(parsed, 1):
-            refs = dataset.image_refs(item)
-            pointers = {}
-            for pointer, ref in refs.items():
-                if is_external(ref) and (images is None or not images.has_file_named(ref)):
-                    continue  # an http(s) image stays a reference the browser loads; never fetched here
-                if ref not in checked:
-                    if images is None:
-                        errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
-                        continue
-                    try:
-                        image = check_image(
-                            images.read(ref),
-                            max_bytes=settings.max_image_bytes,
-                            max_pixels=settings.max_image_pixels,
-                        )
-                    except ImageRejected as exc:
-                        errors.append(f"{where}: field '{pointer.lstrip('/')}': {ref}: {exc}")
-                        continue
-                    # Stored now so that image bytes are not all held in memory at once.
-                    staging.put(image)
-                    checked[ref] = replace(image, data=b"")
-                pointers[pointer] = checked[ref].sha256
-            item_assets.append(pointers)
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                break
-            if refs:
-                say("images", i, len(parsed))
-        if errors:
-            raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
-
-        new_images = _record_assets(session, list({c.sha256: c for c in checked.values()}.values()))
-
-        # 3. Write the items with COPY.
-        raw = session.connection().connection.driver_connection
-        with raw.cursor() as cur:
-            with cur.copy(
-                "COPY items (project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left)"
-                " FROM STDIN"
-            ) as copy:
-                for i, ((_, item, source), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
-                    data_json = item.model_dump(mode="json")
-                    stage_id, status, slots = _entry(stages, data_json)
-                    copy.write_row(
-                        (
-                            project.id,
-                            item.id,
-                            json.dumps(data_json, ensure_ascii=False),
-                            source,
-                            json.dumps(pointers),
-                            item.group_id,
-                            stage_id,
-                            status,
-                            slots,
-                        )
-                    )
-                    if i % 10000 == 0:
-                        say("writing", i, len(parsed))
-        say("writing", len(parsed), len(parsed))
+            if not run.error_count():
+                raise
+            run.batch_errors.append((run.read + 1, exc.message))  # the file breaks off after the errors so far
+        run.flush(last=True)
+        if run.errors:
+            raise Invalid(f"{filename}: nothing was imported.", run.errors[:MAX_REPORTED_ERRORS])
+        if not run.created:
+            raise Invalid(f"{filename} holds no records.")
+        run.finish()
         sampling.draw(session, project.id)
         record(
             session,
@@ -334,11 +287,143 @@ def import_items(
             actor_id=actor_id,
             target=f"project:{project.id}",
             file=filename,
-            items=len(parsed),
-            images=len(checked),
+            items=run.created,
+            images=len(run.checked),
         )
-        result = ImportResult(created=len(parsed), images=len(checked), new_images=new_images)
-    return result
+    say("importing", total, total)
+    return ImportResult(created=run.created, images=len(run.checked), new_images=run.new_images)
+
+
+class _Import:
+    """One import as it streams: the batch being read, the errors so far, what has been written.
+
+    A batch is checked when it is full: its ids against the project's items and the import's
+    earlier batches (a temporary table, so that memory holds one batch whatever the file's size),
+    then, while nothing has been refused, its images, and its rows are written. After the first
+    error nothing more is written, but records are still read and validated to report up to
+    MAX_REPORTED_ERRORS problems. `checked` (image reference -> sha256) grows with the number of
+    distinct images, not of records.
+    """
+
+    def __init__(self, session: Session, project_id: int, stages: list, settings: Settings,
+                 images: ImageSource | None, staging: Staging):
+        self.session, self.project_id, self.stages = session, project_id, stages
+        self.settings, self.images, self.staging = settings, images, staging
+        self.first = stages[0]
+        self.dataset = dataset_of(self.first.workflow)
+        self.errors: list[str] = []
+        self.read = 0  # records read so far, the good and the bad
+        self.batch: list[tuple[int, str, Any, str]] = []  # (number, where, item, source)
+        self.batch_errors: list[tuple[int, str]] = []  # (number of the record, message)
+        self.seen: dict[str, str] = {}  # external id -> where, in this batch
+        self.checked: dict[str, str] = {}  # image reference -> sha256
+        self.created = self.new_images = 0
+        self.earlier = False  # whether import_ids holds earlier batches' ids
+        self.raw = session.connection().connection.driver_connection
+
+    def error_count(self) -> int:
+        return len(self.errors) + len(self.batch_errors)
+
+    def add(self, where: str, rec: dict[str, Any], source: str) -> None:
+        self.read += 1
+        try:
+            item = self.dataset.parse_item(rec, self.first.config)
+        except ValidationError as exc:
+            self.batch_errors.extend((self.read, e) for e in format_validation_error(exc, prefix=f"{where}: "))
+            return
+        except Invalid as exc:
+            self.batch_errors.append((self.read, f"{where}: {exc.message}"))
+            return
+        if item.id in self.seen:
+            self.batch_errors.append((self.read, f"{where}: field 'id': '{item.id}' repeats the id of {self.seen[item.id]}"))
+        self.seen[item.id] = where
+        self.batch.append((self.read, where, item, source))
+
+    def flush(self, *, last: bool) -> None:
+        """Check the batch's ids, then (while nothing was refused) its images, and write it."""
+        ids = list(self.seen)
+        if ids:
+            query = _KNOWN_OR_EARLIER if self.earlier else _KNOWN
+            known = dict(self.session.execute(query, {"project": self.project_id, "ids": ids}).all())
+            for number, where, item, _ in self.batch:
+                if item.id in known:
+                    why = f"repeats the id of {known[item.id]}" if known[item.id] else f"an item with id '{item.id}' is already in this project"
+                    self.batch_errors.append((number, f"{where}: field 'id': {why}"))
+            if not last:
+                self._remember()
+        self.errors.extend(message for _, message in sorted(self.batch_errors, key=lambda e: e[0]))
+        if not self.errors:
+            self._write(self._check_images())
+        self.batch, self.batch_errors, self.seen = [], [], {}
+
+    def _remember(self) -> None:
+        with self.raw.cursor() as cur:
+            if not self.earlier:
+                cur.execute(_IDS_TABLE)
+                self.earlier = True
+            with cur.copy("COPY import_ids (external_id, at) FROM STDIN") as copy:
+                for external_id, where in self.seen.items():
+                    copy.write_row((external_id, where))
+
+    def _check_images(self) -> list[dict[str, str]]:
+        """Each record's image pointers (JSON pointer -> sha256); images seen for the first time are
+        checked, staged and recorded as assets. Problems go to `errors`."""
+        item_assets = []
+        fresh: dict[str, CheckedImage] = {}
+        for _, where, item, _ in self.batch:
+            pointers = {}
+            for pointer, ref in self.dataset.image_refs(item).items():
+                if is_external(ref) and (self.images is None or not self.images.has_file_named(ref)):
+                    continue  # an http(s) image stays a reference the browser loads; never fetched here
+                if ref not in self.checked:
+                    if self.images is None:
+                        self.errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
+                        continue
+                    try:
+                        image = check_image(
+                            self.images.read(ref),
+                            max_bytes=self.settings.max_image_bytes,
+                            max_pixels=self.settings.max_image_pixels,
+                        )
+                    except ImageRejected as exc:
+                        self.errors.append(f"{where}: field '{pointer.lstrip('/')}': {ref}: {exc}")
+                        continue
+                    # Stored now so that image bytes are not all held in memory at once.
+                    self.staging.put(image)
+                    fresh[image.sha256] = replace(image, data=b"")
+                    self.checked[ref] = image.sha256
+                pointers[pointer] = self.checked[ref]
+            item_assets.append(pointers)
+            if len(self.errors) >= MAX_REPORTED_ERRORS:
+                break
+        self.new_images += _record_assets(self.session, list(fresh.values()))
+        return item_assets
+
+    def _write(self, item_assets: list[dict[str, str]]) -> None:
+        if self.errors or not self.batch:
+            return
+        with self.raw.cursor() as cur, cur.copy(f"COPY items ({_ITEM_COLUMNS}) FROM STDIN") as copy:
+            for (_, _, item, source), pointers in zip(self.batch, item_assets, strict=True):
+                data = item.model_dump(mode="json")
+                stage_id, status, slots = _entry(self.stages, data)
+                copy.write_row(
+                    (
+                        self.project_id,
+                        item.id,
+                        json.dumps(data, ensure_ascii=False),
+                        source,
+                        json.dumps(pointers),
+                        item.group_id,
+                        stage_id,
+                        status,
+                        slots,
+                    )
+                )
+        self.created += len(self.batch)
+
+    def finish(self) -> None:
+        if self.earlier:
+            self.session.execute(sa.text("DROP TABLE import_ids"))
 
 
 def _entry(stages: list, data: dict) -> tuple[int, str, int]:
