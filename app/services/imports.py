@@ -19,11 +19,10 @@ they are a day old (`sweep_staging`; no import runs that long).
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
@@ -32,6 +31,7 @@ from uuid import uuid4
 
 import sqlalchemy as sa
 from pydantic import ValidationError
+from pydantic_core import to_json
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
@@ -260,8 +260,7 @@ def import_items(
     total = file.seek(0, io.SEEK_END) - start
     file.seek(start)
     records = parse_records(file, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
-    with staged_images(storage) as staging, session.begin_nested():
-        run = _Import(session, project.id, stages, settings, images, staging)
+    with staged_images(storage) as staging, session.begin_nested(), _Import(session, project.id, stages, settings, images, staging) as run:
         try:
             for where, rec, source in records:
                 if len(run.batch) == BATCH:
@@ -297,12 +296,13 @@ def import_items(
 class _Import:
     """One import as it streams: the batch being read, the errors so far, what has been written.
 
-    A batch is checked when it is full: its ids against the project's items and the import's
-    earlier batches (a temporary table, so that memory holds one batch whatever the file's size),
-    then, while nothing has been refused, its images, and its rows are written. After the first
-    error nothing more is written, but records are still read and validated to report up to
-    MAX_REPORTED_ERRORS problems. `checked` (image reference -> sha256) grows with the number of
-    distinct images, not of records.
+    A full batch is flushed: its images are checked and its rows made ready while the server still
+    takes in the previous batch's COPY, which is then ended; the batch's ids are checked against the
+    project's items and the import's earlier batches (a temporary table, so that memory holds one
+    batch whatever the file's size); then, while nothing has been refused, its rows go into a new
+    COPY that stays open while the next batch is read. After the first error nothing more is
+    written, but records are still read and validated to report up to MAX_REPORTED_ERRORS problems.
+    `checked` (image reference -> sha256) grows with the number of distinct images, not of records.
     """
 
     def __init__(self, session: Session, project_id: int, stages: list, settings: Settings,
@@ -320,6 +320,13 @@ class _Import:
         self.created = self.new_images = 0
         self.earlier = False  # whether import_ids holds earlier batches' ids
         self.raw = session.connection().connection.driver_connection
+        self.copying = ExitStack()  # the COPY the server may still be taking in
+
+    def __enter__(self) -> _Import:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.copying.__exit__(*exc_info)  # a COPY ended by an error is cancelled
 
     def error_count(self) -> int:
         return len(self.errors) + len(self.batch_errors)
@@ -340,44 +347,58 @@ class _Import:
         self.batch.append((self.read, where, item, source))
 
     def flush(self, *, last: bool) -> None:
-        """Check the batch's ids, then (while nothing was refused) its images, and write it."""
-        ids = list(self.seen)
-        if ids:
+        """Check the batch (images, then ids) and, while nothing was refused, start writing it."""
+        rows, fresh = [], []
+        if not self.error_count():
+            fresh = self._check_images()
+            if not self.batch_errors:
+                rows = self._rows()
+        self.copying.close()
+        if self.seen:
             query = _KNOWN_OR_EARLIER if self.earlier else _KNOWN
-            known = dict(self.session.execute(query, {"project": self.project_id, "ids": ids}).all())
+            known = dict(self.session.execute(query, {"project": self.project_id, "ids": list(self.seen)}).all())
             for number, where, item, _ in self.batch:
                 if item.id in known:
-                    why = f"repeats the id of {known[item.id]}" if known[item.id] else f"an item with id '{item.id}' is already in this project"
+                    why = f"'{item.id}' repeats the id of {known[item.id]}" if known[item.id] else f"an item with id '{item.id}' is already in this project"
                     self.batch_errors.append((number, f"{where}: field 'id': {why}"))
             if not last:
-                self._remember()
+                self._remember(known)
         self.errors.extend(message for _, message in sorted(self.batch_errors, key=lambda e: e[0]))
         if not self.errors:
-            self._write(self._check_images())
+            self.new_images += _record_assets(self.session, fresh)
+            if rows:
+                cursor = self.copying.enter_context(self.raw.cursor())
+                copy = self.copying.enter_context(cursor.copy(f"COPY items ({_ITEM_COLUMNS}) FROM STDIN"))
+                for row in rows:
+                    copy.write_row(row)
+                self.created += len(rows)
         self.batch, self.batch_errors, self.seen = [], [], {}
 
-    def _remember(self) -> None:
+    def _remember(self, known: dict[str, str | None]) -> None:
+        """Keep the batch's new ids, with where each was, for the later batches' check."""
         with self.raw.cursor() as cur:
             if not self.earlier:
                 cur.execute(_IDS_TABLE)
                 self.earlier = True
             with cur.copy("COPY import_ids (external_id, at) FROM STDIN") as copy:
                 for external_id, where in self.seen.items():
-                    copy.write_row((external_id, where))
+                    if external_id not in known:
+                        copy.write_row((external_id, where))
 
-    def _check_images(self) -> list[dict[str, str]]:
-        """Each record's image pointers (JSON pointer -> sha256); images seen for the first time are
-        checked, staged and recorded as assets. Problems go to `errors`."""
-        item_assets = []
+    def _check_images(self) -> list[CheckedImage]:
+        """Check and stage the images the batch names for the first time (returned, to be recorded
+        as assets); each record's image pointers (JSON pointer -> sha256) are kept for its row."""
+        self.pointers: list[dict[str, str]] = []
         fresh: dict[str, CheckedImage] = {}
-        for _, where, item, _ in self.batch:
+        for number, where, item, _ in self.batch:
             pointers = {}
             for pointer, ref in self.dataset.image_refs(item).items():
                 if is_external(ref) and (self.images is None or not self.images.has_file_named(ref)):
                     continue  # an http(s) image stays a reference the browser loads; never fetched here
                 if ref not in self.checked:
+                    field = pointer.lstrip("/")
                     if self.images is None:
-                        self.errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
+                        self.batch_errors.append((number, f"{where}: field '{field}': no images were given with this import"))
                         continue
                     try:
                         image = check_image(
@@ -386,42 +407,32 @@ class _Import:
                             max_pixels=self.settings.max_image_pixels,
                         )
                     except ImageRejected as exc:
-                        self.errors.append(f"{where}: field '{pointer.lstrip('/')}': {ref}: {exc}")
+                        self.batch_errors.append((number, f"{where}: field '{field}': {ref}: {exc}"))
                         continue
                     # Stored now so that image bytes are not all held in memory at once.
                     self.staging.put(image)
                     fresh[image.sha256] = replace(image, data=b"")
                     self.checked[ref] = image.sha256
                 pointers[pointer] = self.checked[ref]
-            item_assets.append(pointers)
-            if len(self.errors) >= MAX_REPORTED_ERRORS:
+            self.pointers.append(pointers)
+            if self.error_count() >= MAX_REPORTED_ERRORS:
                 break
-        self.new_images += _record_assets(self.session, list(fresh.values()))
-        return item_assets
+        return list(fresh.values())
 
-    def _write(self, item_assets: list[dict[str, str]]) -> None:
-        if self.errors or not self.batch:
-            return
-        with self.raw.cursor() as cur, cur.copy(f"COPY items ({_ITEM_COLUMNS}) FROM STDIN") as copy:
-            for (_, _, item, source), pointers in zip(self.batch, item_assets, strict=True):
-                data = item.model_dump(mode="json")
-                stage_id, status, slots = _entry(self.stages, data)
-                copy.write_row(
-                    (
-                        self.project_id,
-                        item.id,
-                        json.dumps(data, ensure_ascii=False),
-                        source,
-                        json.dumps(pointers),
-                        item.group_id,
-                        stage_id,
-                        status,
-                        slots,
-                    )
-                )
-        self.created += len(self.batch)
+    def _rows(self) -> list[tuple]:
+        """The batch's rows for COPY; `data` is the schema's working copy, `source` the text as it came."""
+        rows = []
+        for (_, _, item, source), pointers in zip(self.batch, self.pointers, strict=True):
+            data = item.model_dump(mode="json")
+            stage_id, status, slots = _entry(self.stages, data)
+            rows.append(
+                (self.project_id, item.id, to_json(data).decode(), source, to_json(pointers).decode(),
+                 item.group_id, stage_id, status, slots)
+            )
+        return rows
 
     def finish(self) -> None:
+        self.copying.close()
         if self.earlier:
             self.session.execute(sa.text("DROP TABLE import_ids"))
 

@@ -78,9 +78,9 @@ def parse_records(
 def _first_character(file: BinaryIO) -> bytes:
     """The file's first byte past a byte order mark and whitespace; the file is left where it was."""
     start = file.tell()
-    head = file.read(3).removeprefix(codecs.BOM_UTF8)
-    while head and not (head := head.lstrip(b" \t\r\n")):
-        head = file.read(CHUNK)
+    head = file.read(CHUNK).removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n")
+    while not head and (more := file.read(CHUNK)):
+        head = more.lstrip(b" \t\r\n")
     file.seek(start)
     return head[:1]
 
@@ -107,7 +107,7 @@ def _jsonl_records(file: BinaryIO, filename: str, max_bytes: int, max_depth: int
             continue
         _check(source, f"line {lineno}", max_bytes, max_depth)
         try:
-            rec = json.loads(text)
+            rec = json.loads(text.rstrip("\r\n"))  # columns of the line as it is, without its ending
         except json.JSONDecodeError as exc:
             raise Invalid(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
         if not isinstance(rec, dict):

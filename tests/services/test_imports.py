@@ -248,3 +248,94 @@ def test_a_url_image_is_stored_from_a_file_of_its_name(session, settings, storag
     items = {i.external_id: i for i in session.scalars(sa.select(Item).where(Item.project_id == project_id))}
     assert items["u"].data["image"] == url and set(items["u"].assets) == {"/image"}
     assert items["v"].assets == {}  # no file of that name: the URL stays a reference
+
+
+# -- streaming: files larger than a batch ------------------------------------------------------
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr(imports, "BATCH", 10)
+
+
+def inserted_in_this_transaction(session) -> int:
+    return session.scalar(sa.text("SELECT n_tup_ins FROM pg_stat_xact_user_tables WHERE relname = 'items'"))
+
+
+def test_a_bad_record_near_the_end_of_a_file_larger_than_the_batch_imports_nothing(session, settings, storage, project_id, tmp_path, monkeypatch):
+    monkeypatch.setattr(imports, "BATCH", 100)
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(1000)]
+    lines[990] = json.dumps({"id": "r990", "image": "a.png", "choices": "not-a-list"})
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert err.value.errors == ["line 991: field 'choices': Input should be a valid list"]
+    assert inserted_in_this_transaction(session) >= 900  # the batches before it were written as the file streamed...
+    assert count_items(session, project_id) == 0  # ...and are gone with the savepoint
+    assert session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 0
+    assert not [p for p in storage.root.rglob("*") if p.is_file()]  # the staged image is deleted
+
+
+def test_ids_repeated_across_batches_name_the_first_line(session, settings, storage, project_id, tmp_path, small_batches):
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    run(session, settings, storage, project_id, b'{"id": "old", "image": "a.png"}', base=tmp_path)
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(40)]
+    lines[25] = json.dumps({"id": "r2", "image": "a.png"})
+    lines[37] = json.dumps({"id": "old", "image": "a.png"})
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert err.value.errors == [
+        "line 26: field 'id': 'r2' repeats the id of line 3",
+        "line 38: field 'id': an item with id 'old' is already in this project",
+    ]
+    assert count_items(session, project_id) == 1
+    # Twice in one transaction: each import's table of earlier ids is its own.
+    for first in (100, 200):
+        body = "\n".join(json.dumps({"id": f"s{i}", "image": "a.png"}) for i in range(first, first + 35))
+        assert run(session, settings, storage, project_id, body.encode(), base=tmp_path).created == 35
+    assert count_items(session, project_id) == 71
+
+
+def test_errors_across_batches_come_in_line_order_up_to_the_limit(session, settings, storage, project_id, tmp_path, small_batches):
+    lines = [json.dumps({"id": f"r{i}"} if i % 3 == 1 else {"id": f"r{i}", "image": "a.png"}) for i in range(100)]
+    lines[4] = json.dumps({"id": "r0", "image": "a.png"})
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert len(err.value.errors) == imports.MAX_REPORTED_ERRORS
+    assert err.value.errors[:3] == [
+        "line 2: field 'image': Field required",
+        "line 5: field 'id': 'r0' repeats the id of line 1",
+        "line 8: field 'image': Field required",
+    ]
+    assert err.value.errors[-1] == "line 59: field 'image': Field required"
+
+
+def test_a_file_that_breaks_off_after_bad_records_reports_both(session, settings, storage, project_id, tmp_path, small_batches):
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(30)]
+    lines[4] = json.dumps({"id": "r4"})
+    lines[24] = '{"id": "r24", "image": '
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert err.value.errors == ["line 5: field 'image': Field required", "line 25: not valid JSON (Expecting value at column 24)."]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 100])
+def test_images_are_checked_once_and_counted_across_batches(session, settings, storage, project_id, tmp_path, monkeypatch, batch):
+    monkeypatch.setattr(imports, "BATCH", batch)
+    (tmp_path / "a.png").write_bytes(png_bytes((1, 2, 3)))
+    (tmp_path / "b.png").write_bytes(png_bytes((1, 2, 3)))
+    (tmp_path / "c.png").write_bytes(png_bytes((3, 2, 1)))
+    lines = [{"id": f"r{i}", "image": "abc"[i % 3] + ".png"} for i in range(10)]
+    result = run(session, settings, storage, project_id, "\n".join(map(json.dumps, lines)).encode(), base=tmp_path)
+    assert (result.created, result.images, result.new_images) == (10, 3, 2)
+    assert session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 2
+
+
+def test_a_json_array_streams_in_batches_with_each_record_as_it_came(session, settings, storage, project_id, tmp_path, small_batches, monkeypatch):
+    from app.services import records
+
+    monkeypatch.setattr(records, "CHUNK", 50)
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    elements = [json.dumps({"image": "a.png", "id": f"e{i}", "n": 1.50, "q": "caf\\u00e9 é"}, indent=i % 3 or None) for i in range(25)]
+    run(session, settings, storage, project_id, ("[" + ",\n".join(elements) + "]").encode(), filename="x.json", base=tmp_path)
+    assert list(sources(session, project_id).values()) == elements
