@@ -319,6 +319,18 @@ def test_a_file_that_breaks_off_after_bad_records_reports_both(session, settings
     assert err.value.errors == ["line 5: field 'image': Field required", "line 25: not valid JSON (Expecting value at column 24)."]
 
 
+def test_a_file_that_breaks_off_midway_imports_nothing(session, settings, storage, project_id, tmp_path, small_batches):
+    """The error comes while the previous batch's COPY is still open: it is cancelled with the savepoint."""
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(30)]
+    lines[24] = '{"id": "r24", "image": '
+    with pytest.raises(Invalid, match=r"^line 25: not valid JSON \(Expecting value at column 24\)\.$"):
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert inserted_in_this_transaction(session) >= 20
+    assert count_items(session, project_id) == 0
+    assert run(session, settings, storage, project_id, b'{"id": "r1", "image": "a.png"}', base=tmp_path).created == 1
+
+
 @pytest.mark.parametrize("batch", [1, 3, 100])
 def test_images_are_checked_once_and_counted_across_batches(session, settings, storage, project_id, tmp_path, monkeypatch, batch):
     monkeypatch.setattr(imports, "BATCH", batch)
