@@ -1,5 +1,6 @@
 """Importing items: read JSONL / JSON / CSV as it streams, validate the records, store their images,
-and write their rows with COPY, a batch at a time, so that memory does not grow with the file.
+and write their rows with COPY, a batch at a time (`app.services.import_batches`), so that memory
+does not grow with the file.
 
 All or nothing: the rows are written inside a savepoint of the caller's transaction, rolled back
 when any record or image is refused (the import goes on reading to report the first problems).
@@ -22,35 +23,25 @@ import io
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import BinaryIO
 from urllib.parse import urlsplit
 from uuid import uuid4
 
-import sqlalchemy as sa
-from pydantic import ValidationError
-from pydantic_core import to_json
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.datasets import dataset_of
-from app.datasets.task import is_external
-from app.errors import Invalid, format_validation_error
-from app.images import CheckedImage, ImageRejected, check_image
-from app.lifecycle import ITEM_START, ItemStatus
-from app.models import Asset
+from app.errors import Invalid
+from app.images import CheckedImage, ImageRejected
 from app.services import sampling
 from app.services.audit import record
+from app.services.import_batches import MAX_REPORTED_ERRORS, Batches
 from app.services.projects import get_project, stages_of
-from app.services.pipeline import first_applying
 from app.services.records import parse_records
 from app.settings import Settings
 from app.storage import S3Storage, Storage
 
-MAX_REPORTED_ERRORS = 20
 Progress = Callable[[str, int, int], None]
 
 
@@ -218,22 +209,6 @@ def staged_images(storage: Storage) -> Iterator[Staging]:
 # Records validated, checked and written together: an import holds one batch of records in memory.
 BATCH = 5000
 
-_ITEM_COLUMNS = "project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left"
-
-# The ids of the import's earlier batches and where each was, to name the first of a repeated id.
-_IDS_TABLE = "CREATE TEMP TABLE import_ids (external_id text PRIMARY KEY, at text NOT NULL) ON COMMIT DROP"
-_KNOWN = sa.text(
-    "SELECT external_id, NULL FROM items WHERE project_id = :project AND external_id = ANY(CAST(:ids AS text[]))"
-)
-_KNOWN_OR_EARLIER = sa.text(
-    """
-    SELECT b.external_id, s.at FROM unnest(CAST(:ids AS text[])) AS b(external_id)
-    LEFT JOIN import_ids s USING (external_id)
-    WHERE s.at IS NOT NULL
-       OR EXISTS (SELECT 1 FROM items i WHERE i.project_id = :project AND i.external_id = b.external_id)
-    """
-)
-
 
 def import_items(
     session: Session,
@@ -260,11 +235,11 @@ def import_items(
     total = file.seek(0, io.SEEK_END) - start
     file.seek(start)
     records = parse_records(file, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
-    with staged_images(storage) as staging, session.begin_nested(), _Import(session, project.id, stages, settings, images, staging) as run:
+    with staged_images(storage) as staging, session.begin_nested(), Batches(session, stages, settings, images, staging) as run:
         try:
             for where, rec, source in records:
                 if len(run.batch) == BATCH:
-                    run.flush(last=False)
+                    run.flush()
                     say("importing", file.tell() - start, total)
                 run.add(where, rec, source)
                 if run.error_count() >= MAX_REPORTED_ERRORS:
@@ -272,9 +247,10 @@ def import_items(
         except Invalid as exc:
             if not run.error_count():
                 raise
-            run.batch_errors.append((run.read + 1, exc.message))  # the file breaks off after the errors so far
-        run.flush(last=True)
+            run.broken_off(exc.message)
+        run.flush()
         if run.errors:
+            run.name_repeats(file, start, filename)
             raise Invalid(f"{filename}: nothing was imported.", run.errors[:MAX_REPORTED_ERRORS])
         if not run.created:
             raise Invalid(f"{filename} holds no records.")
@@ -291,188 +267,3 @@ def import_items(
         )
     say("importing", total, total)
     return ImportResult(created=run.created, images=len(run.checked), new_images=run.new_images)
-
-
-class _Import:
-    """One import as it streams: the batch being read, the errors so far, what has been written.
-
-    A full batch is flushed: its images are checked and its rows made ready while the server still
-    takes in the previous batch's COPY, which is then ended; the batch's ids are checked against the
-    project's items and the import's earlier batches (a temporary table, so that memory holds one
-    batch whatever the file's size); then, while nothing has been refused, its rows go into a new
-    COPY that stays open while the next batch is read. After the first error nothing more is
-    written, but records are still read and validated to report up to MAX_REPORTED_ERRORS problems.
-    `checked` (image reference -> sha256) grows with the number of distinct images, not of records.
-    """
-
-    def __init__(self, session: Session, project_id: int, stages: list, settings: Settings,
-                 images: ImageSource | None, staging: Staging):
-        self.session, self.project_id, self.stages = session, project_id, stages
-        self.settings, self.images, self.staging = settings, images, staging
-        self.first = stages[0]
-        self.dataset = dataset_of(self.first.workflow)
-        self.errors: list[str] = []
-        self.read = 0  # records read so far, the good and the bad
-        self.batch: list[tuple[int, str, Any, str]] = []  # (number, where, item, source)
-        self.batch_errors: list[tuple[int, str]] = []  # (number of the record, message)
-        self.seen: dict[str, str] = {}  # external id -> where, in this batch
-        self.checked: dict[str, str] = {}  # image reference -> sha256
-        self.created = self.new_images = 0
-        self.earlier = False  # whether import_ids holds earlier batches' ids
-        self.raw = session.connection().connection.driver_connection
-        self.copying = ExitStack()  # the COPY the server may still be taking in
-
-    def __enter__(self) -> _Import:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.copying.__exit__(*exc_info)  # a COPY ended by an error is cancelled
-
-    def error_count(self) -> int:
-        return len(self.errors) + len(self.batch_errors)
-
-    def add(self, where: str, rec: dict[str, Any], source: str) -> None:
-        self.read += 1
-        try:
-            item = self.dataset.parse_item(rec, self.first.config)
-        except ValidationError as exc:
-            self.batch_errors.extend((self.read, e) for e in format_validation_error(exc, prefix=f"{where}: "))
-            return
-        except Invalid as exc:
-            self.batch_errors.append((self.read, f"{where}: {exc.message}"))
-            return
-        if item.id in self.seen:
-            self.batch_errors.append((self.read, f"{where}: field 'id': '{item.id}' repeats the id of {self.seen[item.id]}"))
-        self.seen[item.id] = where
-        self.batch.append((self.read, where, item, source))
-
-    def flush(self, *, last: bool) -> None:
-        """Check the batch (images, then ids) and, while nothing was refused, start writing it."""
-        rows, fresh = [], []
-        if not self.error_count():
-            fresh = self._check_images()
-            if not self.batch_errors:
-                rows = self._rows()
-        self.copying.close()
-        if self.seen:
-            query = _KNOWN_OR_EARLIER if self.earlier else _KNOWN
-            known = dict(self.session.execute(query, {"project": self.project_id, "ids": list(self.seen)}).all())
-            for number, where, item, _ in self.batch:
-                if item.id in known:
-                    why = f"'{item.id}' repeats the id of {known[item.id]}" if known[item.id] else f"an item with id '{item.id}' is already in this project"
-                    self.batch_errors.append((number, f"{where}: field 'id': {why}"))
-            if not last:
-                self._remember(known)
-        self.errors.extend(message for _, message in sorted(self.batch_errors, key=lambda e: e[0]))
-        if not self.errors:
-            self.new_images += _record_assets(self.session, fresh)
-            if rows:
-                cursor = self.copying.enter_context(self.raw.cursor())
-                copy = self.copying.enter_context(cursor.copy(f"COPY items ({_ITEM_COLUMNS}) FROM STDIN"))
-                for row in rows:
-                    copy.write_row(row)
-                self.created += len(rows)
-        self.batch, self.batch_errors, self.seen = [], [], {}
-
-    def _remember(self, known: dict[str, str | None]) -> None:
-        """Keep the batch's new ids, with where each was, for the later batches' check."""
-        with self.raw.cursor() as cur:
-            if not self.earlier:
-                cur.execute(_IDS_TABLE)
-                self.earlier = True
-            with cur.copy("COPY import_ids (external_id, at) FROM STDIN") as copy:
-                for external_id, where in self.seen.items():
-                    if external_id not in known:
-                        copy.write_row((external_id, where))
-
-    def _check_images(self) -> list[CheckedImage]:
-        """Check and stage the images the batch names for the first time (returned, to be recorded
-        as assets); each record's image pointers (JSON pointer -> sha256) are kept for its row."""
-        self.pointers: list[dict[str, str]] = []
-        fresh: dict[str, CheckedImage] = {}
-        for number, where, item, _ in self.batch:
-            pointers = {}
-            for pointer, ref in self.dataset.image_refs(item).items():
-                if is_external(ref) and (self.images is None or not self.images.has_file_named(ref)):
-                    continue  # an http(s) image stays a reference the browser loads; never fetched here
-                if ref not in self.checked:
-                    field = pointer.lstrip("/")
-                    if self.images is None:
-                        self.batch_errors.append((number, f"{where}: field '{field}': no images were given with this import"))
-                        continue
-                    try:
-                        image = check_image(
-                            self.images.read(ref),
-                            max_bytes=self.settings.max_image_bytes,
-                            max_pixels=self.settings.max_image_pixels,
-                        )
-                    except ImageRejected as exc:
-                        self.batch_errors.append((number, f"{where}: field '{field}': {ref}: {exc}"))
-                        continue
-                    # Stored now so that image bytes are not all held in memory at once.
-                    self.staging.put(image)
-                    fresh[image.sha256] = replace(image, data=b"")
-                    self.checked[ref] = image.sha256
-                pointers[pointer] = self.checked[ref]
-            self.pointers.append(pointers)
-            if self.error_count() >= MAX_REPORTED_ERRORS:
-                break
-        return list(fresh.values())
-
-    def _rows(self) -> list[tuple]:
-        """The batch's rows for COPY; `data` is the schema's working copy, `source` the text as it came."""
-        rows = []
-        for (_, _, item, source), pointers in zip(self.batch, self.pointers, strict=True):
-            data = item.model_dump(mode="json")
-            stage_id, status, slots = _entry(self.stages, data)
-            rows.append(
-                (self.project_id, item.id, to_json(data).decode(), source, to_json(pointers).decode(),
-                 item.group_id, stage_id, status, slots)
-            )
-        return rows
-
-    def finish(self) -> None:
-        self.copying.close()
-        if self.earlier:
-            self.session.execute(sa.text("DROP TABLE import_ids"))
-
-
-def _entry(stages: list, data: dict) -> tuple[int, str, int]:
-    """Where an imported item starts: the first stage whose task applies to it (the pipeline's
-    routing), or done at once when none does (stage, status, open slots)."""
-    stage = first_applying(stages, data, {})
-    if stage is None:
-        return stages[-1].id, ItemStatus.done.value, 0
-    return stage.id, ITEM_START.value, sampling.entry_slots(stage)
-
-
-def _text_array(values: list[str]):
-    # One array parameter, not one parameter per value (PostgreSQL allows at most 65,535).
-    return sa.literal(values, type_=ARRAY(sa.Text))
-
-
-def _record_assets(session: Session, images: list[CheckedImage]) -> int:
-    if not images:
-        return 0
-    known = set(
-        session.scalars(sa.select(Asset.sha256).where(Asset.sha256 == sa.any_(_text_array([c.sha256 for c in images])))).all()
-    )
-    fresh = [c for c in images if c.sha256 not in known]
-    if fresh:
-        # One statement run over many rows: SQLAlchemy sends them in pages, under PostgreSQL's
-        # 65,535 parameters per statement, and compiles the statement once.
-        session.execute(
-            pg_insert(Asset).on_conflict_do_nothing(index_elements=["sha256"]),
-            [
-                {
-                    "sha256": c.sha256,
-                    "storage_key": c.storage_key,
-                    "mime": c.mime,
-                    "width": c.width,
-                    "height": c.height,
-                    "size_bytes": c.size_bytes,
-                }
-                for c in fresh
-            ],
-        )
-    return len(fresh)
