@@ -32,6 +32,10 @@ def count_items(session, project_id):
     return session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.project_id == project_id))
 
 
+def inserted_in_this_transaction(session) -> int:
+    return session.scalar(sa.text("SELECT n_tup_ins FROM pg_stat_xact_user_tables WHERE relname = 'items'"))
+
+
 def test_jsonl_import_stores_items_and_deduplicates_images(session, settings, storage, project_id, tmp_path):
     (tmp_path / "a.png").write_bytes(png_bytes((1, 2, 3)))
     (tmp_path / "b.png").write_bytes(png_bytes((1, 2, 3)))  # same bytes: one asset
@@ -45,14 +49,21 @@ def test_jsonl_import_stores_items_and_deduplicates_images(session, settings, st
     assert (asset.width, asset.height, asset.mime) == (32, 24, "image/png")
 
 
-def test_one_bad_line_among_1000_imports_nothing_and_names_the_line(session, settings, storage, project_id, tmp_path):
+@pytest.mark.parametrize("batch,bad", [(imports.BATCH, 736), (100, 990)], ids=["one-batch", "near-the-end-of-ten-batches"])
+def test_one_bad_line_among_1000_imports_nothing_and_names_the_line(session, settings, storage, project_id, tmp_path, monkeypatch, batch, bad):
+    """In batches of 100, the bad line comes after 900 rows were written as the file streamed; the
+    savepoint takes them back, and the staged image is deleted."""
+    monkeypatch.setattr(imports, "BATCH", batch)
     (tmp_path / "a.png").write_bytes(png_bytes())
     lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(1000)]
-    lines[736] = json.dumps({"id": "r736", "image": "a.png", "choices": "not-a-list"})
+    lines[bad] = json.dumps({"id": f"r{bad}", "image": "a.png", "choices": "not-a-list"})
     with pytest.raises(Invalid) as err:
         run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
-    assert err.value.errors == ["line 737: field 'choices': Input should be a valid list"]
+    assert err.value.errors == [f"line {bad + 1}: field 'choices': Input should be a valid list"]
+    assert inserted_in_this_transaction(session) >= bad // batch * batch
     assert count_items(session, project_id) == 0
+    assert session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 0
+    assert not [p for p in storage.root.rglob("*") if p.is_file()]
 
 
 def test_malformed_json_names_the_line(session, settings, storage, project_id):
@@ -256,24 +267,6 @@ def test_a_url_image_is_stored_from_a_file_of_its_name(session, settings, storag
 @pytest.fixture
 def small_batches(monkeypatch):
     monkeypatch.setattr(imports, "BATCH", 10)
-
-
-def inserted_in_this_transaction(session) -> int:
-    return session.scalar(sa.text("SELECT n_tup_ins FROM pg_stat_xact_user_tables WHERE relname = 'items'"))
-
-
-def test_a_bad_record_near_the_end_of_a_file_larger_than_the_batch_imports_nothing(session, settings, storage, project_id, tmp_path, monkeypatch):
-    monkeypatch.setattr(imports, "BATCH", 100)
-    (tmp_path / "a.png").write_bytes(png_bytes())
-    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(1000)]
-    lines[990] = json.dumps({"id": "r990", "image": "a.png", "choices": "not-a-list"})
-    with pytest.raises(Invalid) as err:
-        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
-    assert err.value.errors == ["line 991: field 'choices': Input should be a valid list"]
-    assert inserted_in_this_transaction(session) >= 900  # the batches before it were written as the file streamed...
-    assert count_items(session, project_id) == 0  # ...and are gone with the savepoint
-    assert session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 0
-    assert not [p for p in storage.root.rglob("*") if p.is_file()]  # the staged image is deleted
 
 
 def test_ids_repeated_across_batches_name_the_first_line(session, settings, storage, project_id, tmp_path, small_batches):
