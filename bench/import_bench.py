@@ -4,7 +4,7 @@ which reports its time and peak RSS. Target: >= 50,000 records/s, peak RSS <= 50
 
 Uses DATABASE_URL when set, else the embedded PostgreSQL, and a scratch database it drops afterwards.
 
-    python bench/import_bench.py [--records 100000 1000000] [--no-bad]
+    python bench/import_bench.py [--records 100000 1000000] [--no-bad] [--format jsonl|json]
 """
 
 from __future__ import annotations
@@ -61,19 +61,24 @@ def database_cpu() -> float | None:
 
 
 def write_records(path: Path, n: int, bad_at: int | None = None) -> None:
-    """N records, written a line at a time (the benchmark itself holds none of them)."""
+    """N records as JSONL, or as a JSON array for a .json path, written a record at a time (the
+    benchmark itself holds none of them)."""
+    array = path.suffix == ".json"
     with path.open("w") as out:
+        out.write("[\n" if array else "")
         for i in range(n):
             rec = {"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"}
             if i == bad_at:
                 rec.update(BAD)
-            out.write(json.dumps(rec) + "\n")
+            out.write(json.dumps(rec) + ("," if array and i < n - 1 else "") + "\n")
+        out.write("]\n" if array else "")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--no-bad", action="store_true", help="Skip the file with a bad record near its end.")
+    parser.add_argument("--format", choices=["jsonl", "json"], default="jsonl", help="JSON Lines, or one JSON array.")
     parser.add_argument("--child", nargs=3, metavar=("PROJECT", "FILE", "IMAGES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -95,7 +100,7 @@ def main() -> None:
                 spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["yes", "no"]})
                 name = f"bench {n} {'bad' if bad_at is not None else 'good'}"
                 projects.create_project(s, name, [spec])
-            path = tmp / "records.jsonl"
+            path = tmp / f"records.{args.format}"
             write_records(path, n, bad_at)
             out = subprocess.run(
                 [sys.executable, __file__, "--child", name, str(path), str(tmp)], env=env, capture_output=True, text=True
@@ -116,7 +121,8 @@ def main() -> None:
                       f"({n / result['seconds']:,.0f} records/s), {rss}")
             else:
                 said = [line.strip() for line in out.stderr.splitlines() if line.strip().startswith(("Error", "-"))]
-                print(f"refuse: {n:,} records ({size:.0f} MB), bad record at line {bad_at + 1:,}: exit {result['exit']} "
+                at = f"line {bad_at + 1:,}" if args.format == "jsonl" else f"record {bad_at + 1:,}"
+                print(f"refuse: {n:,} records ({size:.0f} MB), bad record at {at}: exit {result['exit']} "
                       f"after {result['seconds']:.2f} s, {rss}; said: {' '.join(said)}")
             path.unlink()
         engine.dispose()
