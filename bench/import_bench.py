@@ -1,55 +1,132 @@
-"""Import benchmark: time to import N small generic.choice records (default 100,000).
+"""Import benchmark: `vlcurate import` of N small generic.choice records (default 100,000 and
+1,000,000), and of the largest file with a bad record near its end, each in its own process,
+which reports its time and peak RSS. Target: >= 50,000 records/s, peak RSS <= 500 MB at any size.
 
-Prints one line with the figure. Uses DATABASE_URL when set, else the embedded PostgreSQL,
-and a scratch database it drops afterwards.
+Uses DATABASE_URL when set, else the embedded PostgreSQL, and a scratch database it drops afterwards.
 
-    python bench/import_bench.py [--records 100000]
+    python bench/import_bench.py [--records 100000 1000000] [--no-bad] [--format jsonl|json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import sqlalchemy as sa
 from scratch import scratch_database
 
 from app.datasets.drawing import draw_shape  # noqa: E402
 from app.db import session_factory, transaction  # noqa: E402
-from app.services import imports, projects  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from app.storage import LocalStorage  # noqa: E402
+from app.services import projects  # noqa: E402
+
+# How far from the end the bad record is, and what is wrong with it.
+BAD_FROM_END = 10
+BAD = {"choices": "not-a-list"}
+
+
+def child(project: str, path: str, images: str) -> None:
+    """Run `vlcurate import` in this process and print its time, CPU time, exit status and peak RSS as JSON."""
+    from app.cli import app
+
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.perf_counter()
+    # Without standalone mode, click returns the exit status of a command that fails (typer.Exit).
+    code = app(["import", project, path, "--images", images], standalone_mode=False) or 0
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    print(json.dumps({"seconds": elapsed, "cpu": cpu, "db_cpu": database_cpu(), "exit": code,
+                      "peak_mb": after.ru_maxrss / 1024, "start_mb": before.ru_maxrss / 1024}))
+
+
+def database_cpu() -> float | None:
+    """CPU seconds of the PostgreSQL backends serving the scratch database (the import's is still
+    open in the command's pool), read from /proc; None when the server is not on this machine."""
+    from app.db import get_engine
+    from app.settings import get_settings
+
+    with get_engine(get_settings()).connect() as conn:
+        pids = conn.scalars(sa.text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")).all()
+    try:
+        ticks = sum(sum(map(int, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])) for pid in pids)
+    except OSError:
+        return None
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def write_records(path: Path, n: int, bad_at: int | None = None) -> None:
+    """N records as JSONL, or as a JSON array for a .json path, written a record at a time (the
+    benchmark itself holds none of them)."""
+    array = path.suffix == ".json"
+    with path.open("w") as out:
+        out.write("[\n" if array else "")
+        for i in range(n):
+            rec = {"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"}
+            if i == bad_at:
+                rec.update(BAD)
+            out.write(json.dumps(rec) + ("," if array and i < n - 1 else "") + "\n")
+        out.write("]\n" if array else "")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--records", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--no-bad", action="store_true", help="Skip the file with a bad record near its end.")
+    parser.add_argument("--format", choices=["jsonl", "json"], default="jsonl", help="JSON Lines, or one JSON array.")
+    parser.add_argument("--child", nargs=3, metavar=("PROJECT", "FILE", "IMAGES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
 
     with scratch_database() as (url, tmp):
-        settings = Settings(database_url=url.render_as_string(hide_password=False), data_dir=tmp)
         engine = sa.create_engine(url)
         sessions = session_factory(engine)
-        with transaction(sessions) as s:
-            spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["yes", "no"]})
-            pid = projects.create_project(s, "bench", [spec]).id
         # Every record names the same image: the figure is parsing, validation and writing rows.
         (tmp / "img.png").write_bytes(draw_shape("circle", (200, 30, 30), seed=0))
-        data = "\n".join(
-            json.dumps({"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"})
-            for i in range(args.records)
-        ).encode()
-        store = LocalStorage(tmp / "store")
-        start = time.perf_counter()
-        with transaction(sessions) as s:
-            result = imports.import_items(
-                s, pid, data, "bench.jsonl", settings=settings, storage=store,
-                images=imports.ImageSource(settings, store, base=tmp),
+        runs = [(n, None) for n in args.records]
+        if not args.no_bad:
+            runs.append((max(args.records), max(args.records) - BAD_FROM_END))
+        env = {**os.environ, "DATABASE_URL": url.render_as_string(hide_password=False), "VLCURATE_DATA_DIR": str(tmp / "data")}
+        worst = 0.0
+        for n, bad_at in runs:
+            with transaction(sessions) as s:
+                spec = projects.StageSpec(workflow="generic.choice", config={"choices": ["yes", "no"]})
+                name = f"bench {n} {'bad' if bad_at is not None else 'good'}"
+                projects.create_project(s, name, [spec])
+            path = tmp / f"records.{args.format}"
+            write_records(path, n, bad_at)
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", name, str(path), str(tmp)], env=env, capture_output=True, text=True
             )
-        elapsed = time.perf_counter() - start
+            lines = out.stdout.strip().splitlines()
+            if not lines or not lines[-1].startswith("{"):
+                sys.exit(out.stdout + out.stderr)
+            result = json.loads(lines[-1])
+            worst = max(worst, result["peak_mb"])
+            size = path.stat().st_size / 1e6
+            # On a shared machine the wall time depends on the neighbours; the process's CPU time less so.
+            db = f", database CPU {result['db_cpu']:.1f} s" if result["db_cpu"] is not None else ""
+            rss = f"app CPU {result['cpu']:.1f} s{db}, peak RSS {result['peak_mb']:.0f} MB ({result['start_mb']:.0f} MB before the import)"
+            if bad_at is None:
+                if result["exit"] != 0:
+                    sys.exit(out.stderr)
+                print(f"import: {n:,} records ({size:.0f} MB) in {result['seconds']:.2f} s "
+                      f"({n / result['seconds']:,.0f} records/s), {rss}")
+            else:
+                said = [line.strip() for line in out.stderr.splitlines() if line.strip().startswith(("Error", "-"))]
+                at = f"line {bad_at + 1:,}" if args.format == "jsonl" else f"record {bad_at + 1:,}"
+                print(f"refuse: {n:,} records ({size:.0f} MB), bad record at {at}: exit {result['exit']} "
+                      f"after {result['seconds']:.2f} s, {rss}; said: {' '.join(said)}")
+            path.unlink()
         engine.dispose()
-    print(f"import: {result.created:,} records in {elapsed:.2f} s ({result.created / elapsed:,.0f} records/s)")
+    print(f"peak RSS of any import: {worst:.0f} MB (target <= 500 MB: {'met' if worst <= 500 else 'NOT met'})")
 
 
 if __name__ == "__main__":

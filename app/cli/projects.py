@@ -88,12 +88,12 @@ def import_cmd(
                     tasks[phase] = bar.add_task(phase, total=total)
                 bar.update(tasks[phase], completed=done, total=total)
 
-            with transaction(sessions) as session:
+            with transaction(sessions) as session, file.open("rb") as records:
                 target = projects.find_project(session, project)
                 result = imports.import_items(
                     session,
                     target.id,
-                    file.read_bytes(),
+                    records,
                     file.name,
                     settings=settings,
                     storage=storage,

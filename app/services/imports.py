@@ -1,7 +1,9 @@
-"""Importing items: parse JSONL / JSON / CSV, validate every record, store images, insert in one go.
+"""Importing items: read JSONL / JSON / CSV as it streams, validate the records, store their images,
+and write their rows with COPY, a batch at a time (`app.services.import_batches`), so that memory
+does not grow with the file.
 
-All or nothing: every record is validated and every image checked before the first row is
-written, and rows are written with COPY inside the caller's transaction.
+All or nothing: the rows are written inside a savepoint of the caller's transaction, rolled back
+when any record or image is refused (the import goes on reading to report the first problems).
 
 Images go to a staging prefix (`staging/<import>/...`, written as they are checked, so their bytes
 are never all in memory) and are promoted to their content-addressed keys only once everything has
@@ -17,37 +19,29 @@ they are a day old (`sweep_staging`; no import runs that long).
 
 from __future__ import annotations
 
-import json
+import io
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 from urllib.parse import urlsplit
 from uuid import uuid4
 
-import sqlalchemy as sa
-from pydantic import ValidationError
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.datasets import dataset_of
-from app.datasets.task import is_external
-from app.errors import Invalid, format_validation_error
-from app.images import CheckedImage, ImageRejected, check_image
-from app.lifecycle import ITEM_START, ItemStatus
-from app.models import Asset, Item
+from app.errors import Invalid
+from app.images import CheckedImage, ImageRejected
 from app.services import sampling
 from app.services.audit import record
+from app.services.import_batches import MAX_REPORTED_ERRORS, Batches
 from app.services.projects import get_project, stages_of
-from app.services.pipeline import first_applying
 from app.services.records import parse_records
 from app.settings import Settings
 from app.storage import S3Storage, Storage
 
-MAX_REPORTED_ERRORS = 20
 Progress = Callable[[str, int, int], None]
 
 
@@ -214,11 +208,14 @@ def staged_images(storage: Storage) -> Iterator[Staging]:
 
 # -- the import ----------------------------------------------------------------------
 
+# Records validated, checked and written together: an import holds one batch of records in memory.
+BATCH = 5000
+
 
 def import_items(
     session: Session,
     project_id: int,
-    data: bytes,
+    data: bytes | BinaryIO,
     filename: str,
     *,
     settings: Settings,
@@ -228,118 +225,43 @@ def import_items(
     progress: Progress | None = None,
     skip_existing: bool = False,
 ) -> ImportResult:
-    """Import every record, or none. An id the project has already is an error, or with
-    `skip_existing` (a client pushing a batch again, or resuming) that record is left out: the item
-    stays as it is, whatever the record says now."""
+    """Import the records of `data` (bytes, or a seekable binary file, read as it streams) into the
+    project, all or nothing. Records are validated, their images checked and staged, and their rows
+    written with COPY a batch at a time, inside a savepoint of the caller's transaction that is
+    rolled back if any record or image is refused; the error lists the first problems, each naming
+    its line (or record) and field. `progress` hears ("importing", bytes read, file size).
+    An id the project had before is an error, or with `skip_existing` (a client pushing a batch again,
+    or resuming) that record is left out: the item stays as it is, whatever the record says now."""
     project = get_project(session, project_id)
     stages = stages_of(session, project.id)
-    first = stages[0]
-    dataset = dataset_of(first.workflow)
+    file = io.BytesIO(data) if isinstance(data, bytes) else data
     say = progress or (lambda phase, done, total: None)
-
-    # 1. Validate every record; report up to MAX_REPORTED_ERRORS problems, each with its line.
-    records = list(parse_records(data, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth))
-    if not records:
-        raise Invalid(f"{filename} holds no records.")
-    errors: list[str] = []
-    parsed = []
-    seen: dict[str, str] = {}
-    for n, (where, rec, source) in enumerate(records, 1):
+    start = file.tell()
+    total = file.seek(0, io.SEEK_END) - start
+    file.seek(start)
+    records = parse_records(file, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
+    with staged_images(storage) as staging, session.begin_nested(), Batches(session, stages, settings, images, staging, skip_existing=skip_existing) as run:
         try:
-            item = dataset.parse_item(rec, first.config)
-        except ValidationError as exc:
-            errors.extend(format_validation_error(exc, prefix=f"{where}: "))
+            for where, rec, source in records:
+                if len(run.batch) == BATCH:
+                    run.flush()
+                    say("importing", file.tell() - start, total)
+                run.add(where, rec, source)
+                if run.error_count() >= MAX_REPORTED_ERRORS:
+                    break
         except Invalid as exc:
-            errors.append(f"{where}: {exc.message}")
-        else:
-            if item.id in seen:
-                errors.append(f"{where}: field 'id': '{item.id}' repeats the id of {seen[item.id]}")
-            seen[item.id] = where
-            parsed.append((where, item, source))
-        if len(errors) >= MAX_REPORTED_ERRORS:
-            break
-        if n % 5000 == 0:
-            say("validating", n, len(records))
-    say("validating", len(records), len(records))
-    if not errors:
-        existing = session.scalars(
-            sa.select(Item.external_id).where(Item.project_id == project.id, Item.external_id == sa.any_(_text_array(list(seen))))
-        ).all()
-        if skip_existing and existing:
-            known = set(existing)
-            parsed = [p for p in parsed if p[1].id not in known]
-        else:
-            for ext in existing[:MAX_REPORTED_ERRORS]:
-                errors.append(f"{seen[ext]}: field 'id': an item with id '{ext}' is already in this project")
-    if errors:
-        raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
-    skipped = len(seen) - len(parsed)
-    if not parsed:
-        return ImportResult(created=0, images=0, new_images=0, skipped=skipped)
-
-    with staged_images(storage) as staging:
-        # 2. Check and store every image the records name.
-        checked: dict[str, CheckedImage] = {}
-        item_assets: list[dict[str, str]] = []
-        for i, (where, item, _) in enumerate(parsed, 1):
-            refs = dataset.image_refs(item)
-            pointers = {}
-            for pointer, ref in refs.items():
-                if is_external(ref) and (images is None or not images.has_file_named(ref)):
-                    continue  # an http(s) image stays a reference the browser loads; never fetched here
-                if ref not in checked:
-                    if images is None:
-                        errors.append(f"{where}: field '{pointer.lstrip('/')}': no images were given with this import")
-                        continue
-                    try:
-                        image = check_image(
-                            images.read(ref),
-                            max_bytes=settings.max_image_bytes,
-                            max_pixels=settings.max_image_pixels,
-                        )
-                    except ImageRejected as exc:
-                        errors.append(f"{where}: field '{pointer.lstrip('/')}': {ref}: {exc}")
-                        continue
-                    # Stored now so that image bytes are not all held in memory at once.
-                    staging.put(image)
-                    checked[ref] = replace(image, data=b"")
-                pointers[pointer] = checked[ref].sha256
-            item_assets.append(pointers)
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                break
-            if refs:
-                say("images", i, len(parsed))
-        if errors:
-            raise Invalid(f"{filename}: nothing was imported.", errors[:MAX_REPORTED_ERRORS])
-
-        new_images = _record_assets(session, list({c.sha256: c for c in checked.values()}.values()))
-
-        # 3. Write the items with COPY.
-        raw = session.connection().connection.driver_connection
-        with raw.cursor() as cur:
-            with cur.copy(
-                "COPY items (project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left)"
-                " FROM STDIN"
-            ) as copy:
-                for i, ((_, item, source), pointers) in enumerate(zip(parsed, item_assets, strict=True), 1):
-                    data_json = item.model_dump(mode="json")
-                    stage_id, status, slots = _entry(stages, data_json)
-                    copy.write_row(
-                        (
-                            project.id,
-                            item.id,
-                            json.dumps(data_json, ensure_ascii=False),
-                            source,
-                            json.dumps(pointers),
-                            item.group_id,
-                            stage_id,
-                            status,
-                            slots,
-                        )
-                    )
-                    if i % 10000 == 0:
-                        say("writing", i, len(parsed))
-        say("writing", len(parsed), len(parsed))
+            if not run.error_count():
+                raise
+            run.broken_off(exc.message)
+        run.flush()
+        if run.errors:
+            run.name_repeats(file, start, filename)
+            raise Invalid(f"{filename}: nothing was imported.", run.errors[:MAX_REPORTED_ERRORS])
+        if not run.created:
+            if run.skipped:
+                return ImportResult(created=0, images=0, new_images=0, skipped=run.skipped)
+            raise Invalid(f"{filename} holds no records.")
+        run.finish()
         sampling.draw(session, project.id)
         record(
             session,
@@ -347,49 +269,8 @@ def import_items(
             actor_id=actor_id,
             target=f"project:{project.id}",
             file=filename,
-            items=len(parsed),
-            images=len(checked),
+            items=run.created,
+            images=len(run.checked),
         )
-        result = ImportResult(created=len(parsed), images=len(checked), new_images=new_images, skipped=skipped)
-    return result
-
-
-def _entry(stages: list, data: dict) -> tuple[int, str, int]:
-    """Where an imported item starts: the first stage whose task applies to it (the pipeline's
-    routing), or done at once when none does (stage, status, open slots)."""
-    stage = first_applying(stages, data, {})
-    if stage is None:
-        return stages[-1].id, ItemStatus.done.value, 0
-    return stage.id, ITEM_START.value, sampling.entry_slots(stage)
-
-
-def _text_array(values: list[str]):
-    # One array parameter, not one parameter per value (PostgreSQL allows at most 65,535).
-    return sa.literal(values, type_=ARRAY(sa.Text))
-
-
-def _record_assets(session: Session, images: list[CheckedImage]) -> int:
-    if not images:
-        return 0
-    known = set(
-        session.scalars(sa.select(Asset.sha256).where(Asset.sha256 == sa.any_(_text_array([c.sha256 for c in images])))).all()
-    )
-    fresh = [c for c in images if c.sha256 not in known]
-    if fresh:
-        # One statement run over many rows: SQLAlchemy sends them in pages, under PostgreSQL's
-        # 65,535 parameters per statement, and compiles the statement once.
-        session.execute(
-            pg_insert(Asset).on_conflict_do_nothing(index_elements=["sha256"]),
-            [
-                {
-                    "sha256": c.sha256,
-                    "storage_key": c.storage_key,
-                    "mime": c.mime,
-                    "width": c.width,
-                    "height": c.height,
-                    "size_bytes": c.size_bytes,
-                }
-                for c in fresh
-            ],
-        )
-    return len(fresh)
+    say("importing", total, total)
+    return ImportResult(created=run.created, images=len(run.checked), new_images=run.new_images, skipped=run.skipped)

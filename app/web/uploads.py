@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from fastapi import Request, UploadFile
 from sqlalchemy.orm import Session
@@ -14,14 +16,14 @@ from app.services import imports
 CHUNK = 1024 * 1024
 
 
-def read_upload(upload: UploadFile, limit: int) -> bytes:
-    chunks, size = [], 0
-    while chunk := upload.file.read(CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
-        chunks.append(chunk)
-    return b"".join(chunks)
+def spooled(upload: UploadFile, limit: int) -> BinaryIO:
+    """The upload's spool file (python-multipart keeps a large one on disk), at its start, once
+    its size is within the limit; the import reads it as it streams."""
+    size = upload.file.seek(0, os.SEEK_END)
+    if size > limit:
+        raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
+    upload.file.seek(0)
+    return upload.file
 
 
 def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
@@ -44,7 +46,7 @@ def run_upload_import(
     thread pool, so reading the spooled upload files blocks no one."""
     settings = request.app.state.settings
     storage = request.app.state.storage
-    data = read_upload(file, settings.max_upload_bytes)
+    records = spooled(file, settings.max_upload_bytes)
     with tempfile.TemporaryDirectory() as tmp:
         zip_path = None
         if images is not None and images.filename:
@@ -54,7 +56,7 @@ def run_upload_import(
             return imports.import_items(
                 session,
                 project_id,
-                data,
+                records,
                 file.filename or "upload.jsonl",
                 settings=settings,
                 storage=storage,

@@ -32,6 +32,10 @@ def count_items(session, project_id):
     return session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.project_id == project_id))
 
 
+def inserted_in_this_transaction(session) -> int:
+    return session.scalar(sa.text("SELECT n_tup_ins FROM pg_stat_xact_user_tables WHERE relname = 'items'"))
+
+
 def test_jsonl_import_stores_items_and_deduplicates_images(session, settings, storage, project_id, tmp_path):
     (tmp_path / "a.png").write_bytes(png_bytes((1, 2, 3)))
     (tmp_path / "b.png").write_bytes(png_bytes((1, 2, 3)))  # same bytes: one asset
@@ -45,14 +49,21 @@ def test_jsonl_import_stores_items_and_deduplicates_images(session, settings, st
     assert (asset.width, asset.height, asset.mime) == (32, 24, "image/png")
 
 
-def test_one_bad_line_among_1000_imports_nothing_and_names_the_line(session, settings, storage, project_id, tmp_path):
+@pytest.mark.parametrize("batch,bad", [(imports.BATCH, 736), (100, 990)], ids=["one-batch", "near-the-end-of-ten-batches"])
+def test_one_bad_line_among_1000_imports_nothing_and_names_the_line(session, settings, storage, project_id, tmp_path, monkeypatch, batch, bad):
+    """In batches of 100, the bad line comes after 900 rows were written as the file streamed; the
+    savepoint takes them back, and the staged image is deleted."""
+    monkeypatch.setattr(imports, "BATCH", batch)
     (tmp_path / "a.png").write_bytes(png_bytes())
     lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(1000)]
-    lines[736] = json.dumps({"id": "r736", "image": "a.png", "choices": "not-a-list"})
+    lines[bad] = json.dumps({"id": f"r{bad}", "image": "a.png", "choices": "not-a-list"})
     with pytest.raises(Invalid) as err:
         run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
-    assert err.value.errors == ["line 737: field 'choices': Input should be a valid list"]
+    assert err.value.errors == [f"line {bad + 1}: field 'choices': Input should be a valid list"]
+    assert inserted_in_this_transaction(session) >= bad // batch * batch
     assert count_items(session, project_id) == 0
+    assert session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 0
+    assert not [p for p in storage.root.rglob("*") if p.is_file()]
 
 
 def test_malformed_json_names_the_line(session, settings, storage, project_id):
@@ -248,3 +259,112 @@ def test_a_url_image_is_stored_from_a_file_of_its_name(session, settings, storag
     items = {i.external_id: i for i in session.scalars(sa.select(Item).where(Item.project_id == project_id))}
     assert items["u"].data["image"] == url and set(items["u"].assets) == {"/image"}
     assert items["v"].assets == {}  # no file of that name: the URL stays a reference
+
+
+# -- streaming: files larger than a batch ------------------------------------------------------
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr(imports, "BATCH", 10)
+
+
+def test_ids_repeated_across_batches_name_the_first_line(session, settings, storage, project_id, tmp_path, small_batches):
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    run(session, settings, storage, project_id, b'{"id": "old", "image": "a.png"}', base=tmp_path)
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(40)]
+    lines[25] = json.dumps({"id": "r2", "image": "a.png"})
+    lines[37] = json.dumps({"id": "old", "image": "a.png"})
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert err.value.errors == [
+        "line 26: field 'id': 'r2' repeats the id of line 3",
+        "line 38: field 'id': an item with id 'old' is already in this project",
+    ]
+    assert count_items(session, project_id) == 1
+    # Twice in one transaction: each import's table of earlier ids is its own.
+    for first in (100, 200):
+        body = "\n".join(json.dumps({"id": f"s{i}", "image": "a.png"}) for i in range(first, first + 35))
+        assert run(session, settings, storage, project_id, body.encode(), base=tmp_path).created == 35
+    assert count_items(session, project_id) == 71
+
+
+def test_errors_across_batches_come_in_line_order_up_to_the_limit(session, settings, storage, project_id, tmp_path, small_batches):
+    lines = [json.dumps({"id": f"r{i}"} if i % 3 == 1 else {"id": f"r{i}", "image": "a.png"}) for i in range(100)]
+    lines[4] = json.dumps({"id": "r0", "image": "a.png"})
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert len(err.value.errors) == imports.MAX_REPORTED_ERRORS
+    assert err.value.errors[:3] == [
+        "line 2: field 'image': Field required",
+        "line 5: field 'id': 'r0' repeats the id of line 1",
+        "line 8: field 'image': Field required",
+    ]
+    assert err.value.errors[-1] == "line 59: field 'image': Field required"
+
+
+def test_a_file_that_breaks_off_after_bad_records_reports_both(session, settings, storage, project_id, tmp_path, small_batches):
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(30)]
+    lines[4] = json.dumps({"id": "r4"})
+    lines[24] = '{"id": "r24", "image": '
+    with pytest.raises(Invalid) as err:
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert err.value.errors == ["line 5: field 'image': Field required", "line 25: not valid JSON (Expecting value at column 24)."]
+
+
+def test_a_file_that_breaks_off_midway_imports_nothing(session, settings, storage, project_id, tmp_path, small_batches):
+    """The error comes while the previous batch's COPY is still open: it is cancelled with the savepoint."""
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    lines = [json.dumps({"id": f"r{i}", "image": "a.png"}) for i in range(30)]
+    lines[24] = '{"id": "r24", "image": '
+    with pytest.raises(Invalid, match=r"^line 25: not valid JSON \(Expecting value at column 24\)\.$"):
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert inserted_in_this_transaction(session) >= 10  # the first batch, and what the server took of the second
+    assert count_items(session, project_id) == 0
+    assert run(session, settings, storage, project_id, b'{"id": "r1", "image": "a.png"}', base=tmp_path).created == 1
+
+
+@pytest.mark.parametrize("batch", [1, 3, 100])
+def test_images_are_checked_once_and_counted_across_batches(session, settings, storage, project_id, tmp_path, monkeypatch, batch):
+    monkeypatch.setattr(imports, "BATCH", batch)
+    (tmp_path / "a.png").write_bytes(png_bytes((1, 2, 3)))
+    (tmp_path / "b.png").write_bytes(png_bytes((1, 2, 3)))
+    (tmp_path / "c.png").write_bytes(png_bytes((3, 2, 1)))
+    lines = [{"id": f"r{i}", "image": "abc"[i % 3] + ".png"} for i in range(10)]
+    result = run(session, settings, storage, project_id, "\n".join(map(json.dumps, lines)).encode(), base=tmp_path)
+    assert (result.created, result.images, result.new_images) == (10, 3, 2)
+    assert session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 2
+
+
+def test_a_json_array_streams_in_batches_with_each_record_as_it_came(session, settings, storage, project_id, tmp_path, small_batches, monkeypatch):
+    from app.services import records
+
+    monkeypatch.setattr(records, "CHUNK", 50)
+    (tmp_path / "a.png").write_bytes(png_bytes())
+    elements = [json.dumps({"image": "a.png", "id": f"e{i}", "n": 1.50, "q": "caf\\u00e9 é"}, indent=i % 3 or None) for i in range(25)]
+    run(session, settings, storage, project_id, ("[" + ",\n".join(elements) + "]").encode(), filename="x.json", base=tmp_path)
+    assert list(sources(session, project_id).values()) == elements
+
+
+def test_skip_existing_leaves_out_the_ids_the_project_had_and_still_refuses_repeats(session, settings, storage, project_id, monkeypatch):
+    def lines(ids, text="x"):
+        return "".join(json.dumps({"id": i, "image": f"https://example.org/{i}.png", "text": f"{text} {i}"}) + "\n" for i in ids).encode()
+
+    def push(data):
+        return imports.import_items(session, project_id, data, "push.jsonl", settings=settings, storage=storage, skip_existing=True)
+
+    monkeypatch.setattr(imports, "BATCH", 2)  # the new and the known ids spread over batches
+    assert run(session, settings, storage, project_id, lines(["a", "b", "c"])).created == 3
+    # A push resumed after its first three records: those are left out as they are, the rest come in.
+    result = push(lines(["a", "b", "c", "d", "e"], text="changed"))
+    assert (result.created, result.skipped) == (2, 3)
+    texts = dict(session.execute(sa.select(Item.external_id, Item.data["text"].astext).where(Item.project_id == project_id)).all())
+    assert texts == {"a": "x a", "b": "x b", "c": "x c", "d": "changed d", "e": "changed e"}
+    # The same push again changes nothing.
+    again = push(lines(["a", "b", "c", "d", "e"], text="other"))
+    assert (again.created, again.skipped) == (0, 5) and count_items(session, project_id) == 5
+    # An id repeated within the pushed file is still an error, even across batches.
+    with pytest.raises(Invalid) as refused:
+        push(lines(["f", "g", "f"]))
+    assert any("'f' repeats the id of line 1" in e for e in refused.value.errors), refused.value.errors
+    assert count_items(session, project_id) == 5
