@@ -105,18 +105,16 @@ def submit(
     if not idempotency_key or len(idempotency_key) > MAX_KEY_LENGTH:
         raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
     # The row lock on the assignment serializes concurrent posts of the same submit.
-    assignment = queue.lock_assignment(session, assignment_id, user_id)
+    assignment, item, stage = queue.lock_for_submit(session, assignment_id, user_id)
     earlier = session.scalar(
         sa.select(Annotation).where(Annotation.annotator_id == user_id, Annotation.idempotency_key == idempotency_key)
     )
     if earlier is not None:
         if earlier.assignment_id != assignment.id:
             raise Conflict("This idempotency key was already used for another assignment.")
-        item = session.get(Item, assignment.item_id)
         if payload != earlier.payload:
             # A retry repeats the answer; another answer under the same key (a page shown again
             # after its submit) must never be dropped silently: it is refused with the way on.
-            stage = session.get(Stage, assignment.stage_id)
             clean = get_task(stage.workflow).validate_annotation(item.data, payload, stage.config, results_by_stage(session, item.id))
             if clean != earlier.payload:
                 raise AlreadySubmitted(
@@ -125,8 +123,6 @@ def submit(
                 )
         return SubmitResult(earlier.id, earlier.revision, True, item.status)
 
-    item = session.scalar(sa.select(Item).where(Item.id == assignment.item_id).with_for_update())
-    stage = session.get(Stage, assignment.stage_id)
     if item.stage_id != stage.id or item.status not in (ItemStatus.active, ItemStatus.review):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
     clean = get_task(stage.workflow).validate_annotation(
