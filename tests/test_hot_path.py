@@ -102,8 +102,9 @@ def _take_fresh_sql():
     return queue._TAKE_FRESH.text
 
 
-def test_serve_picks_one_worker_per_cpu_up_to_four(monkeypatch):
+def test_serve_picks_one_worker_per_cpu_up_to_four_and_one_on_the_embedded_database(monkeypatch):
     monkeypatch.setattr(server, "_cpus", lambda: 2)
     assert server.default_workers() == 2
     monkeypatch.setattr(server, "_cpus", lambda: 64)
     assert server.default_workers() == 4
+    assert server.default_workers(embedded=True) == 1

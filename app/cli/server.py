@@ -69,8 +69,8 @@ def serve(
             f"[bold]First start:[/] created user [bold]{first[0]}[/] with one-time password "
             f"[bold]{first[1]}[/] (you choose a new one at first login). It is not shown again."
         )
-    chosen = workers or default_workers()
-    why = "" if workers else f" (default for {_cpus()} CPUs; --workers to change)"
+    chosen = workers or default_workers(embedded=not settings.database_url)
+    why = "" if workers else f" (the default for {_cpus()} CPUs{' on the embedded PostgreSQL' if not settings.database_url else ''}; --workers to change)"
     console.print(f"vlcurate on http://{host}:{port} with {chosen} worker process{'es' if chosen > 1 else ''}{why}")
     uvicorn.run(
         "app.main:create_app", factory=True, host=host, port=port, workers=chosen, proxy_headers=False, access_log=access_log
@@ -81,11 +81,12 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def default_workers() -> int:
+def default_workers(*, embedded: bool = False) -> int:
     """One worker process per CPU: a request's Python work holds one CPU, and workers share nothing.
     At most 4, so that their connection pools stay inside PostgreSQL's default max_connections
-    (100) with room for the job worker and the command line."""
-    return max(1, min(_cpus(), 4))
+    (100) with room for the job worker and the command line. One on the embedded PostgreSQL (a
+    trial or development setup), whose server stops with the process that started it."""
+    return 1 if embedded else max(1, min(_cpus(), 4))
 
 
 def _exit_on_signal(signum, frame) -> None:

@@ -157,17 +157,22 @@ def api_user(request: Request, session: Db) -> Principal:
     return token_user(session, bearer_token(request))
 
 
+async def bearer(request: Request) -> str:
+    """The request's bearer token, or a 401 before its body is read (async: no threadpool hop)."""
+    return bearer_token(request)
+
+
+Bearer = Annotated[str, Depends(bearer)]
 T = TypeVar("T")
 
 
-async def api_work(request: Request, work: Callable[[Session, Principal], T]) -> T:
+async def api_work(request: Request, token: str, work: Callable[[Session, Principal], T]) -> T:
     """The unit of work of the annotation routes (claim, submit, skip, release, draft), the API's hot
     path: authentication and the route's work in one transaction, committed before the answer is
     sent, as `Db` + `api_user` do, but in one hop to the threadpool instead of four (one per sync
     dependency, its exit, and the route). Measured with bench/http_bench.py: the hops cost more than
     the database does on a claim; running the sync database calls on the event loop instead would
     stop other requests' Python work from overlapping a request's round trips."""
-    token = bearer_token(request)
     sessions = request.app.state.sessions
 
     def run() -> T:
