@@ -5,7 +5,10 @@ Revises: 0010
 Create Date: 2026-11-23 02:40:00
 
 Each trigger runs once per statement over its transition tables, so a claim costs a look at one row
-and a bulk INSERT ... SELECT or COPY of a million items one grouped upsert. Counter rows are
+and a bulk INSERT ... SELECT or COPY of a million items one grouped upsert. The statements are
+EXECUTEd, planned for the transition tables at hand: a plan PL/pgSQL cached on a connection after
+a bulk statement (a hash join over a million rows) made every later one-row update on that
+connection take a second. Counter rows are
 upserted in key order (no deadlock between two writers) into the writing backend's shard. Counts of
 a deleted project or stage are dropped with it (the row's cascade runs first: its RI triggers sort
 before ours by name), and the deltas that cascade produces are skipped by the joins on
@@ -26,23 +29,23 @@ FUNCTIONS = f"""
 CREATE FUNCTION vlc_count_items() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO item_counts (project_id, stage_id, status, shard, n)
+        EXECUTE $q$INSERT INTO item_counts (project_id, stage_id, status, shard, n)
         SELECT d.project_id, d.stage_id, d.status, {SHARD}, d.n FROM (
             SELECT project_id, coalesce(stage_id, 0) AS stage_id, status, count(*) AS n
             FROM new_rows GROUP BY 1, 2, 3) d
         JOIN projects p ON p.id = d.project_id
         ORDER BY 1, 2, 3
-        ON CONFLICT (project_id, stage_id, status, shard) DO UPDATE SET n = item_counts.n + excluded.n;
+        ON CONFLICT (project_id, stage_id, status, shard) DO UPDATE SET n = item_counts.n + excluded.n$q$;
     ELSIF TG_OP = 'DELETE' THEN
-        INSERT INTO item_counts (project_id, stage_id, status, shard, n)
+        EXECUTE $q$INSERT INTO item_counts (project_id, stage_id, status, shard, n)
         SELECT d.project_id, d.stage_id, d.status, {SHARD}, -d.n FROM (
             SELECT project_id, coalesce(stage_id, 0) AS stage_id, status, count(*) AS n
             FROM old_rows GROUP BY 1, 2, 3) d
         JOIN projects p ON p.id = d.project_id
         ORDER BY 1, 2, 3
-        ON CONFLICT (project_id, stage_id, status, shard) DO UPDATE SET n = item_counts.n + excluded.n;
+        ON CONFLICT (project_id, stage_id, status, shard) DO UPDATE SET n = item_counts.n + excluded.n$q$;
     ELSE
-        INSERT INTO item_counts (project_id, stage_id, status, shard, n)
+        EXECUTE $q$INSERT INTO item_counts (project_id, stage_id, status, shard, n)
         SELECT d.project_id, d.stage_id, d.status, {SHARD}, d.n FROM (
             SELECT project_id, stage_id, status, sum(delta) AS n FROM (
                 SELECT o.project_id, coalesce(o.stage_id, 0) AS stage_id, o.status, -1 AS delta
@@ -55,7 +58,7 @@ BEGIN
             ) moves GROUP BY 1, 2, 3 HAVING sum(delta) <> 0) d
         JOIN projects p ON p.id = d.project_id
         ORDER BY 1, 2, 3
-        ON CONFLICT (project_id, stage_id, status, shard) DO UPDATE SET n = item_counts.n + excluded.n;
+        ON CONFLICT (project_id, stage_id, status, shard) DO UPDATE SET n = item_counts.n + excluded.n$q$;
     END IF;
     RETURN NULL;
 END $$;
@@ -64,7 +67,7 @@ END $$;
 CREATE FUNCTION vlc_count_results() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO stage_counts (stage_id, shard, finished)
+        EXECUTE $q$INSERT INTO stage_counts (stage_id, shard, finished)
         SELECT d.stage_id, {SHARD}, d.n FROM (
             SELECT f.stage_id, count(*) AS n FROM (
                 SELECT item_id, stage_id, min(id) AS first FROM new_rows GROUP BY 1, 2) f
@@ -73,16 +76,16 @@ BEGIN
             GROUP BY 1) d
         JOIN stages s ON s.id = d.stage_id
         ORDER BY 1
-        ON CONFLICT (stage_id, shard) DO UPDATE SET finished = stage_counts.finished + excluded.finished;
+        ON CONFLICT (stage_id, shard) DO UPDATE SET finished = stage_counts.finished + excluded.finished$q$;
     ELSE
-        INSERT INTO stage_counts (stage_id, shard, finished)
+        EXECUTE $q$INSERT INTO stage_counts (stage_id, shard, finished)
         SELECT d.stage_id, {SHARD}, -d.n FROM (
             SELECT g.stage_id, count(*) AS n FROM (SELECT DISTINCT item_id, stage_id FROM old_rows) g
             WHERE NOT EXISTS (SELECT 1 FROM item_results r WHERE r.item_id = g.item_id AND r.stage_id = g.stage_id)
             GROUP BY 1) d
         JOIN stages s ON s.id = d.stage_id
         ORDER BY 1
-        ON CONFLICT (stage_id, shard) DO UPDATE SET finished = stage_counts.finished + excluded.finished;
+        ON CONFLICT (stage_id, shard) DO UPDATE SET finished = stage_counts.finished + excluded.finished$q$;
     END IF;
     RETURN NULL;
 END $$;
@@ -90,23 +93,23 @@ END $$;
 -- annotations: first revisions (what the progress figures call annotations).
 CREATE FUNCTION vlc_count_annotations() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO stage_counts (stage_id, shard, annotations)
+    EXECUTE $q$INSERT INTO stage_counts (stage_id, shard, annotations)
     SELECT d.stage_id, {SHARD}, d.n FROM (
         SELECT stage_id, count(*) AS n FROM new_rows WHERE revision = 1 GROUP BY 1) d
     JOIN stages s ON s.id = d.stage_id
     ORDER BY 1
-    ON CONFLICT (stage_id, shard) DO UPDATE SET annotations = stage_counts.annotations + excluded.annotations;
+    ON CONFLICT (stage_id, shard) DO UPDATE SET annotations = stage_counts.annotations + excluded.annotations$q$;
     RETURN NULL;
 END $$;
 
 CREATE FUNCTION vlc_uncount_annotations() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO stage_counts (stage_id, shard, annotations)
+    EXECUTE $q$INSERT INTO stage_counts (stage_id, shard, annotations)
     SELECT d.stage_id, {SHARD}, -d.n FROM (
         SELECT stage_id, count(*) AS n FROM old_rows WHERE revision = 1 GROUP BY 1) d
     JOIN stages s ON s.id = d.stage_id
     ORDER BY 1
-    ON CONFLICT (stage_id, shard) DO UPDATE SET annotations = stage_counts.annotations + excluded.annotations;
+    ON CONFLICT (stage_id, shard) DO UPDATE SET annotations = stage_counts.annotations + excluded.annotations$q$;
     RETURN NULL;
 END $$;
 
@@ -114,21 +117,21 @@ END $$;
 CREATE FUNCTION vlc_count_submits() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO annotator_counts (stage_id, annotator_id, submitted)
+        EXECUTE $q$INSERT INTO annotator_counts (stage_id, annotator_id, submitted)
         SELECT d.stage_id, d.annotator_id, d.n FROM (
             SELECT stage_id, annotator_id, count(*) AS n FROM new_rows WHERE status = 'submitted' GROUP BY 1, 2) d
         JOIN stages s ON s.id = d.stage_id
         ORDER BY 1, 2
-        ON CONFLICT (stage_id, annotator_id) DO UPDATE SET submitted = annotator_counts.submitted + excluded.submitted;
+        ON CONFLICT (stage_id, annotator_id) DO UPDATE SET submitted = annotator_counts.submitted + excluded.submitted$q$;
     ELSIF TG_OP = 'DELETE' THEN
-        INSERT INTO annotator_counts (stage_id, annotator_id, submitted)
+        EXECUTE $q$INSERT INTO annotator_counts (stage_id, annotator_id, submitted)
         SELECT d.stage_id, d.annotator_id, -d.n FROM (
             SELECT stage_id, annotator_id, count(*) AS n FROM old_rows WHERE status = 'submitted' GROUP BY 1, 2) d
         JOIN stages s ON s.id = d.stage_id
         ORDER BY 1, 2
-        ON CONFLICT (stage_id, annotator_id) DO UPDATE SET submitted = annotator_counts.submitted + excluded.submitted;
+        ON CONFLICT (stage_id, annotator_id) DO UPDATE SET submitted = annotator_counts.submitted + excluded.submitted$q$;
     ELSE
-        INSERT INTO annotator_counts (stage_id, annotator_id, submitted)
+        EXECUTE $q$INSERT INTO annotator_counts (stage_id, annotator_id, submitted)
         SELECT d.stage_id, d.annotator_id, d.n FROM (
             SELECT stage_id, annotator_id, sum(delta) AS n FROM (
                 SELECT o.stage_id, o.annotator_id, -1 AS delta FROM old_rows o JOIN new_rows n ON n.id = o.id
@@ -139,21 +142,21 @@ BEGIN
             ) moves GROUP BY 1, 2 HAVING sum(delta) <> 0) d
         JOIN stages s ON s.id = d.stage_id
         ORDER BY 1, 2
-        ON CONFLICT (stage_id, annotator_id) DO UPDATE SET submitted = annotator_counts.submitted + excluded.submitted;
+        ON CONFLICT (stage_id, annotator_id) DO UPDATE SET submitted = annotator_counts.submitted + excluded.submitted$q$;
     END IF;
     RETURN NULL;
 END $$;
 
 CREATE FUNCTION vlc_drop_project_counts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM item_counts WHERE project_id IN (SELECT id FROM old_rows);
+    EXECUTE $q$DELETE FROM item_counts WHERE project_id IN (SELECT id FROM old_rows)$q$;
     RETURN NULL;
 END $$;
 
 CREATE FUNCTION vlc_drop_stage_counts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM stage_counts WHERE stage_id IN (SELECT id FROM old_rows);
-    DELETE FROM annotator_counts WHERE stage_id IN (SELECT id FROM old_rows);
+    EXECUTE $q$DELETE FROM stage_counts WHERE stage_id IN (SELECT id FROM old_rows)$q$;
+    EXECUTE $q$DELETE FROM annotator_counts WHERE stage_id IN (SELECT id FROM old_rows)$q$;
     RETURN NULL;
 END $$;
 """
