@@ -170,9 +170,10 @@ async def api_work(request: Request, token: str, work: Callable[[Session, Princi
     """The unit of work of the annotation routes (claim, submit, skip, release, draft), the API's hot
     path: authentication and the route's work in one transaction, committed before the answer is
     sent, as `Db` + `api_user` do, but in one hop to the threadpool instead of four (one per sync
-    dependency, its exit, and the route). Measured with bench/http_bench.py: the hops cost more than
-    the database does on a claim; running the sync database calls on the event loop instead would
-    stop other requests' Python work from overlapping a request's round trips."""
+    dependency, its exit, and the route). Sync database calls stay off the event loop: there they
+    would stop other requests' Python work from overlapping this request's round trips. An async
+    driver was not taken: the time goes to Python per request, not to waiting on PostgreSQL
+    (bench/http_bench.py; README, Performance)."""
     sessions = request.app.state.sessions
 
     def run() -> T:
