@@ -170,10 +170,12 @@ async def api_work(request: Request, token: str, work: Callable[[Session, Princi
     """The unit of work of the annotation routes (claim, submit, skip, release, draft), the API's hot
     path: authentication and the route's work in one transaction, committed before the answer is
     sent, as `Db` + `api_user` do, but in one hop to the threadpool instead of four (one per sync
-    dependency, its exit, and the route). Sync database calls stay off the event loop: there they
-    would stop other requests' Python work from overlapping this request's round trips. An async
-    driver was not taken: the time goes to Python per request, not to waiting on PostgreSQL
-    (bench/http_bench.py; README, Performance)."""
+    dependency, its exit, and the route). Measured with bench/http_bench.py (one worker, 32 clients,
+    back to back): the four hops gave 62.6 % of the bare stack's claims and 17.5 % of its cycles, one
+    hop 60.5 % and 18.5 %, so the hops cost little; one hop is kept as the simpler shape. Sync
+    database calls stay off the event loop, where they would stop other requests' Python work from
+    overlapping this request's round trips; an async driver was not tried, since the time goes to
+    Python per request rather than to waiting on PostgreSQL."""
     sessions = request.app.state.sessions
 
     def run() -> T:
