@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import ROOT, __version__
 from app.db import get_engine, session_factory
@@ -48,6 +49,55 @@ SECURITY_HEADERS = {
 }
 
 
+_RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
+
+
+class SecurityHeaders:
+    """The security headers on every answer that does not set its own, and Server-Timing (time spent
+    in the app, for browser dev tools and the benchmarks). Pure ASGI: Starlette's BaseHTTPMiddleware
+    runs each request through an extra task and stream, which the API's hot path cannot afford."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"server-timing"]
+                present = {k.lower() for k, _ in headers}
+                headers += [h for h in _RAW_SECURITY_HEADERS if h[0] not in present]
+                headers.append((b"server-timing", f"app;dur={(time.perf_counter() - started) * 1000:.1f}".encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class PageSessions:
+    """Cookie sessions for the pages. An API request with a bearer token skips them: no cookie is
+    verified or signed; it gets an empty session that is never sent back."""
+
+    def __init__(self, app: ASGIApp, **options) -> None:
+        self.app = app
+        self.with_sessions = SessionMiddleware(app, **options)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/api/") and _bearer(scope):
+            scope["session"] = {}
+            await self.app(scope, receive, send)
+        else:
+            await self.with_sessions(scope, receive, send)
+
+
+def _bearer(scope: Scope) -> bool:
+    return any(k == b"authorization" and v[:7].lower() == b"bearer " for k, v in scope["headers"])
+
+
 def secret_key(settings: Settings) -> str:
     """The configured key, or one generated on first start and kept in the data directory."""
     if settings.secret_key:
@@ -79,23 +129,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.progress_cache = {}  # stage id -> (monotonic time, StageProgress); see annotate_pages.stage_bar
 
     app.add_middleware(
-        SessionMiddleware,
+        PageSessions,
         secret_key=secret_key(settings),
         session_cookie="vlcurate_session",
         max_age=settings.session_max_age_seconds,
         same_site="lax",
         https_only=settings.session_https_only,
     )
-
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next):
-        started = time.perf_counter()
-        response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        # Time spent in the app, for browser dev tools and the benchmarks.
-        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
-        return response
+    app.add_middleware(SecurityHeaders)  # added last: the outermost, so its timing covers the rest
 
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
     for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api_docs):

@@ -49,13 +49,10 @@ def main() -> None:
 
         def client(user_id: int) -> None:
             mine = []
-            with sessions() as s:
-                stage = s.get(Stage, stage_id)
-                s.expunge(stage)
             while True:
                 t0 = time.perf_counter()
                 with transaction(sessions) as s:
-                    claimed = queue.claim_next(s, stage, user_id)
+                    claimed = queue.claim_next(s, stage_id, user_id)
                 mine.append(time.perf_counter() - t0)
                 if claimed is None:
                     break

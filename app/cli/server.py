@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import typer
@@ -42,7 +43,10 @@ def db_revision(message: str = typer.Argument(..., help="What the migration chan
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
-    workers: int = typer.Option(1, help="Worker processes."),
+    workers: Optional[int] = typer.Option(
+        None, min=1, help="Worker processes (default: one per CPU this process may use, at most 4)."
+    ),
+    access_log: bool = typer.Option(False, help="Log every request (off by default: it costs the hot path time)."),
 ) -> None:
     """Upgrade the database and serve the web app and API."""
     import signal
@@ -65,9 +69,25 @@ def serve(
             f"[bold]First start:[/] created user [bold]{first[0]}[/] with one-time password "
             f"[bold]{first[1]}[/] (you choose a new one at first login). It is not shown again."
         )
-    console.print(f"vlcurate on http://{host}:{port}")
-    console.print(connection_budget(settings, workers), highlight=False, soft_wrap=True)
-    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, proxy_headers=False)
+    chosen = workers or default_workers(embedded=not settings.database_url)
+    why = "" if workers else f" (the default for {_cpus()} CPUs{' on the embedded PostgreSQL' if not settings.database_url else ''}; --workers to change)"
+    console.print(f"vlcurate on http://{host}:{port} with {chosen} worker process{'es' if chosen > 1 else ''}{why}")
+    console.print(connection_budget(settings, chosen), highlight=False, soft_wrap=True)
+    uvicorn.run(
+        "app.main:create_app", factory=True, host=host, port=port, workers=chosen, proxy_headers=False, access_log=access_log
+    )
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def default_workers(*, embedded: bool = False) -> int:
+    """One worker process per CPU: a request's Python work holds one CPU, and workers share nothing.
+    At most 4, so that their connection pools stay inside PostgreSQL's default max_connections
+    (100) with room for the job worker and the command line. One on the embedded PostgreSQL (a
+    trial or development setup), whose server stops with the process that started it."""
+    return 1 if embedded else max(1, min(_cpus(), 4))
 
 
 def _exit_on_signal(signum, frame) -> None:

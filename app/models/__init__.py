@@ -3,6 +3,7 @@
 from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
+from app.models.counts import AnnotatorCount, ItemCount, StageCount
 from app.models.exports import Export, ItemSplit, SplitDefinition
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRun
@@ -12,6 +13,7 @@ from app.models.users import ApiToken, LoginThrottle, Role, User
 
 __all__ = [
     "AgreementReport",
+    "AnnotatorCount",
     "Annotation",
     "ApiToken",
     "Asset",
@@ -21,6 +23,7 @@ __all__ = [
     "Draft",
     "Export",
     "Item",
+    "ItemCount",
     "ItemResult",
     "ItemSplit",
     "JobRun",
@@ -29,6 +32,7 @@ __all__ = [
     "Role",
     "SplitDefinition",
     "Stage",
+    "StageCount",
     "StageSample",
     "Suggestion",
     "SuggestionOutcome",

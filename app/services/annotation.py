@@ -13,7 +13,7 @@ from app import queue
 from app.datasets import get_task
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
-from app.models import Annotation, Assignment, AuditEvent, Draft, Item, Stage, User
+from app.models import Annotation, AnnotatorCount, Assignment, AuditEvent, Draft, Item, Stage, User
 from app.services import sampling
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import complete_stage, results_by_stage
@@ -34,19 +34,53 @@ class SubmitResult:
     item_status: str
 
 
-def claim(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
-    """The next item for the annotator in the stage (a new lease); None when nothing is left for them."""
-    stage = get_stage(session, stage_id)
-    return queue.claim_next(session, stage, user_id)
+def claim(session: Session, stage_id: int, user_id: int, *, resume: bool = False) -> queue.Claim | None:
+    """The next item for the annotator in the stage (a new lease); None when nothing is left for them.
+    With `resume`, their live lease in the stage if they hold one (a reopened tab or a client that
+    lost the answer gets it back)."""
+    claimed = queue.claim_next(session, stage_id, user_id, resume=resume)
+    if claimed is None:
+        get_stage(session, stage_id)  # 404 for an unknown stage, looked up only when nothing was found
+    return claimed
 
 
 def resume_or_claim(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
-    """The annotator's live lease in the stage (a reopened tab or a client that lost the answer
-    resumes it), or else the next item; None when nothing is left for them."""
-    current = queue.current_assignment(session, stage_id, user_id)
-    if current is not None:
-        return queue.Claim(current.id, current.item_id, current.lease_until)
-    return claim(session, stage_id, user_id)
+    """The annotator's live lease in the stage, or else the next item; None when nothing is left for them."""
+    return claim(session, stage_id, user_id, resume=True)
+
+
+# The API's answer to a claim (app.web.schemas.ClaimOut), written by PostgreSQL as JSON text in one
+# query: the item, the earlier stages' final records (the newest per workflow, as results_by_stage)
+# and the newest suggestion of each kind (as suggestions.for_item). Nothing is decoded into Python
+# objects and encoded again on the hottest route.
+_CLAIM_JSON = sa.text(
+    """
+    SELECT json_build_object(
+        'assignment_id', CAST(:assignment AS bigint), 'item_id', i.id, 'lease_until', CAST(:lease_until AS text),
+        'data', i.data, 'assets', i.assets,
+        'results', COALESCE((
+            SELECT jsonb_object_agg(r.workflow, r.payload) FROM (
+                SELECT DISTINCT ON (s.workflow) s.workflow, ir.payload
+                FROM item_results ir JOIN stages s ON s.id = ir.stage_id
+                WHERE ir.item_id = i.id ORDER BY s.workflow, ir.id DESC) r), '{}'::jsonb),
+        'suggestions', COALESCE((
+            SELECT json_agg(json_build_object('id', g.id, 'kind', g.kind, 'model', g.model,
+                                              'model_version', g.model_version, 'payload', g.payload, 'score', g.score)
+                            ORDER BY g.kind)
+            FROM (SELECT DISTINCT ON (kind) * FROM suggestions
+                  WHERE item_id = i.id AND stage_id = :stage ORDER BY kind, created_at DESC, id DESC) g), '[]'::json)
+    )::text
+    FROM items i JOIN assignments a ON a.item_id = i.id WHERE a.id = :assignment
+    """
+)
+
+
+def claim_json(session: Session, claimed: queue.Claim, stage_id: int) -> bytes:
+    """The claimed assignment as the API answers it (JSON text)."""
+    body = session.execute(
+        _CLAIM_JSON, {"assignment": claimed.assignment_id, "lease_until": claimed.lease_until.isoformat(), "stage": stage_id}
+    ).scalar_one()
+    return body.encode()
 
 
 def upcoming_images(session: Session, stage_id: int, user_id: int, current_item: int) -> list[str]:
@@ -71,18 +105,16 @@ def submit(
     if not idempotency_key or len(idempotency_key) > MAX_KEY_LENGTH:
         raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
     # The row lock on the assignment serializes concurrent posts of the same submit.
-    assignment = queue.lock_assignment(session, assignment_id, user_id)
+    assignment, item, stage = queue.lock_for_submit(session, assignment_id, user_id)
     earlier = session.scalar(
         sa.select(Annotation).where(Annotation.annotator_id == user_id, Annotation.idempotency_key == idempotency_key)
     )
     if earlier is not None:
         if earlier.assignment_id != assignment.id:
             raise Conflict("This idempotency key was already used for another assignment.")
-        item = session.get(Item, assignment.item_id)
         if payload != earlier.payload:
             # A retry repeats the answer; another answer under the same key (a page shown again
             # after its submit) must never be dropped silently: it is refused with the way on.
-            stage = session.get(Stage, assignment.stage_id)
             clean = get_task(stage.workflow).validate_annotation(item.data, payload, stage.config, results_by_stage(session, item.id))
             if clean != earlier.payload:
                 raise AlreadySubmitted(
@@ -91,8 +123,6 @@ def submit(
                 )
         return SubmitResult(earlier.id, earlier.revision, True, item.status)
 
-    item = session.scalar(sa.select(Item).where(Item.id == assignment.item_id).with_for_update())
-    stage = session.get(Stage, assignment.stage_id)
     if item.stage_id != stage.id or item.status not in (ItemStatus.active, ItemStatus.review):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
     clean = get_task(stage.workflow).validate_annotation(
@@ -239,8 +269,7 @@ def sent_back_note(session: Session, item_id: int, stage_id: int) -> dict[str, A
 
 
 def user_stage_counts(session: Session, stage_id: int, user_id: int) -> int:
+    """How many items the annotator submitted in the stage ("you did N"), from the maintained count."""
     return session.scalar(
-        sa.select(sa.func.count())
-        .select_from(Assignment)
-        .where(Assignment.stage_id == stage_id, Assignment.annotator_id == user_id, Assignment.status == AssignmentStatus.submitted)
-    )
+        sa.select(AnnotatorCount.submitted).where(AnnotatorCount.stage_id == stage_id, AnnotatorCount.annotator_id == user_id)
+    ) or 0

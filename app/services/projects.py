@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.datasets import dataset_of, follow_on, get_task
 from app.errors import Conflict, Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
-from app.models import Annotation, Item, ItemResult, Project, Stage
+from app.models import ItemCount, Project, Stage, StageCount
 from app.services.audit import record
 
 
@@ -242,10 +242,11 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
         stages[s.id] = sp
         projects[s.project_id].stages.append(sp)
 
+    # Maintained counts (app.models.counts), not count(*) over the items: a few rows per stage.
     for project_id, stage_id, status, n in session.execute(
-        sa.select(Item.project_id, Item.stage_id, Item.status, sa.func.count())
-        .where(Item.project_id.in_(ids))
-        .group_by(Item.project_id, Item.stage_id, Item.status)
+        sa.select(ItemCount.project_id, ItemCount.stage_id, ItemCount.status, sa.func.sum(ItemCount.n))
+        .where(ItemCount.project_id.in_(ids))
+        .group_by(ItemCount.project_id, ItemCount.stage_id, ItemCount.status)
     ):
         p = projects[project_id]
         p.items += n
@@ -258,19 +259,13 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
         elif stage_id in stages:
             setattr(stages[stage_id], status, getattr(stages[stage_id], status) + n)
 
-    stage_ids = list(stages)
-    for stage_id, n in session.execute(
-        sa.select(ItemResult.stage_id, sa.func.count(sa.distinct(ItemResult.item_id)))
-        .where(ItemResult.stage_id.in_(stage_ids))
-        .group_by(ItemResult.stage_id)
+    for stage_id, finished, first_revisions in session.execute(
+        sa.select(StageCount.stage_id, sa.func.sum(StageCount.finished), sa.func.sum(StageCount.annotations))
+        .where(StageCount.stage_id.in_(list(stages)))
+        .group_by(StageCount.stage_id)
     ):
-        stages[stage_id].finished = n
-    for stage_id, n in session.execute(
-        sa.select(Annotation.stage_id, sa.func.count())
-        .where(Annotation.stage_id.in_(stage_ids), Annotation.revision == 1)
-        .group_by(Annotation.stage_id)
-    ):
-        stages[stage_id].annotations = n
+        stages[stage_id].finished = finished
+        stages[stage_id].annotations = first_revisions
     return list(projects.values())
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -69,6 +71,7 @@ def reset_password(session: Session, user: User, *, actor_id: int | None = None)
     password = security.new_password()
     user.password_hash = security.hash_password(password)
     user.must_change_password = True
+    forget_tokens(session)
     record(session, "user.password_reset", actor_id=actor_id, target=f"user:{user.id}")
     return password
 
@@ -95,6 +98,7 @@ def set_password(session: Session, user: User, password: str, *, actor_id: int |
     check_password_strength(password)
     user.password_hash = security.hash_password(password)
     user.must_change_password = False
+    forget_tokens(session)
     record(session, "user.password", actor_id=actor_id, target=f"user:{user.id}")
 
 
@@ -106,6 +110,7 @@ def update_user(
     if is_active is not None:
         user.is_active = is_active
     session.flush()
+    forget_tokens(session)
     admins = session.scalar(
         sa.select(sa.func.count()).select_from(User).where(User.role == "admin", User.is_active)
     )
@@ -164,6 +169,7 @@ def revoke_token(session: Session, token_id: int, *, actor: User | None) -> None
         raise NotFound(f"No token with id {token_id}.")
     if token.revoked_at is None:
         token.revoked_at = datetime.now(timezone.utc)
+        forget_tokens(session)
         record(session, "token.revoke", actor_id=actor.id if actor else None, target=f"token:{token.id}")
 
 
@@ -174,13 +180,66 @@ def list_tokens(session: Session, user_id: int | None = None) -> list[ApiToken]:
     return list(session.scalars(q))
 
 
-def user_for_token(session: Session, token: str) -> User | None:
+@dataclass(frozen=True)
+class TokenOwner:
+    """Who an API token speaks for: what a request needs of the user, nothing the ORM tracks."""
+
+    id: int
+    username: str
+    role: str
+    must_change_password: bool
+
+
+# Token -> owner, cached per process so that an API call costs no lookup. The bound: a revoked token,
+# a deactivated user or a changed role takes effect at once in the process that made the change
+# (forget_tokens), and within TOKEN_CACHE_SECONDS in every other process (other workers, the CLI).
+TOKEN_CACHE_SECONDS = 5.0
+_TOKEN_CACHE_SIZE = 10_000
+_token_cache: dict[str, tuple[float, TokenOwner]] = {}
+_token_lock = threading.Lock()
+_token_generation = 0  # bumped by forget_tokens: a lookup that raced with it is not cached
+
+_OWNER = sa.text(
+    "SELECT u.id, u.username, u.role, u.must_change_password FROM api_tokens t JOIN users u ON u.id = t.user_id"
+    " WHERE t.token_hash = :digest AND t.revoked_at IS NULL AND u.is_active"
+)
+
+
+def token_owner(session: Session, token: str) -> TokenOwner | None:
+    """The active user a live token belongs to, or None."""
     digest = security.hash_api_token(token)
-    return session.scalar(
-        sa.select(User)
-        .join(ApiToken, ApiToken.user_id == User.id)
-        .where(ApiToken.token_hash == digest, ApiToken.revoked_at.is_(None), User.is_active)
-    )
+    now = time.monotonic()
+    cached = _token_cache.get(digest)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    generation = _token_generation
+    row = session.execute(_OWNER, {"digest": digest}).first()
+    if row is None:
+        return None
+    owner = TokenOwner(*row)
+    with _token_lock:
+        if generation == _token_generation:
+            if len(_token_cache) >= _TOKEN_CACHE_SIZE:
+                _token_cache.clear()
+            _token_cache[digest] = (now + TOKEN_CACHE_SECONDS, owner)
+    return owner
+
+
+def forget_tokens(session: Session | None = None) -> None:
+    """Drop every cached token owner of this process (a revoke or a change to a user): now, and again
+    when `session` commits, so that a request that read the old row meanwhile does not keep it."""
+    global _token_generation
+    with _token_lock:
+        _token_generation += 1
+        _token_cache.clear()
+    if session is not None:
+        session.info["forget_tokens"] = True
+
+
+@sa.event.listens_for(Session, "after_commit")
+def _forget_after_commit(session: Session) -> None:
+    if session.info.pop("forget_tokens", False):
+        forget_tokens()
 
 
 def ensure_first_admin(session: Session) -> tuple[str, str] | None:

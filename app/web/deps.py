@@ -4,14 +4,15 @@ bearer token), roles, the parsed form and CSRF."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import annotated_types
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
 from app.db import transaction
@@ -81,7 +82,7 @@ class Principal:
         return self.role.rank >= role.rank
 
     @classmethod
-    def of(cls, user: User) -> "Principal":
+    def of(cls, user: User | users_service.TokenOwner) -> "Principal":
         return cls(user.id, user.username, Role(user.role), user.must_change_password)
 
 
@@ -137,15 +138,51 @@ def page_role(role: Role):
     return _requiring(role, page_user, f"This page is for {role.value}s.")
 
 
-def api_user(request: Request, session: Db) -> Principal:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
+def bearer_token(request: Request) -> str:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
         raise HTTPException(401, "Bearer token required.", headers={"WWW-Authenticate": "Bearer"})
-    user = users_service.user_for_token(session, token.strip())
-    if user is None:
+    return token.strip()
+
+
+def token_user(session: Session, token: str) -> Principal:
+    """Who the token speaks for (cached per process, see users.token_owner), or a 401."""
+    owner = users_service.token_owner(session, token)
+    if owner is None:
         raise HTTPException(401, "Invalid or revoked token.", headers={"WWW-Authenticate": "Bearer"})
-    return Principal.of(user)
+    return Principal.of(owner)
+
+
+def api_user(request: Request, session: Db) -> Principal:
+    return token_user(session, bearer_token(request))
+
+
+async def bearer(request: Request) -> str:
+    """The request's bearer token, or a 401 before its body is read (async: no threadpool hop)."""
+    return bearer_token(request)
+
+
+Bearer = Annotated[str, Depends(bearer)]
+T = TypeVar("T")
+
+
+async def api_work(request: Request, token: str, work: Callable[[Session, Principal], T]) -> T:
+    """The unit of work of the annotation routes (claim, submit, skip, release, draft), the API's hot
+    path: authentication and the route's work in one transaction, committed before the answer is
+    sent, as `Db` + `api_user` do, but in one hop to the threadpool instead of four (one per sync
+    dependency, its exit, and the route). Measured with bench/http_bench.py (one worker, 32 clients,
+    back to back): the four hops gave 62.6 % of the bare stack's claims and 17.5 % of its cycles, one
+    hop 60.5 % and 18.5 %, so the hops cost little; one hop is kept as the simpler shape. Sync
+    database calls stay off the event loop, where they would stop other requests' Python work from
+    overlapping this request's round trips; an async driver was not tried, since the time goes to
+    Python per request rather than to waiting on PostgreSQL."""
+    sessions = request.app.state.sessions
+
+    def run() -> T:
+        with transaction(sessions) as session:
+            return work(session, token_user(session, token))
+
+    return await run_in_threadpool(run)
 
 
 def api_role(role: Role):

@@ -1,0 +1,53 @@
+-- wrk script for http_bench.py: one connection per thread (-t C -c C), each thread one annotator token.
+-- mode "claim": POST claim again and again; mode "cycle": claim, then submit the claimed item, and again.
+local threads = {}
+local counter = 0
+
+function setup(thread)
+  counter = counter + 1
+  thread:set("n", counter)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  mode, stage = args[1], args[2]
+  local tokens = {}
+  for line in io.lines(args[3]) do table.insert(tokens, line) end
+  token = tokens[(n - 1) % #tokens + 1]
+  headers = {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}
+  state, aid, items, errors, key = "claim", nil, 0, 0, 0
+end
+
+function request()
+  if state == "submit" then
+    key = key + 1
+    local body = '{"payload": {"choice": "a"}, "idempotency_key": "w' .. n .. '-' .. key .. '-' .. aid .. '"}'
+    return wrk.format("POST", "/api/v1/assignments/" .. aid .. "/submit", headers, body)
+  end
+  return wrk.format("POST", "/api/v1/stages/" .. stage .. "/claim", headers, "")
+end
+
+function response(status, hdrs, body)
+  if status >= 400 or status == 204 then errors = errors + 1 end
+  if mode ~= "cycle" then return end
+  if state == "claim" then
+    if status == 200 then
+      aid = body:match('"assignment_id"%s*:%s*(%d+)')
+      if aid then state = "submit" end
+    end
+  else
+    if status == 200 then items = items + 1 end
+    state = "claim"
+  end
+end
+
+function done(summary, latency, requests)
+  local items_sum, errors_sum = 0, 0
+  for _, t in ipairs(threads) do
+    items_sum = items_sum + t:get("items")
+    errors_sum = errors_sum + t:get("errors")
+  end
+  io.write(string.format('RESULT {"requests": %d, "seconds": %f, "items": %d, "errors": %d, "p50_ms": %f, "p99_ms": %f}\n',
+    summary.requests, summary.duration / 1e6, items_sum, errors_sum,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end

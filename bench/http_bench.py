@@ -1,0 +1,276 @@
+"""HTTP benchmark of the annotation hot path: vlcurate `serve` against the bare stack, side by side.
+
+Starts bench/bare_app.py (FastAPI + psycopg pool, one SKIP LOCKED statement) and `vlcurate serve
+--workers 1` and `--workers 2` on one scratch database, drives each with the same external load
+generator (wrk, one annotator token per connection, bench/http_bench.lua), and prints the ratios:
+
+- claim: POST /api/v1/stages/{id}/claim again and again (after its first claim an annotator gets
+  their live lease back, the path a client that lost the answer takes);
+- cycle: claim, then submit the item (generic.choice), and again: items/s;
+- matrix: one client on a stage of N items at 0 % and at 90 % done (the 90 % written in one
+  transaction over 32 annotators with autovacuum off, measured right after it, no ANALYZE):
+  p50 of claim, submit, the project's progress and the stage's "you did N".
+
+    python bench/http_bench.py [--clients 32] [--seconds 10] [--throughput-items 200000]
+                               [--matrix 10000,1000000] [--skip-throughput] [--workers 1,2]
+
+Uses DATABASE_URL's server when set, else an embedded PostgreSQL; needs `wrk` on PATH
+(Debian: apt-get install wrk). Load generator and servers share the machine: say how many cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from scratch import scratch_database
+
+from app import security  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+ANNOTATORS = 32
+
+
+def dsn(url) -> str:
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def make_stage(conn, name: str, items: int, overlap: int = 1) -> tuple[int, int]:
+    """A project with one generic.choice stage of `items` items; (project id, stage id)."""
+    project = conn.execute("INSERT INTO projects (name) VALUES (%s) RETURNING id", (name,)).fetchone()[0]
+    stage = conn.execute(
+        "INSERT INTO stages (project_id, position, name, workflow, overlap, lease_seconds, config)"
+        " VALUES (%s, 0, 's', 'generic.choice', %s, 3600, '{\"choices\": [\"a\", \"b\"]}') RETURNING id",
+        (project, overlap),
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
+        " SELECT %s, g::text, jsonb_build_object('image', 'i' || g || '.png', 'question', 'Which?'), %s, 'active', %s"
+        " FROM generate_series(1, %s) g",
+        (project, stage, overlap, items),
+    )
+    return project, stage
+
+
+def annotators(conn) -> tuple[list[int], list[str]]:
+    ids, tokens = [], []
+    for i in range(ANNOTATORS):
+        uid = conn.execute(
+            "INSERT INTO users (username, password_hash, role) VALUES (%s, 'x', 'annotator') RETURNING id", (f"bench{i}",)
+        ).fetchone()[0]
+        plain, digest = security.new_api_token()
+        conn.execute("INSERT INTO api_tokens (user_id, name, token_hash) VALUES (%s, 'bench', %s)", (uid, digest))
+        ids.append(uid)
+        tokens.append(plain)
+    return ids, tokens
+
+
+def finish_most(conn, stage: int, fraction: float, users: list[int]) -> None:
+    """Mark the first `fraction` of the stage's items done in one transaction, as 32 annotators'
+    submits would leave them (assignment, annotation, final record), with autovacuum held off."""
+    n = conn.execute("SELECT count(*) FROM items WHERE stage_id = %s", (stage,)).fetchone()[0]
+    cutoff = conn.execute(
+        "SELECT id FROM items WHERE stage_id = %s ORDER BY id OFFSET %s LIMIT 1", (stage, int(n * fraction))
+    ).fetchone()[0]
+    conn.execute(
+        """
+        WITH a AS (
+            INSERT INTO assignments (item_id, stage_id, annotator_id, status, lease_until, submitted_at)
+            SELECT i.id, i.stage_id, (%(users)s::int[])[1 + i.id %% %(n)s], 'submitted', now(), now()
+            FROM items i WHERE i.stage_id = %(stage)s AND i.status = 'active' AND i.id < %(cutoff)s
+            RETURNING id, item_id, stage_id, annotator_id
+        ), an AS (
+            INSERT INTO annotations (assignment_id, item_id, stage_id, annotator_id, revision, idempotency_key, payload)
+            SELECT id, item_id, stage_id, annotator_id, 1, 'bulk-' || id, '{"choice": "a"}' FROM a
+        ), r AS (
+            INSERT INTO item_results (item_id, stage_id, payload, source) SELECT item_id, stage_id, '{"choice": "a"}', 'auto' FROM a
+        )
+        UPDATE items SET status = 'done', slots_left = 0 FROM a WHERE items.id = a.item_id
+        """,
+        {"users": users, "n": len(users), "stage": stage, "cutoff": cutoff},
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_up(port: int, proc: subprocess.Popen, path: str = "/openapi.json") -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server on port {port} exited with {proc.returncode}")
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", path)
+            c.getresponse().read()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit(f"server on port {port} did not start")
+
+
+class Server:
+    def __init__(self, argv: list[str], env: dict[str, str], port: int, probe: str, cwd: Path = HERE.parent):
+        self.port = port
+        self.log = Path(tempfile.mkstemp(prefix="http_bench_", suffix=".log")[1])
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
+        wait_up(port, self.proc, probe)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.unlink(missing_ok=True)
+
+
+def bare_server(url, stage: int) -> Server:
+    port = free_port()
+    argv = [PYTHON, "-m", "uvicorn", "bare_app:app", "--app-dir", str(HERE), "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    return Server(argv, {"BARE_DSN": dsn(url), "BARE_STAGE": str(stage)}, port, "/openapi.json")
+
+
+def vlcurate_server(url, workers: int, data_dir: Path) -> Server:
+    port = free_port()
+    argv = [PYTHON, "-c", "from app.cli import main; main()", "serve", "--port", str(port), "--workers", str(workers)]
+    env = {"DATABASE_URL": url.render_as_string(hide_password=False), "VLCURATE_DATA_DIR": str(data_dir), "PYTHONPATH": str(HERE.parent)}
+    return Server(argv, env, port, "/healthz")
+
+
+def wrk(port: int, mode: str, stage: int, tokens_file: Path, clients: int, seconds: int) -> dict:
+    out = subprocess.run(
+        ["wrk", "-t", str(clients), "-c", str(clients), "-d", f"{seconds}s", "--latency", "-s", str(HERE / "http_bench.lua"),
+         f"http://127.0.0.1:{port}", "--", mode, str(stage), str(tokens_file)],
+        capture_output=True, text=True,
+    )
+    if out.returncode:
+        raise SystemExit(f"wrk failed: {out.stdout[-2000:]} {out.stderr[-2000:]}")
+    out = out.stdout
+    result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    result["rate"] = (result["items"] if mode == "cycle" else result["requests"]) / result["seconds"]
+    return result
+
+
+def one_client(port: int, token: str, project: int, stage: int, n: int) -> dict[str, float]:
+    """p50 (ms) of claim, submit, project progress and "you did N" for one client, n cycles."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    times: dict[str, list[float]] = {"claim": [], "submit": [], "progress": []}
+
+    def call(kind: str, method: str, path: str, body: dict | None = None):
+        t0 = time.perf_counter()
+        conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+        times[kind].append((time.perf_counter() - t0) * 1000)
+        if r.status >= 400:
+            raise SystemExit(f"{method} {path}: {r.status} {data[:300]!r}")
+        return json.loads(data) if data else None
+
+    for i in range(n):
+        claimed = call("claim", "POST", f"/api/v1/stages/{stage}/claim")
+        if claimed is None:
+            break
+        call("submit", "POST", f"/api/v1/assignments/{claimed['assignment_id']}/submit",
+             {"payload": {"choice": "a"}, "idempotency_key": f"m{stage}-{i}-{time.time_ns()}"})
+        if i % 5 == 0:
+            call("progress", "GET", f"/api/v1/projects/{project}")
+    return {k: statistics.median(v) for k, v in times.items() if v}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--throughput-items", type=int, default=200_000)
+    parser.add_argument("--workers", default="1,2", help="vlcurate serve --workers values to measure")
+    parser.add_argument("--matrix", default="10000,1000000", help="stage sizes for the one-client matrix ('' for none)")
+    parser.add_argument("--matrix-cycles", type=int, default=200)
+    parser.add_argument("--skip-throughput", action="store_true")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None and not args.skip_throughput:
+        raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
+    workers = [int(w) for w in args.workers.split(",") if w]
+    sizes = [int(s) for s in args.matrix.split(",") if s]
+    print(f"machine: {os.cpu_count()} cores; load generator and servers on the same machine", flush=True)
+    with scratch_database() as (url, tmp), psycopg.connect(dsn(url), autocommit=True) as conn:
+        users, tokens = annotators(conn)
+        tokens_file = tmp / "tokens.txt"
+        tokens_file.write_text("\n".join(tokens) + "\n")
+        conn.execute("CREATE TABLE bare_submits (id bigserial PRIMARY KEY, item_id bigint, payload jsonb)")
+        rows: list[tuple[str, str, dict]] = []
+        if not args.skip_throughput:
+            _, bare_stage = make_stage(conn, "bare", args.throughput_items)
+            _, tp_stage = make_stage(conn, "throughput", args.throughput_items)
+            conn.execute("ANALYZE")
+            bare = bare_server(url, bare_stage)
+            try:
+                for mode in ("claim", "cycle"):
+                    rows.append((mode, "bare", wrk(bare.port, mode, bare_stage, tokens_file, args.clients, args.seconds)))
+            finally:
+                bare.stop()
+            for w in workers:
+                server = vlcurate_server(url, w, tmp / "data")
+                try:
+                    for mode in ("claim", "cycle"):
+                        rows.append((mode, f"workers {w}", wrk(server.port, mode, tp_stage, tokens_file, args.clients, args.seconds)))
+                        if rows[-1][2]["errors"]:
+                            print(f"{mode}, workers {w}: {rows[-1][2]['errors']} errors; the server's log ends:\n{server.tail()}")
+                finally:
+                    server.stop()
+            print(f"\n{args.clients} clients, {args.seconds} s each, stage of {args.throughput_items:,} items")
+            print(f"{'measure':<8} {'server':<10} {'rate/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>7}")
+            base = {mode: r["rate"] for mode, who, r in rows if who == "bare"}
+            for mode, who, r in rows:
+                print(f"{mode:<8} {who:<10} {r['rate']:>9,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['errors']:>7} "
+                      f"{100 * r['rate'] / base[mode]:>6.1f}%", flush=True)
+        if sizes:
+            server = vlcurate_server(url, 1, tmp / "data")
+            print("\none client, `serve --workers 1`; p50 ms; 90 % measured right after the work, no ANALYZE")
+            print(f"{'items':>10} {'done':>5} {'claim':>7} {'submit':>7} {'progress':>9}", flush=True)
+            try:
+                for size in sizes:
+                    project, stage = make_stage(conn, f"m{size}", size)
+                    conn.execute("ANALYZE")
+                    for table in ("items", "assignments", "annotations", "item_results"):
+                        conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+                    for done in (0.0, 0.9):
+                        if done:
+                            t0 = time.perf_counter()
+                            finish_most(conn, stage, done, users)
+                            print(f"{'':>10} (90 % written in {time.perf_counter() - t0:.0f} s)", flush=True)
+                        try:
+                            r = one_client(server.port, tokens[0], project, stage, args.matrix_cycles)
+                        except SystemExit:
+                            print(server.tail())
+                            raise
+                        print(f"{size:>10,} {int(done * 100):>4}% {r['claim']:>7.1f} {r['submit']:>7.1f} {r['progress']:>9.1f}", flush=True)
+                    for table in ("items", "assignments", "annotations", "item_results"):
+                        conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
+            finally:
+                server.stop()
+
+
+if __name__ == "__main__":
+    main()

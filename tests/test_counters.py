@@ -1,0 +1,113 @@
+"""The maintained counts (app.models.counts) equal count(*) over the rows they count: after a concurrent
+drain, and after every other path that moves items or adds annotations."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import sqlalchemy as sa
+
+from app.db import transaction
+from app.models import Assignment, Item
+from app.services import annotation, projects, review
+from tests.conftest import make_choice_project, make_user
+
+# Each maintained figure, and the same figure counted from the rows (zero rows left out of both).
+FIGURES = {
+    "items": (
+        "SELECT project_id, stage_id, status, sum(n) FROM item_counts GROUP BY 1, 2, 3 HAVING sum(n) <> 0",
+        "SELECT project_id, coalesce(stage_id, 0), status, count(*) FROM items GROUP BY 1, 2, 3",
+    ),
+    "finished": (
+        "SELECT stage_id, sum(finished) FROM stage_counts GROUP BY 1 HAVING sum(finished) <> 0",
+        "SELECT stage_id, count(DISTINCT item_id) FROM item_results GROUP BY 1",
+    ),
+    "annotations": (
+        "SELECT stage_id, sum(annotations) FROM stage_counts GROUP BY 1 HAVING sum(annotations) <> 0",
+        "SELECT stage_id, count(*) FROM annotations WHERE revision = 1 GROUP BY 1",
+    ),
+    "submitted": (
+        "SELECT stage_id, annotator_id, submitted FROM annotator_counts WHERE submitted <> 0",
+        "SELECT stage_id, annotator_id, count(*) FROM assignments WHERE status = 'submitted' GROUP BY 1, 2",
+    ),
+}
+
+
+def assert_exact(session) -> None:
+    for name, (kept, counted) in FIGURES.items():
+        assert sorted(session.execute(sa.text(kept)).all()) == sorted(session.execute(sa.text(counted)).all()), name
+
+
+def test_counts_stay_exact_under_a_concurrent_drain(committed, settings, storage):
+    project_id, stage_id = make_choice_project(committed, settings, storage, 150, overlap=2)
+    annotators = [make_user(committed, f"cnt{i}") for i in range(8)]
+    failures: list[BaseException] = []
+
+    def worker(annotator_id: int) -> None:
+        try:
+            while True:
+                with transaction(committed) as s:
+                    c = annotation.claim(s, stage_id, annotator_id)
+                if c is None:
+                    return
+                # Two annotators disagree on every third item: those go to review.
+                choice = "b" if c.item_id % 3 == 0 and annotator_id % 2 else "a"
+                with transaction(committed) as s:
+                    annotation.submit(s, c.assignment_id, annotator_id, {"choice": choice}, uuid.uuid4().hex)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(annotators[i % 8],)) for i in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not failures, failures[:3]
+    with transaction(committed) as s:
+        assert_exact(s)
+        stage = projects.project_progress(s, project_id).stages[0]
+        assert stage.total == 150 and stage.annotations == 300
+        assert sum(annotation.user_stage_counts(s, stage_id, a) for a in annotators) == 300
+
+
+def test_counts_stay_exact_through_skip_release_expire_review_and_deletes(committed, settings, storage):
+    project_id, stage_id = make_choice_project(committed, settings, storage, 6, overlap=2)
+    a, b, reviewer = make_user(committed, "ca"), make_user(committed, "cb"), make_user(committed, "cr", "reviewer")
+    with transaction(committed) as s:
+        annotation.give_back(s, annotation.claim(s, stage_id, a).assignment_id, a, skip=True)
+        annotation.give_back(s, annotation.claim(s, stage_id, a).assignment_id, a, skip=False)
+        annotation.claim(s, stage_id, b)
+        s.execute(sa.update(Assignment).where(Assignment.annotator_id == b).values(lease_until=sa.func.now() - sa.text("interval '1 second'")))
+        annotation.claim(s, stage_id, a)  # expires b's lease first
+        assert_exact(s)
+    # Two new annotators take the same item and disagree: it goes to review, is sent back and revised.
+    c, d = make_user(committed, "cc"), make_user(committed, "cd")
+    with transaction(committed) as s:
+        for user, choice in ((c, "a"), (d, "b")):
+            claimed = annotation.claim(s, stage_id, user)
+            annotation.submit(s, claimed.assignment_id, user, {"choice": choice}, uuid.uuid4().hex)
+        item_id = s.scalar(sa.select(Item.id).where(Item.status == "review"))
+        review.send_back(s, stage_id, item_id, reviewer, "look again")
+        assert_exact(s)
+        for user in (c, d):
+            again = annotation.claim(s, stage_id, user)
+            assert again.item_id == item_id
+            annotation.submit(s, again.assignment_id, user, {"choice": "c"}, uuid.uuid4().hex)
+        assert_exact(s)
+        assert annotation.user_stage_counts(s, stage_id, c) == 1
+    # A bulk insert as an import writes it, a bulk move, an item deleted, a project deleted.
+    with transaction(committed) as s:
+        s.execute(sa.text(
+            "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
+            " SELECT :p, 'bulk' || g, '{}', :s, 'active', 2 FROM generate_series(1, 500) g"
+        ), {"p": project_id, "s": stage_id})
+        s.execute(sa.text("UPDATE items SET status = 'discarded', slots_left = 0 WHERE external_id LIKE 'bulk1%'"))
+        s.execute(sa.text("DELETE FROM items WHERE external_id LIKE 'bulk2%'"))
+        assert_exact(s)
+        other, _ = make_choice_project(committed, settings, storage, 3)
+    with transaction(committed) as s:
+        s.execute(sa.text("DELETE FROM projects WHERE id = :p"), {"p": project_id})
+        assert_exact(s)
+        assert s.scalar(sa.text("SELECT count(*) FROM item_counts WHERE project_id = :p"), {"p": project_id}) == 0
+        assert [p.items for p in projects.progress(s)] == [3]

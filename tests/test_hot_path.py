@@ -1,0 +1,110 @@
+"""The annotation hot path: the token cache's bound, bearer calls without cookie sessions, the
+claim answer written by PostgreSQL, the claim's plan with stale statistics, and serve's defaults."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from app.cli import server
+from app.db import transaction
+from app.services import annotation, suggestions, users
+from tests import factories
+from tests.conftest import make_choice_project
+
+
+@pytest.fixture
+def world(app, settings, storage):
+    project_id, stage_id = make_choice_project(app.state.sessions, settings, storage, 3)
+    with transaction(app.state.sessions) as s:
+        annotator = factories.user(s, "hot")
+        admin = factories.user(s, "hotboss", "admin")
+        return {
+            "stage": stage_id,
+            "annotator": annotator,
+            "admin": admin,
+            "ann": {"Authorization": f"Bearer {factories.token(s, annotator)}"},
+        }
+
+
+def test_a_token_revoked_elsewhere_stops_working_within_the_cache_bound(client, app, world, monkeypatch):
+    monkeypatch.setattr(users, "TOKEN_CACHE_SECONDS", 0.3)
+    assert client.get("/api/v1/projects", headers=world["ann"]).status_code == 200
+    # Another process (a second worker, the command line) revokes it: this one has it cached.
+    with transaction(app.state.sessions) as s:
+        s.execute(sa.text("UPDATE api_tokens SET revoked_at = now() WHERE user_id = :u"), {"u": world["annotator"]})
+    assert client.get("/api/v1/projects", headers=world["ann"]).status_code == 200
+    time.sleep(0.35)
+    assert client.get("/api/v1/projects", headers=world["ann"]).status_code == 401
+
+
+def test_deactivating_a_user_here_stops_their_token_at_once(client, app, world):
+    assert client.post(f"/api/v1/stages/{world['stage']}/claim", headers=world["ann"]).status_code == 200
+    with transaction(app.state.sessions) as s:
+        users.update_user(s, users.get_user(s, world["annotator"]), is_active=False, actor_id=world["admin"])
+    assert client.post(f"/api/v1/stages/{world['stage']}/claim", headers=world["ann"]).status_code == 401
+
+
+def test_bearer_calls_get_no_cookie_and_keep_the_security_headers(client, world):
+    r = client.post(f"/api/v1/stages/{world['stage']}/claim", headers=world["ann"])
+    assert r.status_code == 200
+    assert "set-cookie" not in r.headers
+    assert r.headers["x-frame-options"] == "DENY" and "default-src 'self'" in r.headers["content-security-policy"]
+    assert r.headers["server-timing"].startswith("app;dur=")
+    page = client.get("/login")  # pages keep their cookie session
+    assert "vlcurate_session" in page.headers.get("set-cookie", "") and page.headers["x-frame-options"] == "DENY"
+
+
+def test_the_claim_answer_is_the_screen_data(client, app, world):
+    with transaction(app.state.sessions) as s:
+        item_id = s.scalar(sa.text("SELECT min(id) FROM items WHERE stage_id = :s"), {"s": world["stage"]})
+        suggestions.store(s, item_id, world["stage"], "choice", "m", {"choice": "a"}, model_version="1", score=0.25)
+        suggestions.store(s, item_id, world["stage"], "choice", "m", {"choice": "b"}, model_version="2", score=0.5)
+    body = client.post(f"/api/v1/stages/{world['stage']}/claim", headers=world["ann"]).json()
+    with transaction(app.state.sessions) as s:
+        screen = annotation.open_assignment(s, body["assignment_id"], world["annotator"])
+        lease = screen.assignment.lease_until.isoformat()
+    assert body == {
+        "assignment_id": screen.assignment.id, "item_id": item_id, "lease_until": lease, "data": screen.item.data,
+        "assets": screen.item.assets, "results": screen.results, "suggestions": [v.__dict__ for v in screen.suggestions.values()],
+    }
+    assert [s["payload"] for s in body["suggestions"]] == [{"choice": "b"}]
+    # Asked again, the live lease comes back (a client that lost the answer).
+    assert client.post(f"/api/v1/stages/{world['stage']}/claim", headers=world["ann"]).json() == body
+
+
+def test_claim_plan_stays_on_claimable_rows_with_stale_statistics(committed, settings, storage):
+    """Most items finished in one transaction, no ANALYZE since: the claim still reads the claimable
+    rows through the partial index, not the finished ones or the annotator's assignments."""
+    _, stage_id = make_choice_project(committed, settings, storage, 20)
+    user = factories_user(committed)
+    with transaction(committed) as s:
+        s.execute(sa.text("ANALYZE items"))
+        s.execute(sa.text(
+            "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
+            " SELECT project_id, 'x' || g, '{}', stage_id, 'done', 0 FROM items, generate_series(1, 5000) g WHERE id = (SELECT min(id) FROM items)"
+        ))
+        plan = "\n".join(s.execute(sa.text(
+            "EXPLAIN (ANALYZE, BUFFERS) " + str(_take_fresh_sql())), {"stage": stage_id, "user": user}).scalars())
+    assert "ix_items_claimable" in plan, plan
+
+
+def factories_user(sessions) -> int:
+    with transaction(sessions) as s:
+        return factories.user(s)
+
+
+def _take_fresh_sql():
+    from app import queue
+
+    return queue._TAKE_FRESH.text
+
+
+def test_serve_picks_one_worker_per_cpu_up_to_four_and_one_on_the_embedded_database(monkeypatch):
+    monkeypatch.setattr(server, "_cpus", lambda: 2)
+    assert server.default_workers() == 2
+    monkeypatch.setattr(server, "_cpus", lambda: 64)
+    assert server.default_workers() == 4
+    assert server.default_workers(embedded=True) == 1
