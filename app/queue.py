@@ -14,6 +14,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app import honeypot
 from app.errors import Conflict, NotFound
 from app.lifecycle import (
     ASSIGNMENT_START,
@@ -135,6 +136,9 @@ def expire_leases(session: Session, stage_id: int) -> None:
 def claim_next(session: Session, stage: Stage, annotator_id: int) -> Claim | None:
     """Lease the next eligible item of `stage` to the annotator, or return None if none is left."""
     expire_leases(session, stage.id)
+    gold = honeypot.pick(session, stage, annotator_id)  # a gold item for this claim, or None
+    if gold is not None:
+        return Claim(*gold)
     params = {"stage": stage.id, "user": annotator_id}
     back = session.execute(_PICK_SENT_BACK, params).first()
     if back is not None:

@@ -4,6 +4,7 @@ from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.exports import Export, ItemSplit, SplitDefinition
+from app.models.gold import AnnotatorFlag, GoldItem
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRun
 from app.models.projects import Project, Stage, StageSample
@@ -12,6 +13,7 @@ from app.models.users import ApiToken, LoginThrottle, Role, User
 
 __all__ = [
     "AgreementReport",
+    "AnnotatorFlag",
     "Annotation",
     "ApiToken",
     "Asset",
@@ -20,6 +22,7 @@ __all__ = [
     "Base",
     "Draft",
     "Export",
+    "GoldItem",
     "Item",
     "ItemResult",
     "ItemSplit",

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.datasets import dataset_of, follow_on, get_task
 from app.errors import Conflict, Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
-from app.models import Annotation, Item, ItemResult, Project, Stage
+from app.models import Annotation, GoldItem, Item, ItemResult, Project, Stage
 from app.services.audit import record
 
 
@@ -244,7 +244,7 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
 
     for project_id, stage_id, status, n in session.execute(
         sa.select(Item.project_id, Item.stage_id, Item.status, sa.func.count())
-        .where(Item.project_id.in_(ids))
+        .where(Item.project_id.in_(ids), Item.status != ItemStatus.gold)  # gold items are no part of the data
         .group_by(Item.project_id, Item.stage_id, Item.status)
     ):
         p = projects[project_id]
@@ -267,7 +267,11 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
         stages[stage_id].finished = n
     for stage_id, n in session.execute(
         sa.select(Annotation.stage_id, sa.func.count())
-        .where(Annotation.stage_id.in_(stage_ids), Annotation.revision == 1)
+        .where(
+            Annotation.stage_id.in_(stage_ids),
+            Annotation.revision == 1,
+            ~sa.exists().where(GoldItem.item_id == Annotation.item_id, GoldItem.stage_id == Annotation.stage_id),
+        )
         .group_by(Annotation.stage_id)
     ):
         stages[stage_id].annotations = n
