@@ -28,6 +28,8 @@ from app.web import (
     assets,
     auth_pages,
     export_pages,
+    gold_api,
+    gold_pages,
     project_pages,
     review_pages,
 )
@@ -95,10 +97,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
-    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api_docs):
+    for module in (auth_pages, project_pages, annotate_pages, review_pages, gold_pages, admin_pages, export_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     app.include_router(api.router)
+    app.include_router(gold_api.router)
     api_docs.with_bearer_tokens(app)
 
     @app.get("/favicon.ico", include_in_schema=False)

@@ -306,3 +306,41 @@ def accuracy_report(session: Session, stage_id: int, *, samples: int = 1000, see
 
 def _finite(value: float) -> float | None:
     return None if value != value else value
+
+
+def final_stages(session: Session, item_id: int) -> list[dict[str, Any]]:
+    """The stages where the item has a final record that keeps it ("make this final gold" offers them)."""
+    rows = session.execute(
+        sa.select(Stage.id, Stage.name, ItemResult.discard)
+        .join(ItemResult, ItemResult.stage_id == Stage.id)
+        .where(ItemResult.item_id == item_id)
+        .order_by(Stage.position, ItemResult.id)
+    )
+    last = {sid: (name, discard) for sid, name, discard in rows}
+    return [{"id": sid, "name": name} for sid, (name, discard) in last.items() if not discard]
+
+
+def trend_chart(report: dict[str, Any], width: int = 480, height: int = 160) -> dict[str, Any]:
+    """The per-annotator accuracy by day as SVG polylines on one shared day axis, with the threshold."""
+    days = sorted({p["day"] for a in report["annotators"].values() for p in a["trend"]})
+    left, top, right, bottom = 40, 10, 10, 24
+    span_x, span_y = width - left - right, height - top - bottom
+
+    def x(day: str) -> float:
+        return left + (span_x * days.index(day) / (len(days) - 1) if len(days) > 1 else span_x / 2)
+
+    def y(value: float) -> float:
+        return top + span_y * (1 - value)
+
+    lines = []
+    for n, (name, a) in enumerate(report["annotators"].items()):
+        points = [{"x": round(x(p["day"]), 1), "y": round(y(p["accuracy"]), 1), **p} for p in a["trend"]]
+        lines.append({"name": name, "flagged": a["flagged"], "points": points, "colour": PALETTE[n % len(PALETTE)],
+                      "path": " ".join(f"{p['x']},{p['y']}" for p in points)})
+    return {
+        "width": width, "height": height, "left": left, "right": width - right, "top": top, "bottom": height - bottom,
+        "threshold_y": round(y(report["threshold"]), 1), "days": [{"day": d, "x": round(x(d), 1)} for d in days], "lines": lines,
+    }
+
+
+PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
