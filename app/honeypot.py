@@ -28,13 +28,15 @@ LOCK_CLASS = 0x601D
 
 _LOCK = sa.text("SELECT pg_advisory_xact_lock(:cls, :user)")
 
-# The item of the annotator's most recent claim in the stage (a lease starts at claim time plus
-# the stage's lease length, so the latest lease end is the latest claim; renewals move it too).
+# Whether the annotator's newest assignment in the stage is a gold item's. Gold assignments are
+# inserted under the lock, after this check: so in id order an ordinary assignment always lies
+# between two gold ones, whatever the annotator's parallel claims do. (A renewed old assignment keeps
+# its id; it can only make this check say "gold" more often, never less.)
 _LAST_WAS_GOLD = sa.text(
     f"""
     SELECT i.status = '{ItemStatus.gold}' FROM assignments a JOIN items i ON i.id = a.item_id
     WHERE a.stage_id = :stage AND a.annotator_id = :user
-    ORDER BY a.lease_until DESC, a.id DESC
+    ORDER BY a.id DESC
     LIMIT 1
     """
 )
@@ -69,7 +71,9 @@ def pick(session: Session, stage: Stage, annotator_id: int, *, draw=random.rando
     end), or None when this claim serves an ordinary item (the draw said so, the previous claim was
     gold, or no gold item is left for them)."""
     p = share(stage)
-    if p <= 0 or draw() >= p:
+    # After an ordinary claim a gold item comes with chance p / (1 - p): as a gold claim is always
+    # followed by an ordinary one, the long-run share of gold claims is then exactly p (p <= 0.5).
+    if p <= 0 or draw() >= p / (1 - p):
         return None
     params = {"stage": stage.id, "user": annotator_id}
     session.execute(_LOCK, {"cls": LOCK_CLASS, "user": annotator_id})
