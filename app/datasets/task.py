@@ -59,6 +59,10 @@ class StageConfig(BaseModel):
     gold_route_to_review: bool = Field(
         default=False, description="send a flagged annotator's work in this stage to review instead of finalizing it"
     )
+    # The leakage report (app.services.leaks) reads the first stage's.
+    duplicate_image_distance: int = Field(
+        default=6, ge=0, le=16, description="perceptual-hash bits (of 64) within which two images count as near duplicates"
+    )
 
 
 class Task:

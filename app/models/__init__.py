@@ -4,7 +4,7 @@ from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.exports import Export, ItemSplit, SplitDefinition
-from app.models.gold import AnnotatorFlag, GoldItem
+from app.models.gold import AnnotatorFlag, GoldItem, ImageHash, LeakReport
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRun
 from app.models.projects import Project, Stage, StageSample
@@ -23,10 +23,12 @@ __all__ = [
     "Draft",
     "Export",
     "GoldItem",
+    "ImageHash",
     "Item",
     "ItemResult",
     "ItemSplit",
     "JobRun",
+    "LeakReport",
     "LoginThrottle",
     "Project",
     "Role",

@@ -39,3 +39,25 @@ class AnnotatorFlag(Base):
     accuracy: Mapped[float]
     items: Mapped[int]
     flagged_at: Mapped[datetime] = created_at()
+
+
+class ImageHash(Base):
+    """A stored image's perceptual hash (64-bit pHash), computed once per image and kept."""
+
+    __tablename__ = "image_hashes"
+
+    sha256: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    phash: Mapped[int] = mapped_column(sa.BigInteger)
+
+
+class LeakReport(Base):
+    """A leakage and duplicates report of one split version (the worker computes it; pages read it)."""
+
+    __tablename__ = "leak_reports"
+    __table_args__ = (sa.Index("ix_leak_reports_definition_id", "definition_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(sa.ForeignKey("projects.id", ondelete="CASCADE"))
+    definition_id: Mapped[int] = mapped_column(sa.ForeignKey("split_definitions.id", ondelete="CASCADE"))
+    report: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = created_at()

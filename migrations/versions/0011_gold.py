@@ -1,4 +1,4 @@
-"""gold items, the annotators their answers flag, and the item status `gold`
+"""gold items, the annotators their answers flag, the item status `gold`; image hashes and leak reports
 
 Revision ID: 0011gold
 Revises: 0010
@@ -44,6 +44,22 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['stage_id'], ['stages.id'], name=op.f('fk_annotator_flags_stage_id_stages'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('stage_id', 'annotator_id', name=op.f('pk_annotator_flags'))
     )
+    op.create_table('image_hashes',
+    sa.Column('sha256', sa.String(length=64), nullable=False),
+    sa.Column('phash', sa.BigInteger(), nullable=False),
+    sa.PrimaryKeyConstraint('sha256', name=op.f('pk_image_hashes'))
+    )
+    op.create_table('leak_reports',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('project_id', sa.Integer(), nullable=False),
+    sa.Column('definition_id', sa.Integer(), nullable=False),
+    sa.Column('report', postgresql.JSONB(astext_type=sa.Text()), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.ForeignKeyConstraint(['definition_id'], ['split_definitions.id'], name=op.f('fk_leak_reports_definition_id_split_definitions'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['project_id'], ['projects.id'], name=op.f('fk_leak_reports_project_id_projects'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_leak_reports'))
+    )
+    op.create_index('ix_leak_reports_definition_id', 'leak_reports', ['definition_id', 'id'], unique=False)
     op.drop_constraint(op.f('ck_items_status'), 'items', type_='check')
     op.create_check_constraint(op.f('ck_items_status'), 'items', NEW_STATUSES)
 
@@ -53,6 +69,9 @@ def downgrade() -> None:
     op.execute("UPDATE items SET status = 'active' WHERE status = 'gold'")
     op.drop_constraint(op.f('ck_items_status'), 'items', type_='check')
     op.create_check_constraint(op.f('ck_items_status'), 'items', OLD_STATUSES)
+    op.drop_index('ix_leak_reports_definition_id', table_name='leak_reports')
+    op.drop_table('leak_reports')
+    op.drop_table('image_hashes')
     op.drop_table('annotator_flags')
     op.drop_index('ix_gold_items_item_id', table_name='gold_items')
     op.drop_table('gold_items')
