@@ -63,6 +63,7 @@ def export_cmd(
     out: str = typer.Option(..., "--out", help="A directory, or s3://bucket/prefix."),
     version: Optional[int] = typer.Option(None, help="Split definition version (default: the newest)."),
     no_splits: bool = typer.Option(False, "--no-splits", help="Ignore split definitions: one split, 'all'."),
+    no_leaks: bool = typer.Option(False, "--no-leaks", help="Refuse to export while the split version has leaked duplicate groups."),
 ) -> None:
     """Export the project's finished items in a format, split by its split definition, with a manifest."""
     from rich.progress import MofNCompleteColumn
@@ -73,6 +74,8 @@ def export_cmd(
     settings, sessions = _sessions()
     try:
         target = targets.check_target(out, directories=True)
+        if not no_splits:
+            _leak_check(sessions, settings, project, version, refuse=no_leaks)
         with transaction(sessions) as session:
             row = export.create_export(
                 session, projects.find_project(session, project).id, fmt, settings=settings,
@@ -86,3 +89,23 @@ def export_cmd(
         _fail(exc.message, exc.errors)
     counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
     console.print(f"Exported {counts} to {target} ({len(manifest['files'])} files, manifest.json).")
+
+
+def _leak_check(sessions, settings, project: str, version: int | None, *, refuse: bool) -> None:
+    """Warn (or with --no-leaks refuse) while the split version has groups of duplicates across splits."""
+    from app.services import leaks, projects
+    from app.storage import make_storage
+
+    with transaction(sessions) as session:
+        target = projects.find_project(session, project)
+        try:
+            report = leaks.compute(session, make_storage(settings), target.id, version)
+        except DomainError:
+            return  # no split version: nothing can leak
+        leaks.store(session, target.id, report)
+    if report["leaked_groups"]:
+        pairs = ", ".join(f"{k}: {v}" for k, v in report["leaks"].items())
+        if refuse:
+            _fail(f"Split version {report['version']} has {report['leaked_groups']} leaked duplicate groups ({pairs}); "
+                  f"see `vlcurate leaks {project}` (--keep-together fixes them).")
+        err.print(f"[yellow]Warning:[/] split version {report['version']} has {report['leaked_groups']} leaked duplicate groups ({pairs}).")

@@ -178,3 +178,27 @@ def keep_together(session: Session, project_id: int, report: dict[str, Any], *, 
     new = splits.save_definition(session, project_id, dict(definition.config), actor_id=actor_id)
     record(session, "leaks.grouped", actor_id=actor_id, target=f"project:{project_id}", groups=merged, version=new.version)
     return new
+
+
+def page_view(session: Session, project_id: int, shown: int = 50) -> dict[str, Any] | None:
+    """The newest split version's newest report, for the export page (its first `shown` leaked groups)."""
+    newest = session.scalar(sa.select(SplitDefinition).where(SplitDefinition.project_id == project_id).order_by(SplitDefinition.version.desc()).limit(1))
+    if newest is None:
+        return None
+    row = latest(session, newest.id)
+    if row is None:
+        return {"version": newest.version, "report": None}
+    leaked = [g for g in row.report["groups"] if g["leak"]]
+    return {"version": newest.version, "report": row.report, "at": row.created_at, "groups": leaked[:shown], "more": max(0, len(leaked) - shown)}
+
+
+def keep_newest_together(session: Session, project_id: int, *, actor_id: int | None) -> SplitDefinition:
+    """"Keep groups together" on the newest split version's newest report."""
+    from app.errors import Conflict
+
+    view = page_view(session, project_id)
+    if not view or not view["report"]:
+        raise Conflict("Find the leaks of the newest split version first.")
+    if not view["report"]["leaked_groups"]:
+        raise Conflict("The newest split version has no leaked groups.")
+    return keep_together(session, project_id, view["report"], actor_id=actor_id)

@@ -1,4 +1,4 @@
-"""The gold-item HTTP API under /api/v1: import a stage's gold answers, make a final gold, read accuracy."""
+"""The gold-item and leaks HTTP API under /api/v1: import gold answers, make a final gold, accuracy, leak reports."""
 
 from __future__ import annotations
 
@@ -56,3 +56,26 @@ def gold_accuracy(
     """Accuracy on the stage's gold items per annotator: answers, estimate with its bootstrap 95%
     interval, whether flagged, and the accuracy by day."""
     return gold.accuracy_report(session, stage_id, samples=samples, seed=seed)
+
+
+@router.post("/projects/{project_id}/leaks")
+def project_leaks(
+    request: Request,
+    project_id: Id,
+    session: Db,
+    version: int | None = Query(None, ge=1, le=2**31 - 1, description="Split definition version (default: the newest)"),
+    keep_together: bool = Query(False, description="Put each leaked group into one split (a new split version), then report again"),
+    user: Principal = Depends(api_role(Role.admin)),
+) -> dict[str, Any]:
+    """Leakage and duplicates of a split version, computed now and stored: leaked groups per split
+    pair and duplicate groups within a split, each with its items and why they match."""
+    from app.services import leaks
+
+    storage = request.app.state.storage
+    report = leaks.compute(session, storage, project_id, version)
+    leaks.store(session, project_id, report)
+    if keep_together and report["leaked_groups"]:
+        new = leaks.keep_together(session, project_id, report, actor_id=user.id)
+        report = leaks.compute(session, storage, project_id, new.version)
+        leaks.store(session, project_id, report)
+    return report

@@ -1,4 +1,4 @@
-"""Gold item pages: import a stage's gold answers, make an item's final gold (admins); forms post, then redirect."""
+"""Gold item and leak pages: import gold answers, make a final gold, find leaks, keep groups together (admins)."""
 
 from __future__ import annotations
 
@@ -41,3 +41,31 @@ def make_final_gold(request: Request, item_id: BigId, session: Db, stage_id: int
     else:
         flash(request, {"notice": "This item is now a gold item of the stage: it is served as a honeypot and no longer exported."}, slot="gold")
     return RedirectResponse(f"/items/{item_id}/history", status_code=303)
+
+
+@router.post("/projects/{project_id}/leaks")
+def find_leaks(request: Request, project_id: Id, session: Db, user: Principal = Depends(admin_only)):
+    """Queue the worker job that finds the newest split version's leaks; back to the export page."""
+    from app.services import projects
+    from app.worker import jobs
+
+    projects.get_project(session, project_id)  # 404 for an unknown project
+    job_id = jobs.defer_leaks(request.app.state.settings, project_id)
+    flash(request, f"Job {job_id} queued: the worker finds the leaks." if job_id else "A leak search is already queued.")
+    return RedirectResponse(f"/projects/{project_id}/export#leaks", status_code=303)
+
+
+@router.post("/projects/{project_id}/leaks/keep-together")
+def keep_together(request: Request, project_id: Id, session: Db, user: Principal = Depends(admin_only)):
+    """Put each leaked group of the newest report into one split, as a new split version."""
+    from app.services import leaks
+
+    try:
+        with savepoint(session):
+            new = leaks.keep_newest_together(session, project_id, actor_id=user.id)
+    except DomainError as exc:
+        flash(request, exc.message)
+    else:
+        flash(request, f"Saved split version {new.version} with every leaked group in one split: "
+              + ", ".join(f"{k} {v:,}" for k, v in new.ordered_counts.items()) + ". Find leaks again to check it.")
+    return RedirectResponse(f"/projects/{project_id}/export#leaks", status_code=303)
