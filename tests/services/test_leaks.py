@@ -134,3 +134,11 @@ def test_the_banded_search_finds_exactly_the_close_pairs():
 ])
 def test_normalised_texts(a, b, same):
     assert (leakage.normalise_text(a) == leakage.normalise_text(b)) is same
+
+
+def test_minhash_finds_a_near_caption_and_not_a_different_one():
+    base = " ".join(f"word{i}" for i in range(30))
+    near = base.replace("word15", "other")
+    far = " ".join(f"word{i}" for i in range(0, 60, 2))
+    pairs = set(leakage.near_text_pairs(["a", "b", "c"], [base, near, far], 0.8))
+    assert pairs == {("a", "b")}
