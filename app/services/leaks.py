@@ -27,6 +27,9 @@ from app.services.audit import record
 
 TEXT_THRESHOLD = 0.8  # word 3-shingle Jaccard at which two texts are near duplicates
 MIN_TEXT_WORDS = 3  # shorter strings (labels, ids, topics) are not captions
+# A text carried by more items than this (at least COMMON_TEXT_MIN) is boilerplate, e.g. the question
+# every item of a stage asks: it links nothing, and the report lists it apart.
+COMMON_TEXT_SHARE, COMMON_TEXT_MIN = 0.05, 10
 HASH_BATCH = 500
 
 
@@ -110,6 +113,10 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     by_text: dict[str, list[int]] = defaultdict(list)
     for item_id, text in texts:
         by_text[leakage.normalise_text(text)].append(item_id)
+    limit = max(COMMON_TEXT_MIN, COMMON_TEXT_SHARE * len(rows))
+    common = {t: len(ids) for t, ids in by_text.items() if len(ids) > limit}
+    for text in common:
+        del by_text[text]
     for ids in by_text.values():
         for a, b in zip(ids, ids[1:]):
             link(a, b, "same text")
@@ -139,6 +146,7 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
         "leaked_groups": sum(g["leak"] for g in out_groups),
         "leaks": dict(leaked),
         "within_split_groups": sum(not g["leak"] for g in out_groups),
+        "common_texts": dict(sorted(common.items(), key=lambda kv: -kv[1])[:20]),
         "groups": out_groups,
         "hashed_now": hashed,
         "seconds": {**{k: round(v, 3) for k, v in timing.items()}, "total": round(time.perf_counter() - started, 3)},

@@ -142,3 +142,19 @@ def test_minhash_finds_a_near_caption_and_not_a_different_one():
     far = " ".join(f"word{i}" for i in range(0, 60, 2))
     pairs = set(leakage.near_text_pairs(["a", "b", "c"], [base, near, far], 0.8))
     assert pairs == {("a", "b")}
+
+
+def test_the_demo_has_a_gold_set_and_planted_leaks(session, settings, storage, tmp_path):
+    from app.models import GoldItem, LeakReport, Project
+    from app.services import demo_quality
+
+    assert demo_quality.load(session, settings, storage, tmp_path) == [demo_quality.GOLD_DEMO, demo_quality.LEAK_DEMO]
+    assert demo_quality.load(session, settings, storage, tmp_path) == []  # idempotent
+    assert session.scalar(sa.select(sa.func.count()).select_from(GoldItem)) == 8
+    project_id = session.scalar(sa.select(Project.id).where(Project.name == demo_quality.LEAK_DEMO))
+    report = session.scalar(sa.select(LeakReport.report).where(LeakReport.project_id == project_id))
+    found = [g for g in report["groups"]]
+    # Every planted duplicate is in a group with its original, and nothing else is grouped.
+    assert len(found) == 8 and all(len(g["items"]) == 2 for g in found)
+    assert sorted(m["external_id"] for g in found for m in g["items"] if m["external_id"].startswith("copy")) == [f"copy-{n}" for n in range(8)]
+    assert report["leaked_groups"] >= 1
