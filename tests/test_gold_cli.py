@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
@@ -12,22 +11,13 @@ from app.cli import app as cli
 from app.db import transaction
 from app.models import Item, Project
 from app.services import gold
-from app.settings import get_settings
 from tests.services.test_leaks import planted_project
+from tests.test_cli import env  # noqa: F401 (the CLI's environment on the test database)
 
 runner = CliRunner()
 
 
-@pytest.fixture
-def env(settings, committed, monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", settings.database_url)
-    monkeypatch.setenv("VLCURATE_DATA_DIR", str(settings.data_dir))
-    get_settings.cache_clear()
-    yield committed
-    get_settings.cache_clear()
-
-
-def test_leaks_block_an_export_until_groups_are_kept_together(env, settings, storage, tmp_path):
+def test_leaks_block_an_export_until_groups_are_kept_together(env, settings, storage, tmp_path):  # noqa: F811
     with transaction(env) as s:
         project_id, planted = planted_project(s, settings, storage, tmp_path / "src")
         name = s.get(Project, project_id).name
@@ -49,7 +39,7 @@ def test_leaks_block_an_export_until_groups_are_kept_together(env, settings, sto
     assert clean.exit_code == 0, clean.output
 
 
-def test_gold_import_accuracy_and_gold_never_exported(env, settings, storage, tmp_path):
+def test_gold_import_accuracy_and_gold_never_exported(env, settings, storage, tmp_path):  # noqa: F811
     with transaction(env) as s:
         project_id, _ = planted_project(s, settings, storage, tmp_path / "src", distinct=40)
         name = s.get(Project, project_id).name
