@@ -30,6 +30,7 @@ def test_a_gold_screen_looks_like_any_other(page, committed, settings, storage, 
         assignment_id = int(page.url.rstrip("/").split("/")[-1])
         with transaction(committed) as s:
             is_gold = s.scalar(sa.select(Assignment.item_id).where(Assignment.id == assignment_id, Assignment.annotator_id == user_id)) in gold_ids
+        page.wait_for_load_state("networkidle")  # htmx marks elements with classes while its requests run
         shapes.setdefault(is_gold, page.evaluate(SHAPE))
         if len(shapes) == 2:
             break
