@@ -24,6 +24,7 @@ class ItemStatus(StrEnum):
     review = "review"  # the stage's annotations disagree; waits for a reviewer
     done = "done"  # passed its last stage
     discarded = "discarded"  # unusable; ends the item
+    gold = "gold"  # a gold item of its stage: served as a honeypot, never finalized, counted or exported
 
     def next(self, event: ItemEvent) -> ItemStatus:
         return transition(self, event)
@@ -36,6 +37,7 @@ class ItemEvent(StrEnum):
     discard = "discard"  # the final record says the item is unusable
     send_back = "send_back"  # a reviewer returns it to its annotators
     take_back = "take_back"  # a reviewer brings a sent-back item back to review
+    make_gold = "make_gold"  # an admin makes it a gold item of a stage (its correct answer is known)
 
 
 class AssignmentStatus(StrEnum):
@@ -76,6 +78,8 @@ ITEM_TRANSITIONS: Mapping[tuple[ItemStatus, ItemEvent], ItemStatus] = {
     **{(s, _IE.discard): _I.discarded for s in (_I.active, _I.review)},
     (_I.review, _IE.send_back): _I.active,
     (_I.active, _IE.take_back): _I.review,
+    # A gold item's answer may be corrected by marking it gold again.
+    **{(s, _IE.make_gold): _I.gold for s in (_I.active, _I.review, _I.done, _I.gold)},
 }
 
 _A, _AE = AssignmentStatus, AssignmentEvent

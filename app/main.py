@@ -31,6 +31,8 @@ from app.web import (
     assets,
     auth_pages,
     export_pages,
+    gold_api,
+    gold_pages,
     project_pages,
     review_pages,
 )
@@ -139,10 +141,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so its timing covers the rest
 
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    for module in (auth_pages, project_pages, annotate_pages, review_pages, admin_pages, export_pages, assets, api_docs):
+    for module in (auth_pages, project_pages, annotate_pages, review_pages, gold_pages, admin_pages, export_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     app.include_router(api.router)
+    app.include_router(gold_api.router)
     for module in (api_items, api_review, api_suggestions):
         app.include_router(module.router)
     api_docs.with_bearer_tokens(app)

@@ -14,6 +14,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app import honeypot
 from app.errors import Conflict, NotFound
 from app.lifecycle import (
     ASSIGNMENT_START,
@@ -134,7 +135,8 @@ _MINE = sa.text(
     f"""
     SELECT live.id, live.item_id, live.lease_until, EXISTS (
         SELECT 1 FROM assignments r
-        WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}')
+        WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}'),
+        (SELECT coalesce((config->>'gold_share')::float8, 0) FROM stages WHERE id = :stage)
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -163,10 +165,14 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     """Lease the next eligible item of the stage to the annotator, or return None if none is left.
     With `resume`, the annotator's live lease in the stage comes back first, if they hold one."""
     params = {"stage": stage_id, "user": annotator_id}
-    live_id, live_item, live_until, sent_back = session.execute(_MINE, params).one()
+    live_id, live_item, live_until, sent_back, gold_share = session.execute(_MINE, params).one()
     if resume and live_id is not None:
         return Claim(live_id, live_item, live_until)
     expire_leases(session, stage_id)
+    if gold_share > 0:
+        gold = honeypot.pick(session, stage_id, annotator_id, gold_share)  # a gold item for this claim, or None
+        if gold is not None:
+            return Claim(*gold)
     if sent_back:
         back = session.execute(_PICK_SENT_BACK, params).first()
         if back is not None:

@@ -83,8 +83,9 @@ def test_demo_is_idempotent(env):
     r = invoke("demo")
     assert r.exit_code == 0 and "Created project" not in r.output
     with transaction(env) as s:
-        # shapes 30 + 20, ColorSwap 12, WikiDO 12, VisArgs 6, VOLDOGER 7, ExpArt 20 sections + 12 explanations
-        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 30 + 20 + 12 + 12 + 6 + 7 + 20 + 12
+        # shapes 30 + 20, ColorSwap 12, WikiDO 12, VisArgs 6, VOLDOGER 7, ExpArt 20 sections + 12 explanations,
+        # gold items 40, leaky splits 60
+        assert s.scalar(sa.select(sa.func.count()).select_from(Item)) == 30 + 20 + 12 + 12 + 6 + 7 + 20 + 12 + 40 + 60
 
 
 def test_suggest_queues_jobs_once_and_warns_about_missing_models(env, tmp_path):

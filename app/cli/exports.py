@@ -76,6 +76,7 @@ def export_cmd(
     no_splits: bool = typer.Option(False, "--no-splits", help="Ignore split definitions: one split, 'all'."),
     server: Optional[str] = remote.SERVER,
     token: Optional[str] = remote.TOKEN,
+    no_leaks: bool = typer.Option(False, "--no-leaks", help="Refuse to export while the split version has leaked duplicate groups."),
 ) -> None:
     """Export the project's finished items in a format, split by its split definition, with a manifest.
     With --server the server's worker writes it and it is downloaded into the directory --out names."""
@@ -87,6 +88,8 @@ def export_cmd(
     if server:
         if out.startswith("s3://"):
             _fail("Through --server, --out is a local directory the export is downloaded to.")
+        if no_leaks:
+            _fail("--no-leaks checks the database directly; through --server, run `vlcurate leaks` on the server first.")
         with remote.client(server, token) as api:
             folder = api.export(int(project) if project.isdigit() else project, fmt, out, splits=not no_splits, version=version)
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
@@ -97,6 +100,8 @@ def export_cmd(
     settings, sessions = _sessions()
     try:
         target = targets.check_target(out, directories=True)
+        if not no_splits:
+            _leak_check(sessions, settings, project, version, refuse=no_leaks)
         with transaction(sessions) as session:
             row = export.create_export(
                 session, projects.find_project(session, project).id, fmt, settings=settings,
@@ -110,3 +115,23 @@ def export_cmd(
         _fail(exc.message, exc.errors)
     counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
     console.print(f"Exported {counts} to {target} ({len(manifest['files'])} files, manifest.json).")
+
+
+def _leak_check(sessions, settings, project: str, version: int | None, *, refuse: bool) -> None:
+    """Warn (or with --no-leaks refuse) while the split version has groups of duplicates across splits."""
+    from app.services import leaks, projects
+    from app.storage import make_storage
+
+    with transaction(sessions) as session:
+        target = projects.find_project(session, project)
+        try:
+            report = leaks.compute(session, make_storage(settings), target.id, version)
+        except DomainError:
+            return  # no split version: nothing can leak
+        leaks.store(session, target.id, report)
+    if report["leaked_groups"]:
+        pairs = ", ".join(f"{k}: {v}" for k, v in report["leaks"].items())
+        if refuse:
+            _fail(f"Split version {report['version']} has {report['leaked_groups']} leaked duplicate groups ({pairs}); "
+                  f"see `vlcurate leaks {project}` (--keep-together fixes them).")
+        err.print(f"[yellow]Warning:[/] split version {report['version']} has {report['leaked_groups']} leaked duplicate groups ({pairs}).")

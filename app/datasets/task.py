@@ -50,6 +50,19 @@ class StageConfig(BaseModel):
     soft_match_threshold: float | None = Field(
         default=None, ge=0, le=1, description="cosine similarity at which two texts count as the same in agreement"
     )
+    # Quality control with gold items (app.services.gold).
+    gold_share: float = Field(default=0.0, ge=0, le=0.5, description="share of claims that serve a gold item (e.g. 0.05)")
+    gold_threshold: float = Field(
+        default=0.7, ge=0, le=1, description="gold accuracy below which an annotator is flagged"
+    )
+    gold_min_items: int = Field(default=10, ge=1, description="gold answers an annotator needs before a flag")
+    gold_route_to_review: bool = Field(
+        default=False, description="send a flagged annotator's work in this stage to review instead of finalizing it"
+    )
+    # The leakage report (app.services.leaks) reads the first stage's.
+    duplicate_image_distance: int = Field(
+        default=6, ge=0, le=16, description="perceptual-hash bits (of 64) within which two images count as near duplicates"
+    )
 
 
 class Task:

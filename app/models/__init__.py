@@ -5,6 +5,7 @@ from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.counts import AnnotatorCount, ItemCount, StageCount
 from app.models.exports import Export, ItemSplit, SplitDefinition
+from app.models.gold import AnnotatorFlag, GoldItem, ImageHash, LeakReport
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRun
 from app.models.projects import Project, Stage, StageSample
@@ -14,6 +15,7 @@ from app.models.users import ApiToken, LoginThrottle, Role, User
 __all__ = [
     "AgreementReport",
     "AnnotatorCount",
+    "AnnotatorFlag",
     "Annotation",
     "ApiToken",
     "Asset",
@@ -22,11 +24,14 @@ __all__ = [
     "Base",
     "Draft",
     "Export",
+    "GoldItem",
+    "ImageHash",
     "Item",
     "ItemCount",
     "ItemResult",
     "ItemSplit",
     "JobRun",
+    "LeakReport",
     "LoginThrottle",
     "Project",
     "Role",

@@ -22,7 +22,7 @@ from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_w
 from app.agreement.pairs import facet_score
 from app.datasets import get_task
 from app.models import AgreementReport, Stage
-from app.services import equivalence
+from app.services import equivalence, gold
 from app.services.pipeline import submitted_annotations
 from app.services.projects import get_stage
 
@@ -31,7 +31,10 @@ def stage_annotations(session: Session, stage_id: int, seconds: dict | None = No
     """item id -> annotator name -> latest submitted payload (and, into `seconds`, each
     annotator's time per annotation)."""
     out: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    gold_items = gold.gold_item_ids(session, stage_id)  # answers to gold items are scored, never agreement
     for a in submitted_annotations(session, None, stage_id):
+        if a.item_id in gold_items:
+            continue
         out[a.item_id][a.annotator] = a.payload
         if seconds is not None and a.seconds_spent is not None:
             seconds.setdefault(a.annotator, []).append(a.seconds_spent)

@@ -14,7 +14,7 @@ from app.datasets import get_task
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
 from app.models import Annotation, AnnotatorCount, Assignment, AuditEvent, Draft, Item, Stage, User
-from app.services import sampling
+from app.services import gold, sampling
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import complete_stage, results_by_stage
 from app.services.projects import get_stage
@@ -121,8 +121,14 @@ def submit(
                     f"You already submitted this item with another answer (revision {earlier.revision}); "
                     "nothing was changed. Submit again to store this answer as a new revision."
                 )
-        return SubmitResult(earlier.id, earlier.revision, True, item.status)
+        status = item.status
+        if status == ItemStatus.gold:  # never tell a honeypot apart
+            status = gold.shown_status(session, stage)
+        return SubmitResult(earlier.id, earlier.revision, True, status)
 
+    if item.status == ItemStatus.gold and item.stage_id == stage.id:  # a honeypot: scored, never finalized
+        annotation_id, revision = gold.submit_answer(session, assignment, item, stage, payload, idempotency_key, seconds_spent)
+        return SubmitResult(annotation_id, revision, False, gold.shown_status(session, stage))
     if item.stage_id != stage.id or item.status not in (ItemStatus.active, ItemStatus.review):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
     clean = get_task(stage.workflow).validate_annotation(

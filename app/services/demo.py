@@ -14,7 +14,7 @@ from app import security
 from app.datasets import all_datasets
 from app.datasets.dataset import DemoProject
 from app.models import Project, User
-from app.services import imports, projects
+from app.services import demo_quality, imports, projects
 from app.services import users as users_service
 from app.settings import Settings
 from app.storage import Storage
@@ -61,4 +61,5 @@ def load_demo(session: Session, settings: Settings, storage: Storage) -> DemoRes
             for demo in dataset.demos:
                 if _ensure_project(session, settings, storage, demo, Path(tmp)):
                     created.append(demo.name)
+        created += demo_quality.load(session, settings, storage, Path(tmp))
     return DemoResult(accounts=accounts, projects=created)

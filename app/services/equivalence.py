@@ -25,7 +25,7 @@ from app.datasets.task import Equivalence
 from app.errors import Invalid
 from app.lifecycle import ITEM_START
 from app.models import Item, ItemResult, Project, Stage
-from app.services import projects
+from app.services import gold, projects
 from app.services.audit import record
 from app.services.pipeline import submitted_annotations
 
@@ -59,7 +59,10 @@ def answer_pairs(session: Session, stage: Stage) -> list[Pair]:
     """Each pair of annotators' answers on each item (discarded answers and empty ones left out)."""
     field, workflow = declared(stage).field, get_task(stage.workflow)
     by_item: dict[int, list] = defaultdict(list)
+    gold_items = gold.gold_item_ids(session, stage.id)  # answers to gold items are scored, never agreement
     for a in submitted_annotations(session, None, stage.id):
+        if a.item_id in gold_items:
+            continue
         text = str(a.payload.get(field) or "").strip()
         if text and not workflow.is_discard(a.payload):
             by_item[a.item_id].append((a.annotator, text))

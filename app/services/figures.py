@@ -74,7 +74,7 @@ def breakdown(session: Session, project_id: int) -> Breakdown | None:
     cells: dict[tuple[str, str], Tally] = {}
     for row, column, status, is_pending, n in session.execute(
         sa.select(keys[0], keys[1], Item.status, pending, sa.func.count())
-        .where(Item.project_id == project_id)
+        .where(Item.project_id == project_id, Item.status != ItemStatus.gold)
         .group_by(keys[0], keys[1], Item.status, pending)
     ):
         tally = cells.setdefault((row, column), Tally())

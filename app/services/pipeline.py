@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from app.datasets import get_task
 from app.lifecycle import AssignmentStatus, ItemEvent, transition
-from app.models import Annotation, Assignment, Item, ItemResult, Stage, User
-from app.services import sampling
+from app.models import Annotation, Assignment, GoldItem, Item, ItemResult, Stage, User
+from app.services import gold, sampling
 
 
 @dataclass
@@ -53,11 +53,20 @@ def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[s
 
 def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]]:
     """The latest final record of each stage the item passed, keyed by the stage's workflow name
-    (workflows find the results they build on by workflow, whatever the stage is called)."""
+    (workflows find the results they build on by workflow, whatever the stage is called). A gold
+    item shows only the finals before its gold stage: its own final there is the truth."""
+    gold_stage = sa.orm.aliased(Stage)
+    hidden = (
+        sa.select(1)
+        .select_from(GoldItem)
+        .join(gold_stage, gold_stage.id == GoldItem.stage_id)
+        .where(GoldItem.item_id == ItemResult.item_id, gold_stage.position <= Stage.position)
+        .exists()
+    )
     rows = session.execute(
         sa.select(Stage.workflow, ItemResult.payload)
         .join(Stage, Stage.id == ItemResult.stage_id)
-        .where(ItemResult.item_id == item_id)
+        .where(ItemResult.item_id == item_id, ~hidden)
         .order_by(ItemResult.id)
     )
     return {name: payload for name, payload in rows}
@@ -67,7 +76,7 @@ def complete_stage(session: Session, item: Item, stage: Stage) -> None:
     """All annotations of the item are in: consolidate them, or send the item to review."""
     workflow = get_task(stage.workflow)
     outcome = workflow.consolidate(stage_payloads(session, item.id, stage.id), stage.config)
-    if outcome.needs_review or outcome.final is None:
+    if outcome.needs_review or outcome.final is None or gold.routes_to_review(session, item, stage):
         item.status = transition(item.status, ItemEvent.escalate)
         return
     finalize(session, item, stage, outcome.final, discard=outcome.discard, source="auto")

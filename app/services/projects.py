@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.datasets import dataset_of, follow_on, get_task
 from app.errors import Conflict, Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
-from app.models import ItemCount, Project, Stage, StageCount
+from app.models import Annotation, GoldItem, ItemCount, ItemResult, Project, Stage, StageCount
 from app.services.audit import record
 
 
@@ -245,7 +245,7 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
     # Maintained counts (app.models.counts), not count(*) over the items: a few rows per stage.
     for project_id, stage_id, status, n in session.execute(
         sa.select(ItemCount.project_id, ItemCount.stage_id, ItemCount.status, sa.func.sum(ItemCount.n))
-        .where(ItemCount.project_id.in_(ids))
+        .where(ItemCount.project_id.in_(ids), ItemCount.status != ItemStatus.gold)  # gold items are no part of the data
         .group_by(ItemCount.project_id, ItemCount.stage_id, ItemCount.status)
     ):
         p = projects[project_id]
@@ -266,6 +266,19 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
     ):
         stages[stage_id].finished = finished
         stages[stage_id].annotations = first_revisions
+    # Less what gold items hold: read from the gold set (small), never over the stage's annotations.
+    for stage_id, n in session.execute(
+        sa.select(GoldItem.stage_id, sa.func.count())
+        .join(Annotation, sa.and_(Annotation.item_id == GoldItem.item_id, Annotation.stage_id == GoldItem.stage_id))
+        .where(GoldItem.stage_id.in_(list(stages)), Annotation.revision == 1)
+        .group_by(GoldItem.stage_id)
+    ):
+        stages[stage_id].annotations -= n
+    finals = sa.exists().where(ItemResult.item_id == GoldItem.item_id, ItemResult.stage_id == GoldItem.stage_id)
+    for stage_id, n in session.execute(
+        sa.select(GoldItem.stage_id, sa.func.count()).where(GoldItem.stage_id.in_(list(stages)), finals).group_by(GoldItem.stage_id)
+    ):
+        stages[stage_id].finished -= n
     return list(projects.values())
 
 

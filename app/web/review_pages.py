@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session
 from app.datasets import get_task
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import agreement, equivalence, projects, review, suggestions
+from app.services import agreement, equivalence, gold, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
+from app.web.flash import take_flash
 from app.web.item_views import answer_view, history_page, item_view
 from app.web.templating import render, render_error
 
@@ -170,6 +171,7 @@ def history(request: Request, item_id: BigId, session: Db, user: Principal = Dep
     project = projects.get_project(session, found.item.project_id)
     return render(request, "review/history.html", {
         "item": found.item.data, "item_id": found.item.id, "status": found.item.status, "project": project, **history_page(found),
+        "gold_stages": gold.final_stages(session, item_id), "gold_message": take_flash(request, "gold"),
     })
 
 
@@ -220,13 +222,16 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
     if get_task(stage.workflow).equivalence:
         found = equivalence.judging_stage(session, stage)
         judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
-    return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, **extra}
+    accuracy = gold.accuracy_report(session, stage_id)
+    gold_view = {"report": accuracy, "chart": gold.trend_chart(accuracy)}
+    return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, "gold": gold_view, **extra}
 
 
 @router.get("/stages/{stage_id}/agreement")
 def dashboard(request: Request, stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
-    """The stage's agreement dashboard, from the newest stored report."""
-    return render(request, "review/agreement.html", _dashboard_context(session, stage_id))
+    """The stage's agreement dashboard, from the newest stored report, and gold accuracy per annotator."""
+    gold_message = None if request.headers.get("HX-Request") else take_flash(request, "gold")  # a poll must not eat it
+    return render(request, "review/agreement.html", _dashboard_context(session, stage_id, gold_message=gold_message))
 
 
 @router.post("/stages/{stage_id}/agreement")

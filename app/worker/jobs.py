@@ -184,6 +184,31 @@ def export(context: JobContext, export_id: int) -> int:
         return sum(manifest["splits"].values())
 
 
+@blueprint.task(name="leaks", queue="maintenance", pass_context=True, retry=RETRY)
+def leaks(context: JobContext, project_id: int, version: int | None = None) -> int:
+    """Compute and store the leakage and duplicates report of a project's split version (the export page reads it)."""
+    from app.services import leaks as leaks_service
+
+    e = env()
+    with report(context.job.id, "leaks", f"project {project_id}", 1):
+        with transaction(e.sessions) as s:
+            try:
+                found = leaks_service.compute(s, e.storage, project_id, version)
+            except DomainError as exc:
+                raise JobFailed(exc.message) from None
+            return leaks_service.store(s, project_id, found).id
+
+
+def defer_leaks(settings: Settings, project_id: int) -> int | None:
+    """Queue the leaks job for the project's newest split version; None when one already waits."""
+    app = make_app(settings)
+    with app.open():
+        try:
+            return leaks.configure(queueing_lock=f"leaks:{project_id}").defer(project_id=project_id)
+        except AlreadyEnqueued:
+            return None
+
+
 def defer_export(settings: Settings, export_id: int) -> int:
     app = make_app(settings)
     with app.open():

@@ -1,0 +1,346 @@
+"""Gold items: marking them (import by external id, or an item's final), storing and scoring the
+answers annotators give them, accuracy per annotator, and the flag that routes work to review.
+
+A gold item is an item with status `gold` in its stage plus a `gold_items` row holding the truth.
+The status keeps it out of everything that reads data: the ordinary queue (it claims `active`
+items), finals (its answers never consolidate), agreement (its annotations are left out),
+progress and exports (they read `done` items). `app.honeypot` serves gold items in the queue.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app.agreement import gold as scoring
+from app.datasets import get_task
+from app.errors import Invalid, NotFound
+from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
+from app.models import (
+    Annotation,
+    AnnotatorFlag,
+    Assignment,
+    Draft,
+    GoldItem,
+    Item,
+    ItemResult,
+    Stage,
+    User,
+)
+from app.services import audit
+from app.services.projects import get_stage
+
+MAX_GOLD_LINES = 100_000
+DEFAULTS = {"gold_threshold": 0.7, "gold_min_items": 10, "gold_route_to_review": False}
+
+
+def setting(stage: Stage, key: str) -> Any:
+    return (stage.config or {}).get(key, DEFAULTS[key])
+
+
+# -- marking gold -------------------------------------------------------------------
+
+
+def earlier_results(session: Session, item_id: int, stage: Stage) -> dict[str, dict[str, Any]]:
+    """The item's finals of the stages before `stage`, by workflow (what a gold answer builds on)."""
+    rows = session.execute(
+        sa.select(Stage.workflow, ItemResult.payload)
+        .join(Stage, Stage.id == ItemResult.stage_id)
+        .where(ItemResult.item_id == item_id, Stage.project_id == stage.project_id, Stage.position < stage.position)
+        .order_by(ItemResult.id)
+    )
+    return {name: payload for name, payload in rows}
+
+
+def mark(session: Session, item: Item, stage: Stage, answer: dict[str, Any], *, source: str, actor_id: int | None) -> None:
+    """Make `item` a gold item of `stage` with `answer` (already validated) as its truth."""
+    was = item.status
+    item.status = transition(item.status, ItemEvent.make_gold)
+    item.stage_id = stage.id
+    item.slots_left = 0
+    session.execute(
+        pg_insert(GoldItem)
+        .values(stage_id=stage.id, item_id=item.id, answer=answer, source=source, created_by=actor_id)
+        .on_conflict_do_update(index_elements=["stage_id", "item_id"], set_={"answer": answer, "source": source, "created_by": actor_id})
+    )
+    audit.record(session, "gold.marked", actor_id=actor_id, target=f"item:{item.id}", stage=stage.id, source=source, was=str(was))
+
+
+def import_answers(session: Session, stage_id: int, body: bytes, *, actor_id: int | None) -> int:
+    """Mark the items named in a JSONL file as gold items of the stage. Each line is
+    {"id": <external id>, "answer": <payload as the stage's submit takes it>}; answers are
+    validated like annotations. Any bad line changes nothing, and every problem names its line."""
+    stage = get_stage(session, stage_id)
+    task = get_task(stage.workflow)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Invalid("The gold file is not UTF-8 text.") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        raise Invalid("The gold file has no answers (one JSON object per line: {\"id\": ..., \"answer\": {...}}).")
+    if len(lines) > MAX_GOLD_LINES:
+        raise Invalid(f"The gold file has {len(lines)} answers; at most {MAX_GOLD_LINES} per import.")
+    problems: list[str] = []
+    parsed: list[tuple[int, str, dict[str, Any]]] = []
+    for n, line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"line {n}: not JSON ({exc.msg})")
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not isinstance(record.get("answer"), dict):
+            problems.append(f"line {n}: expected {{\"id\": \"<external id>\", \"answer\": {{...}}}}")
+            continue
+        parsed.append((n, record["id"], record["answer"]))
+    ids = [external for _, external, _ in parsed]
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        problems += [f"line {n}: item {e!r} is named twice" for n, e, _ in parsed if e in seen or seen.add(e)]
+    items = {
+        i.external_id: i
+        for i in session.scalars(
+            sa.select(Item).where(Item.project_id == stage.project_id, Item.external_id.in_(ids)).with_for_update()
+        )
+    }
+    clean: list[tuple[Item, dict[str, Any]]] = []
+    for n, external, answer in parsed:
+        item = items.get(external)
+        if item is None:
+            problems.append(f"line {n}: no item {external!r} in this project")
+            continue
+        if item.status == ItemStatus.discarded:
+            problems.append(f"line {n}: item {external!r} is discarded")
+            continue
+        try:
+            clean.append((item, task.validate_annotation(item.data, answer, stage.config, earlier_results(session, item.id, stage))))
+        except Invalid as exc:
+            problems += [f"line {n}: {p}" for p in (exc.errors or [exc.message])]
+    if problems:
+        raise Invalid(f"The gold file has {len(problems)} problem(s); nothing was imported.", problems[:50])
+    for item, answer in clean:
+        mark(session, item, stage, answer, source="import", actor_id=actor_id)
+    session.flush()
+    return len(clean)
+
+
+def make_final_gold(session: Session, item_id: int, stage_id: int, *, actor_id: int | None) -> None:
+    """Make the item's newest final record in the stage the truth of a gold item there (the item
+    then leaves the data: it is no longer exported)."""
+    stage = get_stage(session, stage_id)
+    item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
+    if item is None or item.project_id != stage.project_id:
+        raise NotFound("No such item in this stage's project.")
+    final = session.scalar(
+        sa.select(ItemResult).where(ItemResult.item_id == item_id, ItemResult.stage_id == stage_id).order_by(ItemResult.id.desc()).limit(1)
+    )
+    if final is None:
+        raise Invalid("This item has no final record in that stage yet.")
+    if final.discard:
+        raise Invalid("The final record discards the item; a discarded item cannot be gold.")
+    mark(session, item, stage, final.payload, source="final", actor_id=actor_id)
+    session.flush()
+
+
+def gold_item_ids(session: Session, stage_id: int) -> set[int]:
+    return set(session.scalars(sa.select(GoldItem.item_id).where(GoldItem.stage_id == stage_id)))
+
+
+# -- answers ---------------------------------------------------------------------------
+
+
+def submit_answer(
+    session: Session,
+    assignment: Assignment,
+    item: Item,
+    stage: Stage,
+    payload: dict[str, Any],
+    idempotency_key: str,
+    seconds_spent: float | None,
+) -> tuple[int, int]:
+    """Store an annotator's answer to a gold item (validated as any annotation; an expired lease
+    still counts, since a gold item has no slots); score it and update the annotator's flag.
+    Returns (annotation id, revision)."""
+    clean = get_task(stage.workflow).validate_annotation(item.data, payload, stage.config, earlier_results(session, item.id, stage))
+    revision = (
+        session.scalar(sa.select(sa.func.max(Annotation.revision)).where(Annotation.assignment_id == assignment.id)) or 0
+    ) + 1
+    annotation = Annotation(
+        assignment_id=assignment.id, item_id=item.id, stage_id=stage.id, annotator_id=assignment.annotator_id,
+        revision=revision, idempotency_key=idempotency_key, payload=clean, seconds_spent=seconds_spent,
+    )
+    session.add(annotation)
+    assignment.status = transition(assignment.status, AssignmentEvent.submit)
+    assignment.submitted_at = sa.func.now()
+    session.execute(sa.delete(Draft).where(Draft.assignment_id == assignment.id))
+    session.flush()
+    rescore(session, stage, assignment.annotator_id)
+    return annotation.id, revision
+
+
+def shown_status(session: Session, stage: Stage) -> str:
+    """The item status a submit reports for a gold item: what an ordinary item of the stage most
+    often reports after one answer, so that the response does not mark it."""
+    if stage.overlap > 1 and stage.sample_size is None:
+        return ItemStatus.active.value
+    later = session.scalar(sa.select(sa.func.count()).select_from(Stage).where(Stage.project_id == stage.project_id, Stage.position > stage.position))
+    return (ItemStatus.active if later else ItemStatus.done).value
+
+
+@dataclass
+class GoldAnswer:
+    annotator_id: int
+    annotator: str
+    item_id: int
+    score: float
+    day: str
+
+
+def scored_answers(session: Session, stage: Stage, annotator_id: int | None = None) -> list[GoldAnswer]:
+    """Each annotator's latest submitted answer to each gold item of the stage, scored against the truth."""
+    task = get_task(stage.workflow)
+    latest = (
+        sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
+        .join(GoldItem, sa.and_(GoldItem.item_id == Annotation.item_id, GoldItem.stage_id == Annotation.stage_id))
+        .where(Annotation.stage_id == stage.id)
+        .group_by(Annotation.assignment_id)
+    )
+    if annotator_id is not None:
+        latest = latest.where(Annotation.annotator_id == annotator_id)
+    latest = latest.subquery()
+    rows = session.execute(
+        sa.select(Annotation.annotator_id, User.username, Annotation.item_id, Annotation.payload, GoldItem.answer, Annotation.created_at)
+        .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
+        .join(Assignment, Assignment.id == Annotation.assignment_id)
+        .join(GoldItem, sa.and_(GoldItem.item_id == Annotation.item_id, GoldItem.stage_id == Annotation.stage_id))
+        .join(User, User.id == Annotation.annotator_id)
+        .where(Assignment.status == AssignmentStatus.submitted)
+        .order_by(Annotation.id)
+    )
+    return [
+        GoldAnswer(uid, name, item_id, scoring.answer_score(task.facets, task.facet_values(truth), task.facet_values(payload)), at.date().isoformat())
+        for uid, name, item_id, payload, truth, at in rows
+    ]
+
+
+def rescore(session: Session, stage: Stage, annotator_id: int) -> None:
+    """Flag the annotator in the stage when their gold accuracy is below the stage's threshold over
+    at least its minimum of gold answers; lift the flag when it is no longer. Both are audit events."""
+    scores = [a.score for a in scored_answers(session, stage, annotator_id)]
+    n = len(scores)
+    accuracy = sum(scores) / n if n else 1.0
+    below = n >= int(setting(stage, "gold_min_items")) and accuracy < float(setting(stage, "gold_threshold"))
+    flag = session.get(AnnotatorFlag, (stage.id, annotator_id), with_for_update=True)
+    detail = {"stage": stage.id, "accuracy": round(accuracy, 4), "items": n}
+    if below and flag is None:
+        session.add(AnnotatorFlag(stage_id=stage.id, annotator_id=annotator_id, accuracy=accuracy, items=n))
+        audit.record(session, "gold.flagged", target=f"user:{annotator_id}", **detail)
+    elif below:
+        flag.accuracy, flag.items = accuracy, n
+    elif flag is not None:
+        session.delete(flag)
+        audit.record(session, "gold.unflagged", target=f"user:{annotator_id}", **detail)
+    session.flush()
+
+
+def flagged(session: Session, stage_id: int) -> dict[int, AnnotatorFlag]:
+    return {f.annotator_id: f for f in session.scalars(sa.select(AnnotatorFlag).where(AnnotatorFlag.stage_id == stage_id))}
+
+
+def routes_to_review(session: Session, item: Item, stage: Stage) -> bool:
+    """Whether the item's annotations go to review instead of being finalized: the stage routes
+    flagged annotators' work there and one of the item's annotators is flagged (an audit event)."""
+    if not setting(stage, "gold_route_to_review"):
+        return False
+    who = list(session.scalars(
+        sa.select(AnnotatorFlag.annotator_id)
+        .join(Assignment, sa.and_(Assignment.annotator_id == AnnotatorFlag.annotator_id, Assignment.stage_id == AnnotatorFlag.stage_id))
+        .where(AnnotatorFlag.stage_id == stage.id, Assignment.item_id == item.id, Assignment.status == AssignmentStatus.submitted)
+    ))
+    if not who:
+        return False
+    audit.record(session, "gold.routed_to_review", target=f"item:{item.id}", stage=stage.id, annotators=sorted(who))
+    return True
+
+
+# -- accuracy --------------------------------------------------------------------------
+
+
+def accuracy_report(session: Session, stage_id: int, *, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Per annotator: gold answers, accuracy with its bootstrap interval, flagged or not, and the
+    accuracy by day (the dashboard's trend)."""
+    stage = get_stage(session, stage_id)
+    answers = scored_answers(session, stage)
+    flags = flagged(session, stage_id)
+    by_user: dict[tuple[int, str], list[GoldAnswer]] = defaultdict(list)
+    for a in answers:
+        by_user[(a.annotator_id, a.annotator)].append(a)
+    annotators = {}
+    for (uid, name), given in sorted(by_user.items(), key=lambda kv: kv[0][1]):
+        ci = scoring.accuracy([a.score for a in given], samples=samples, seed=seed)
+        days: dict[str, list[float]] = defaultdict(list)
+        for a in given:
+            days[a.day].append(a.score)
+        annotators[name] = {
+            "items": len(given),
+            "accuracy": {"estimate": ci.estimate, "low": _finite(ci.low), "high": _finite(ci.high)},
+            "flagged": uid in flags,
+            "trend": [{"day": d, "accuracy": sum(v) / len(v), "items": len(v)} for d, v in sorted(days.items())],
+        }
+    return {
+        "gold_items": len(gold_item_ids(session, stage_id)),
+        "threshold": float(setting(stage, "gold_threshold")),
+        "min_items": int(setting(stage, "gold_min_items")),
+        "route_to_review": bool(setting(stage, "gold_route_to_review")),
+        "samples": samples,
+        "seed": seed,
+        "annotators": annotators,
+    }
+
+
+def _finite(value: float) -> float | None:
+    return None if value != value else value
+
+
+def final_stages(session: Session, item_id: int) -> list[dict[str, Any]]:
+    """The stages where the item has a final record that keeps it ("make this final gold" offers them)."""
+    rows = session.execute(
+        sa.select(Stage.id, Stage.name, ItemResult.discard)
+        .join(ItemResult, ItemResult.stage_id == Stage.id)
+        .where(ItemResult.item_id == item_id)
+        .order_by(Stage.position, ItemResult.id)
+    )
+    last = {sid: (name, discard) for sid, name, discard in rows}
+    return [{"id": sid, "name": name} for sid, (name, discard) in last.items() if not discard]
+
+
+def trend_chart(report: dict[str, Any], width: int = 480, height: int = 160) -> dict[str, Any]:
+    """The per-annotator accuracy by day as SVG polylines on one shared day axis, with the threshold."""
+    days = sorted({p["day"] for a in report["annotators"].values() for p in a["trend"]})
+    left, top, right, bottom = 40, 10, 10, 24
+    span_x, span_y = width - left - right, height - top - bottom
+
+    def x(day: str) -> float:
+        return left + (span_x * days.index(day) / (len(days) - 1) if len(days) > 1 else span_x / 2)
+
+    def y(value: float) -> float:
+        return top + span_y * (1 - value)
+
+    lines = []
+    for n, (name, a) in enumerate(report["annotators"].items()):
+        points = [{"x": round(x(p["day"]), 1), "y": round(y(p["accuracy"]), 1), **p} for p in a["trend"]]
+        lines.append({"name": name, "flagged": a["flagged"], "points": points, "colour": PALETTE[n % len(PALETTE)],
+                      "path": " ".join(f"{p['x']},{p['y']}" for p in points)})
+    return {
+        "width": width, "height": height, "left": left, "right": width - right, "top": top, "bottom": height - bottom,
+        "threshold_y": round(y(report["threshold"]), 1), "days": [{"day": d, "x": round(x(d), 1)} for d in days], "lines": lines,
+    }
+
+
+PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")

@@ -1,0 +1,212 @@
+"""The leakage and duplicates report of a split version, and "keep groups together".
+
+Finds, among the items a split version places: exact image duplicates (same sha256: images are
+content-addressed), near-duplicate images (perceptual hashes within the first stage's
+`duplicate_image_distance` bits), and duplicate texts (the same normalised text, or MinHash LSH
+near matches). Linked items form groups (union-find); a group spanning two splits is a leak.
+Nothing is compared pair by pair: see `app.leakage`. Perceptual hashes are computed once per
+stored image and kept in `image_hashes`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import resource
+import time
+from collections import defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app import leakage
+from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport, SplitDefinition, Stage
+from app.services import splits
+from app.services.audit import record
+
+TEXT_THRESHOLD = 0.8  # word 3-shingle Jaccard at which two texts are near duplicates
+MIN_TEXT_WORDS = 3  # shorter strings (labels, ids, topics) are not captions
+# A text carried by more items than this (at least COMMON_TEXT_MIN) is boilerplate, e.g. the question
+# every item of a stage asks: it links nothing, and the report lists it apart.
+COMMON_TEXT_SHARE, COMMON_TEXT_MIN = 0.05, 10
+HASH_BATCH = 500
+
+
+def ensure_hashes(session: Session, storage, shas: set[str]) -> int:
+    """Compute and keep the perceptual hash of every image in `shas` that has none yet; returns how many."""
+    have = set(session.scalars(sa.select(ImageHash.sha256).where(ImageHash.sha256.in_(list(shas))))) if shas else set()
+    missing = sorted(shas - have)
+    for start in range(0, len(missing), HASH_BATCH):
+        batch = missing[start:start + HASH_BATCH]
+        keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(batch))).all())
+        rows = []
+        for sha in batch:
+            if sha in keys:
+                try:
+                    rows.append({"sha256": sha, "phash": leakage.phash(storage.get(keys[sha]))})
+                except Exception:  # an unreadable image has no perceptual hash; its exact hash still counts
+                    continue
+        if rows:
+            session.execute(pg_insert(ImageHash).values(rows).on_conflict_do_nothing())
+    return len(missing)
+
+
+def item_texts(data: dict[str, Any]) -> list[str]:
+    """The item's caption-like texts: top-level strings of a few words or more, not URLs or paths."""
+    out = []
+    for key, value in data.items():
+        if key in ("id", "group_id") or not isinstance(value, str) or "image" in key:
+            continue
+        if len(value.split()) >= MIN_TEXT_WORDS and not value.startswith(("http://", "https://", "/")):
+            out.append(value)
+    return out
+
+
+def compute(session: Session, storage, project_id: int, version: int | None = None) -> dict[str, Any]:
+    """The report of a split version (the newest when None): leaked groups per split pair, and
+    duplicate groups within one split, each with its items (split, image, text) and why they match."""
+    started = time.perf_counter()
+    definition = splits.get_definition(session, project_id, version)
+    first = session.scalar(sa.select(Stage).where(Stage.project_id == project_id).order_by(Stage.position).limit(1))
+    distance = int((first.config or {}).get("duplicate_image_distance", 6)) if first else 6
+    rows = session.execute(
+        sa.select(Item.id, Item.external_id, Item.data, Item.assets, ItemSplit.split)
+        .join(ItemSplit, ItemSplit.item_id == Item.id)
+        .where(ItemSplit.definition_id == definition.id)
+        .order_by(Item.id)
+    ).all()
+    split_of = {r.id: r.split for r in rows}
+    info = {r.id: {"id": r.id, "external_id": r.external_id, "split": r.split} for r in rows}
+    by_sha: dict[str, list[int]] = defaultdict(list)
+    texts: list[tuple[int, str]] = []
+    for r in rows:
+        for sha in dict.fromkeys((r.assets or {}).values()):
+            by_sha[sha].append(r.id)
+        info[r.id]["image"] = next(iter((r.assets or {}).values()), None)
+        found = item_texts(r.data or {})
+        info[r.id]["text"] = found[0] if found else None
+        texts += [(r.id, t) for t in found]
+
+    groups = leakage.UnionFind()
+    why: dict[tuple[int, int], set[str]] = defaultdict(set)
+
+    def link(a: int, b: int, kind: str) -> None:
+        if a != b:
+            groups.union(a, b)
+            why[(min(a, b), max(a, b))].add(kind)
+
+    timing: dict[str, float] = {}
+    for ids in by_sha.values():
+        for a, b in zip(ids, ids[1:]):
+            link(a, b, "same image")
+    t = time.perf_counter()
+    hashed = ensure_hashes(session, storage, set(by_sha))
+    timing["hash new images"] = time.perf_counter() - t
+    t = time.perf_counter()
+    hashes = dict(session.execute(sa.select(ImageHash.sha256, ImageHash.phash).where(ImageHash.sha256.in_(list(by_sha)))).all()) if by_sha else {}
+    shas = list(hashes)
+    for x, y in leakage.near_hash_pairs(shas, [hashes[s] for s in shas], distance):
+        link(by_sha[x][0], by_sha[y][0], "near image")
+    timing["near images"] = time.perf_counter() - t
+    t = time.perf_counter()
+    by_text: dict[str, list[int]] = defaultdict(list)
+    for item_id, text in texts:
+        by_text[leakage.normalise_text(text)].append(item_id)
+    limit = max(COMMON_TEXT_MIN, COMMON_TEXT_SHARE * len(rows))
+    common = {t: len(ids) for t, ids in by_text.items() if len(ids) > limit}
+    for text in common:
+        del by_text[text]
+    for ids in by_text.values():
+        for a, b in zip(ids, ids[1:]):
+            link(a, b, "same text")
+    keys = list(by_text)
+    for x, y in leakage.near_text_pairs(keys, keys, TEXT_THRESHOLD):
+        link(by_text[x][0], by_text[y][0], "near text")
+    timing["texts"] = time.perf_counter() - t
+
+    leaked: dict[str, int] = defaultdict(int)
+    out_groups = []
+    for members in groups.groups():
+        names = sorted({split_of[m] for m in members})
+        kinds = sorted({k for a, b in itertools.combinations(members, 2) for k in why.get((a, b), ())})
+        for pair in itertools.combinations(names, 2):
+            leaked[" / ".join(pair)] += 1
+        out_groups.append({"leak": len(names) > 1, "splits": names, "kinds": kinds, "items": [info[m] for m in members]})
+    out_groups.sort(key=lambda g: (not g["leak"], g["items"][0]["id"]))
+    return {
+        "version": definition.version,
+        "definition_id": definition.id,
+        "counts": definition.ordered_counts,
+        "items": len(rows),
+        "images": len(by_sha),
+        "texts": len(texts),
+        "image_distance": distance,
+        "text_threshold": TEXT_THRESHOLD,
+        "leaked_groups": sum(g["leak"] for g in out_groups),
+        "leaks": dict(leaked),
+        "within_split_groups": sum(not g["leak"] for g in out_groups),
+        "common_texts": dict(sorted(common.items(), key=lambda kv: -kv[1])[:20]),
+        "groups": out_groups,
+        "hashed_now": hashed,
+        "seconds": {**{k: round(v, 3) for k, v in timing.items()}, "total": round(time.perf_counter() - started, 3)},
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def store(session: Session, project_id: int, report: dict[str, Any]) -> LeakReport:
+    row = LeakReport(project_id=project_id, definition_id=report["definition_id"], report=report)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def latest(session: Session, definition_id: int) -> LeakReport | None:
+    return session.scalar(sa.select(LeakReport).where(LeakReport.definition_id == definition_id).order_by(LeakReport.id.desc()).limit(1))
+
+
+def keep_together(session: Session, project_id: int, report: dict[str, Any], *, actor_id: int | None = None) -> SplitDefinition:
+    """Put each leaked group into one split: its items (and every item already grouped with one of
+    them) share a group id, and the same split configuration is saved as a new version."""
+    definition = session.get(SplitDefinition, report["definition_id"])
+    if definition is None or definition.project_id != project_id:
+        from app.errors import NotFound
+
+        raise NotFound("That split version is not this project's.")
+    merged = 0
+    for group in report["groups"]:
+        if not group["leak"]:
+            continue
+        ids = [m["id"] for m in group["items"]]
+        existing = [g for g in session.scalars(sa.select(Item.group_id).where(Item.id.in_(ids), Item.group_id.is_not(None)).distinct())]
+        name = f"dup:{min(m['external_id'] for m in group['items'])}"
+        where = Item.id.in_(ids) if not existing else sa.or_(Item.id.in_(ids), sa.and_(Item.project_id == project_id, Item.group_id.in_(existing)))
+        session.execute(sa.update(Item).where(where).values(group_id=name))
+        merged += 1
+    new = splits.save_definition(session, project_id, dict(definition.config), actor_id=actor_id)
+    record(session, "leaks.grouped", actor_id=actor_id, target=f"project:{project_id}", groups=merged, version=new.version)
+    return new
+
+
+def page_view(session: Session, project_id: int, shown: int = 50) -> dict[str, Any] | None:
+    """The newest split version's newest report, for the export page (its first `shown` leaked groups)."""
+    newest = session.scalar(sa.select(SplitDefinition).where(SplitDefinition.project_id == project_id).order_by(SplitDefinition.version.desc()).limit(1))
+    if newest is None:
+        return None
+    row = latest(session, newest.id)
+    if row is None:
+        return {"version": newest.version, "report": None}
+    leaked = [g for g in row.report["groups"] if g["leak"]]
+    return {"version": newest.version, "report": row.report, "at": row.created_at, "groups": leaked[:shown], "more": max(0, len(leaked) - shown)}
+
+
+def keep_newest_together(session: Session, project_id: int, *, actor_id: int | None) -> SplitDefinition:
+    """"Keep groups together" on the newest split version's newest report."""
+    from app.errors import Conflict
+
+    view = page_view(session, project_id)
+    if not view or not view["report"]:
+        raise Conflict("Find the leaks of the newest split version first.")
+    if not view["report"]["leaked_groups"]:
+        raise Conflict("The newest split version has no leaked groups.")
+    return keep_together(session, project_id, view["report"], actor_id=actor_id)

@@ -1,0 +1,81 @@
+"""The gold-item and leaks HTTP API under /api/v1: import gold answers, make a final gold, accuracy, leak reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, File, Query, Request, UploadFile
+from pydantic import BaseModel, Field
+
+from app.models import Role
+from app.services import gold
+from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, api_role
+from app.web.limits import LimitedJsonRoute
+from app.web.uploads import read_upload
+
+router = APIRouter(prefix="/api/v1", tags=["api"], route_class=LimitedJsonRoute)
+
+
+class GoldImported(BaseModel):
+    imported: int = Field(description="Items marked (or re-marked) gold in the stage")
+
+
+class MakeGoldIn(BaseModel):
+    stage_id: int = Field(ge=0, le=INT4_MAX, description="The stage whose final record becomes the truth")
+
+
+@router.post("/stages/{stage_id}/gold", response_model=GoldImported)
+def import_gold(
+    request: Request,
+    stage_id: Id,
+    session: Db,
+    file: UploadFile = File(..., description='JSONL: {"id": "<external id>", "answer": {<payload as the stage\'s submit takes it>}} per line'),
+    user: Principal = Depends(api_role(Role.admin)),
+):
+    """Mark the items named by external id as gold items of the stage with their correct answers.
+    Answers are validated like annotations; any bad line imports nothing (422 lists every line)."""
+    body = read_upload(file, request.app.state.settings.max_upload_bytes)
+    return GoldImported(imported=gold.import_answers(session, stage_id, body, actor_id=user.id))
+
+
+@router.post("/items/{item_id}/gold", response_model=GoldImported)
+def make_final_gold(item_id: BigId, session: Db, body: MakeGoldIn = Body(...), user: Principal = Depends(api_role(Role.admin))):
+    """Make the item's final record in the stage the truth of a gold item there (it leaves the data)."""
+    gold.make_final_gold(session, item_id, body.stage_id, actor_id=user.id)
+    return GoldImported(imported=1)
+
+
+@router.get("/stages/{stage_id}/gold/accuracy")
+def gold_accuracy(
+    stage_id: Id,
+    session: Db,
+    samples: int = Query(1000, ge=0, le=10_000),
+    seed: int = Query(0, ge=0, le=2**31 - 1),
+    user: Principal = Depends(api_role(Role.reviewer)),
+) -> dict[str, Any]:
+    """Accuracy on the stage's gold items per annotator: answers, estimate with its bootstrap 95%
+    interval, whether flagged, and the accuracy by day."""
+    return gold.accuracy_report(session, stage_id, samples=samples, seed=seed)
+
+
+@router.post("/projects/{project_id}/leaks")
+def project_leaks(
+    request: Request,
+    project_id: Id,
+    session: Db,
+    version: int | None = Query(None, ge=1, le=2**31 - 1, description="Split definition version (default: the newest)"),
+    keep_together: bool = Query(False, description="Put each leaked group into one split (a new split version), then report again"),
+    user: Principal = Depends(api_role(Role.admin)),
+) -> dict[str, Any]:
+    """Leakage and duplicates of a split version, computed now and stored: leaked groups per split
+    pair and duplicate groups within a split, each with its items and why they match."""
+    from app.services import leaks
+
+    storage = request.app.state.storage
+    report = leaks.compute(session, storage, project_id, version)
+    leaks.store(session, project_id, report)
+    if keep_together and report["leaked_groups"]:
+        new = leaks.keep_together(session, project_id, report, actor_id=user.id)
+        report = leaks.compute(session, storage, project_id, new.version)
+        leaks.store(session, project_id, report)
+    return report

@@ -1,0 +1,176 @@
+"""Gold items: import by external id, honeypots in the queue, accuracy per annotator, flag and routing."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from app.errors import Invalid
+from app.lifecycle import ItemStatus
+from app.models import AnnotatorFlag, Assignment, AuditEvent, GoldItem, Item, Stage
+from app.services import agreement, gold, projects
+from app.services import annotation as annotations
+from tests import factories
+
+PLANTED = {"perfect": 1.0, "good": 0.8, "careless": 0.5}
+N_GOLD = 40
+
+
+def right_now(k: int, p: float) -> bool:
+    """Whether the annotator of planted accuracy p answers their k-th gold item (0-based) right:
+    spread evenly, so exactly round(n * p) of the first n are right at n = 5, 10, ..."""
+    return int((k + 1) * p + 1e-9) > int(k * p + 1e-9)
+
+
+def wikido_records(n: int) -> list[dict]:
+    return [
+        {
+            "image_id": 1000 + i,
+            "orig_cap": f"A red tram {i} in Lisbon.",
+            "caption": f"A red tram {i} in Lisbon, built in 1901.",
+            "image": f"https://example.org/tram{i}.jpg",
+            "page_id": 7,
+            "page_title": "Trams",
+            "topic": "transport",
+        }
+        for i in range(n)
+    ]
+
+
+CASES = {
+    "generic.choice": {
+        "records": lambda n: [{"id": f"it-{i}", "image": "img.png", "question": f"Q{i}"} for i in range(n)],
+        "ids": lambda n: [f"it-{i}" for i in range(n)],
+        "truth": {"choice": "a"},
+        "wrong": {"choice": "b"},
+        "ordinary": {"choice": "a"},
+    },
+    "wikido.verify": {
+        "records": wikido_records,
+        "ids": lambda n: [str(1000 + i) for i in range(n)],
+        "truth": {"verdict": "correct"},
+        "wrong": {"verdict": "wrong"},
+        "ordinary": {"verdict": "correct"},
+    },
+}
+
+
+def make_project(session, settings, storage, tmp_path, workflow: str, n: int, **config):
+    from tests.conftest import png_bytes
+
+    case = CASES[workflow]
+    base = {"choices": ["a", "b", "c"]} if workflow == "generic.choice" else {}
+    project_id, (stage_id, *_) = factories.project(session, workflow, config={**base, **config})
+    files = {"img.png": png_bytes()} if workflow == "generic.choice" else {}
+    factories.items(session, settings, storage, project_id, case["records"](n), files, tmp_path)
+    return project_id, stage_id
+
+
+def gold_file(ids, answer) -> bytes:
+    return "\n".join(json.dumps({"id": i, "answer": answer}) for i in ids).encode()
+
+
+@pytest.mark.parametrize("workflow", list(CASES))
+def test_planted_accuracies_are_measured_flagged_and_routed(session, settings, storage, tmp_path, workflow):
+    case = CASES[workflow]
+    n_ordinary = 400
+    _, stage_id = make_project(
+        session, settings, storage, tmp_path, workflow, N_GOLD + n_ordinary,
+        gold_share=0.5, gold_threshold=0.7, gold_min_items=10, gold_route_to_review=True,
+    )
+    admin = factories.user(session, role="admin")
+    gold_ids = case["ids"](N_GOLD + n_ordinary)[n_ordinary:]
+    assert gold.import_answers(session, stage_id, gold_file(gold_ids, case["truth"]), actor_id=admin) == N_GOLD
+    gold_items = gold.gold_item_ids(session, stage_id)
+    assert len(gold_items) == N_GOLD
+
+    users = {name: factories.user(session, f"{name}-{uuid.uuid4().hex[:4]}") for name in PLANTED}
+    served: dict[str, list[int]] = {name: [] for name in PLANTED}
+    after_flag: list[int] = []  # ordinary items the careless annotator submitted once flagged
+    for name, user_id in users.items():
+        previous_gold = False
+        while len(served[name]) < N_GOLD:
+            c = annotations.claim(session, stage_id, user_id)
+            assert c is not None
+            is_gold = c.item_id in gold_items
+            assert not (is_gold and previous_gold), "two gold items in a row"
+            previous_gold = is_gold
+            if is_gold:
+                assert c.item_id not in served[name], "the same gold item twice"
+                answer = case["truth"] if right_now(len(served[name]), PLANTED[name]) else case["wrong"]
+                served[name].append(c.item_id)
+            else:
+                answer = case["ordinary"]
+            result = annotations.submit(session, c.assignment_id, user_id, answer, uuid.uuid4().hex)
+            assert result.item_status != "gold"
+            if not is_gold and name == "careless" and session.get(AnnotatorFlag, (stage_id, user_id)) is not None:
+                after_flag.append(c.item_id)
+
+    report = gold.accuracy_report(session, stage_id)
+    for name, p in PLANTED.items():
+        row = next(v for k, v in report["annotators"].items() if k.startswith(name))
+        assert row["items"] == N_GOLD
+        assert row["accuracy"]["estimate"] == pytest.approx(p)
+        low, high = row["accuracy"]["low"], row["accuracy"]["high"]
+        assert (low is None or low <= p) and (high is None or p <= high)
+        assert row["flagged"] is (name == "careless")
+        assert sum(d["items"] for d in row["trend"]) == N_GOLD
+
+    # The careless annotator was flagged at their 10th gold answer; their later work waits for review.
+    assert after_flag
+    statuses = set(session.scalars(sa.select(Item.status).where(Item.id.in_(after_flag))))
+    assert statuses == {ItemStatus.review}
+    events = dict(session.execute(sa.select(AuditEvent.action, sa.func.count()).where(AuditEvent.action.like("gold.%")).group_by(AuditEvent.action)).all())
+    assert events["gold.flagged"] == 1 and events["gold.routed_to_review"] == len(after_flag)
+    assert events["gold.marked"] == N_GOLD
+
+    # Gold items stay gold: never finalized, never in agreement.
+    assert set(session.scalars(sa.select(Item.status).where(Item.id.in_(gold_items)))) == {ItemStatus.gold}
+    assert not set(agreement.stage_annotations(session, stage_id)) & gold_items
+    progress = projects.project_progress(session, session.get(Stage, stage_id).project_id)
+    assert progress.items == n_ordinary
+
+
+def test_a_bad_gold_file_changes_nothing_and_names_each_line(session, settings, storage, tmp_path):
+    _, stage_id = make_project(session, settings, storage, tmp_path, "generic.choice", 5)
+    body = b'{"id": "it-0", "answer": {"choice": "a"}}\n{"id": "it-1", "answer": {"choice": "zzz"}}\nnot json\n' \
+        b'{"id": "nope", "answer": {"choice": "a"}}\n{"id": "it-0", "answer": {"choice": "b"}}\n[1]\n'
+    with pytest.raises(Invalid) as err:
+        gold.import_answers(session, stage_id, body, actor_id=None)
+    text = " | ".join(err.value.errors)
+    for expected in ("line 2:", "line 3: not JSON", "line 4: no item 'nope'", "line 5: item 'it-0' is named twice", "line 6: expected"):
+        assert expected in text, text
+    assert session.scalar(sa.select(sa.func.count()).select_from(GoldItem)) == 0
+    assert session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.status == ItemStatus.gold)) == 0
+
+
+def test_make_this_final_gold_takes_the_item_out_of_the_data(session, settings, storage, tmp_path):
+    _, stage_id = make_project(session, settings, storage, tmp_path, "generic.choice", 2)
+    annotator = factories.user(session)
+    first = factories.annotation(session, stage_id, annotator, {"choice": "c"})
+    assert first.item_status == "done"
+    item_id = session.scalar(sa.select(Assignment.item_id).where(Assignment.annotator_id == annotator))
+    gold.make_final_gold(session, item_id, stage_id, actor_id=None)
+    assert session.get(Item, item_id).status == ItemStatus.gold
+    assert session.scalar(sa.select(GoldItem.answer).where(GoldItem.item_id == item_id)) == {"choice": "c"}
+    # Its own final is the truth: a screen of the gold item does not show it as an earlier result.
+    from app.services.pipeline import results_by_stage
+
+    assert results_by_stage(session, item_id) == {}
+    with pytest.raises(Invalid, match="no final record"):
+        other = session.scalar(sa.select(Item.id).where(Item.id != item_id, Item.status == ItemStatus.active))
+        gold.make_final_gold(session, other, stage_id, actor_id=None)
+
+
+def test_without_a_share_no_gold_item_is_served(session, settings, storage, tmp_path):
+    _, stage_id = make_project(session, settings, storage, tmp_path, "generic.choice", 4)
+    gold.import_answers(session, stage_id, gold_file(["it-0", "it-1"], {"choice": "a"}), actor_id=None)
+    user_id = factories.user(session)
+    got = []
+    while (c := annotations.claim(session, stage_id, user_id)) is not None:
+        got.append(c.item_id)
+        annotations.submit(session, c.assignment_id, user_id, {"choice": "a"}, uuid.uuid4().hex)
+    assert not set(got) & gold.gold_item_ids(session, stage_id) and len(got) == 2
