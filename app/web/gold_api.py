@@ -11,7 +11,7 @@ from app.models import Role
 from app.services import gold
 from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, api_role
 from app.web.limits import LimitedJsonRoute
-from app.web.uploads import read_upload
+from app.web.uploads import spooled
 
 router = APIRouter(prefix="/api/v1", tags=["api"], route_class=LimitedJsonRoute)
 
@@ -34,7 +34,7 @@ def import_gold(
 ):
     """Mark the items named by external id as gold items of the stage with their correct answers.
     Answers are validated like annotations; any bad line imports nothing (422 lists every line)."""
-    body = read_upload(file, request.app.state.settings.max_upload_bytes)
+    body = spooled(file, request.app.state.settings.max_upload_bytes).read()
     return GoldImported(imported=gold.import_answers(session, stage_id, body, actor_id=user.id))
 
 

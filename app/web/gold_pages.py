@@ -10,7 +10,7 @@ from app.models import Role
 from app.services import gold
 from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash
-from app.web.uploads import read_upload
+from app.web.uploads import spooled
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
 admin_only = page_role(Role.admin)
@@ -21,7 +21,7 @@ def import_gold(request: Request, stage_id: Id, session: Db, file: UploadFile = 
     """Mark the items a JSONL file names as gold items of the stage, with their answers; back to the dashboard."""
     try:
         with savepoint(session):
-            body = read_upload(file, request.app.state.settings.max_upload_bytes)
+            body = spooled(file, request.app.state.settings.max_upload_bytes).read()
             n = gold.import_answers(session, stage_id, body, actor_id=user.id)
     except DomainError as exc:
         flash(request, {"error": exc.message, "errors": exc.errors[:20]}, slot="gold")
