@@ -136,7 +136,7 @@ _MINE = sa.text(
     SELECT live.id, live.item_id, live.lease_until, EXISTS (
         SELECT 1 FROM assignments r
         WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}'),
-        (SELECT coalesce((config->>'gold_share')::float8, 0) FROM stages WHERE id = :stage)
+        coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0)
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()

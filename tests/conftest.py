@@ -279,6 +279,28 @@ def login(client, username: str, password: str = PASSWORD):
     return client.post("/login", data={"username": username, "password": password, "csrf_token": token, "next": "/"}, follow_redirects=False)
 
 
+def run_concurrently(worker, args: list[tuple], timeout: float = 300) -> None:
+    """Run `worker(*a)` in one thread per entry of `args`, all at once; any exception in any thread
+    (a failed claim, a wrong answer, a broken assertion) fails the caller."""
+    import threading
+
+    failures: list[BaseException] = []
+
+    def guarded(*a) -> None:
+        try:
+            worker(*a)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=a) for a in args]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not failures, failures[:3]
+    assert not any(t.is_alive() for t in threads), "threads still running"
+
+
 def led_to(response) -> str:
     """Where a page's submit or skip led: the next item's screen it answers with (the page names its
     own address in `data-url`), or the redirect's target (nothing left, or an htmx request)."""

@@ -3,7 +3,6 @@ drain, and after every other path that moves items or adds annotations."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import sqlalchemy as sa
@@ -11,7 +10,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Assignment, Item
 from app.services import annotation, projects, review
-from tests.conftest import make_choice_project, make_user
+from tests.conftest import make_choice_project, make_user, run_concurrently
 
 # Each maintained figure, and the same figure counted from the rows (zero rows left out of both).
 FIGURES = {
@@ -42,28 +41,19 @@ def assert_exact(session) -> None:
 def test_counts_stay_exact_under_a_concurrent_drain(committed, settings, storage):
     project_id, stage_id = make_choice_project(committed, settings, storage, 150, overlap=2)
     annotators = [make_user(committed, f"cnt{i}") for i in range(8)]
-    failures: list[BaseException] = []
 
     def worker(annotator_id: int) -> None:
-        try:
-            while True:
-                with transaction(committed) as s:
-                    c = annotation.claim(s, stage_id, annotator_id)
-                if c is None:
-                    return
-                # Two annotators disagree on every third item: those go to review.
-                choice = "b" if c.item_id % 3 == 0 and annotator_id % 2 else "a"
-                with transaction(committed) as s:
-                    annotation.submit(s, c.assignment_id, annotator_id, {"choice": choice}, uuid.uuid4().hex)
-        except BaseException as exc:
-            failures.append(exc)
+        while True:
+            with transaction(committed) as s:
+                c = annotation.claim(s, stage_id, annotator_id)
+            if c is None:
+                return
+            # Two annotators disagree on every third item: those go to review.
+            choice = "b" if c.item_id % 3 == 0 and annotator_id % 2 else "a"
+            with transaction(committed) as s:
+                annotation.submit(s, c.assignment_id, annotator_id, {"choice": choice}, uuid.uuid4().hex)
 
-    threads = [threading.Thread(target=worker, args=(annotators[i % 8],)) for i in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not failures, failures[:3]
+    run_concurrently(worker, [(annotators[i % 8],) for i in range(32)])
     with transaction(committed) as s:
         assert_exact(s)
         stage = projects.project_progress(s, project_id).stages[0]

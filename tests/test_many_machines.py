@@ -232,7 +232,7 @@ class Fleet:
     def serve(self, name: str) -> str:
         """Start an app process; its base URL (it answers once `healthy`)."""
         self.ports[name] = port = free_port()
-        self.start(name, "serve", "--port", str(port))
+        self.start(name, "serve", "--port", str(port), "--workers", "1")  # one process per replica: the replicas are the many
         return f"http://127.0.0.1:{port}"
 
     def healthy(self, name: str) -> str:

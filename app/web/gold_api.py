@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from fastapi import APIRouter, Body, Depends, File, Query, Request, UploadFile
 from pydantic import BaseModel, Field
@@ -11,6 +10,7 @@ from app.models import Role
 from app.services import gold
 from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, api_role
 from app.web.limits import LimitedJsonRoute
+from app.web.schemas import GoldAccuracy, LeakReport
 from app.web.uploads import spooled
 
 router = APIRouter(prefix="/api/v1", tags=["api"], route_class=LimitedJsonRoute)
@@ -45,20 +45,20 @@ def make_final_gold(item_id: BigId, session: Db, body: MakeGoldIn = Body(...), u
     return GoldImported(imported=1)
 
 
-@router.get("/stages/{stage_id}/gold/accuracy")
+@router.get("/stages/{stage_id}/gold/accuracy", response_model=GoldAccuracy)
 def gold_accuracy(
     stage_id: Id,
     session: Db,
     samples: int = Query(1000, ge=0, le=10_000),
     seed: int = Query(0, ge=0, le=2**31 - 1),
     user: Principal = Depends(api_role(Role.reviewer)),
-) -> dict[str, Any]:
+):
     """Accuracy on the stage's gold items per annotator: answers, estimate with its bootstrap 95%
     interval, whether flagged, and the accuracy by day."""
     return gold.accuracy_report(session, stage_id, samples=samples, seed=seed)
 
 
-@router.post("/projects/{project_id}/leaks")
+@router.post("/projects/{project_id}/leaks", response_model=LeakReport)
 def project_leaks(
     request: Request,
     project_id: Id,
@@ -66,7 +66,7 @@ def project_leaks(
     version: int | None = Query(None, ge=1, le=2**31 - 1, description="Split definition version (default: the newest)"),
     keep_together: bool = Query(False, description="Put each leaked group into one split (a new split version), then report again"),
     user: Principal = Depends(api_role(Role.admin)),
-) -> dict[str, Any]:
+):
     """Leakage and duplicates of a split version, computed now and stored: leaked groups per split
     pair and duplicate groups within a split, each with its items and why they match."""
     from app.services import leaks

@@ -284,4 +284,71 @@ class ReviewOut(BaseModel):
     stage_id: int | None
 
 
+class Interval(BaseModel):
+    estimate: float
+    low: float | None = Field(None, description="Bootstrap 95 % interval; null when it cannot be drawn")
+    high: float | None = None
+
+
+class AccuracyDay(BaseModel):
+    day: str
+    accuracy: float
+    items: int
+
+
+class AnnotatorAccuracy(BaseModel):
+    items: int = Field(description="Gold answers scored")
+    accuracy: Interval
+    flagged: bool
+    trend: list[AccuracyDay]
+
+
+class GoldAccuracy(BaseModel):
+    """An annotation stage's accuracy on its gold items, per annotator (by username)."""
+
+    gold_items: int
+    threshold: float
+    min_items: int
+    route_to_review: bool
+    samples: int
+    seed: int
+    annotators: dict[str, AnnotatorAccuracy]
+
+
+class LeakItem(BaseModel):
+    id: int
+    external_id: str
+    split: str
+    image: str | None = Field(None, description="sha256 of the item's first image")
+    text: str | None = None
+
+
+class LeakGroup(BaseModel):
+    leak: bool = Field(description="Whether the group spans more than one split")
+    splits: list[str]
+    kinds: list[str] = Field(description="Why its items match: same image, near image, same text, near text")
+    items: list[LeakItem]
+
+
+class LeakReport(BaseModel):
+    """Leaked duplicate groups across the splits of a split version, and duplicate groups within one."""
+
+    version: int
+    definition_id: int
+    counts: dict[str, int]
+    items: int
+    images: int
+    texts: int
+    image_distance: int
+    text_threshold: float
+    leaked_groups: int
+    leaks: dict[str, int] = Field(description="Leaked groups per split pair ('train / test')")
+    within_split_groups: int
+    common_texts: dict[str, int] = Field(description="Texts shared by many items, left out as boilerplate")
+    groups: list[LeakGroup]
+    hashed_now: int
+    seconds: dict[str, float]
+    peak_rss_mb: float
+
+
 __all__ = [name for name, value in list(globals().items()) if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]

@@ -56,6 +56,8 @@ def test_schemathesis_finds_no_server_error_as_admin_or_annotator(live_server, c
                                 return
                             case.path_parameters = {**case.path_parameters, **{k: v for k, v in known.items() if k in case.path_parameters}}
                         response = case.call(headers=headers[role], timeout=30)
+                        if response.status_code == 400 and response.text == "Invalid HTTP request received.":
+                            continue  # a header the server's HTTP parser refuses (uvicorn's answer): the app never saw it
                         try:
                             case.validate_response(response, checks=CHECKS, headers=headers[role])
                         except (Exception, BaseExceptionGroup) as exc:  # a failed check: keep the first per operation and role, go on

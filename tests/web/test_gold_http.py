@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, Stage
 from app.services import gold
-from tests.conftest import make_choice_project, make_token, make_user
+from tests.conftest import make_choice_project, make_token, make_user, run_concurrently
 
 SHARE = 0.2
 
@@ -30,33 +30,25 @@ def test_32_http_clients_with_honeypots_at_20_percent(live_server, committed, se
         stage.config = {**stage.config, "gold_share": SHARE}
         gold_ids = gold.gold_item_ids(s, stage_id)
     tokens = [make_token(committed, make_user(committed, f"web{i}")) for i in range(8)]
-    failures, statuses = [], Counter()
+    statuses = Counter()
     lock = threading.Lock()
 
     def worker(token: str) -> None:
         headers = {"Authorization": f"Bearer {token}"}
-        try:
-            with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
-                while True:
-                    r = http.post(f"/api/v1/stages/{stage_id}/claim")
-                    with lock:
-                        statuses[r.status_code] += 1
-                    if r.status_code == 204:
-                        return
-                    r.raise_for_status()
-                    aid = r.json()["assignment_id"]
-                    sent = http.post(f"/api/v1/assignments/{aid}/submit", json={"payload": {"choice": "b"}, "idempotency_key": uuid.uuid4().hex})
-                    if sent.status_code != 409:  # 409: a sibling client sharing the token submitted this lease first
-                        sent.raise_for_status()
-        except BaseException as exc:
-            failures.append(exc)
+        with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
+            while True:
+                r = http.post(f"/api/v1/stages/{stage_id}/claim")
+                with lock:
+                    statuses[r.status_code] += 1
+                if r.status_code == 204:
+                    return
+                r.raise_for_status()
+                aid = r.json()["assignment_id"]
+                sent = http.post(f"/api/v1/assignments/{aid}/submit", json={"payload": {"choice": "b"}, "idempotency_key": uuid.uuid4().hex})
+                if sent.status_code != 409:  # 409: a sibling client sharing the token submitted this lease first
+                    sent.raise_for_status()
 
-    threads = [threading.Thread(target=worker, args=(tokens[i % 8],)) for i in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not failures, failures[:3]
+    run_concurrently(worker, [(tokens[i % 8],) for i in range(32)])
     assert set(statuses) == {200, 204}
     with transaction(committed) as s:
         rows = s.execute(sa.select(Assignment.item_id, Assignment.annotator_id)).all()

@@ -11,48 +11,40 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Assignment
-from tests.conftest import make_choice_project, make_token, make_user
+from tests.conftest import make_choice_project, make_token, make_user, run_concurrently
 
 
 def test_32_http_clients_as_8_annotators_drain_a_stage(live_server, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 150, overlap=3)
     tokens = [make_token(committed, make_user(committed, f"web{i}")) for i in range(8)]
-    failures, statuses, lost = [], Counter(), set()
+    statuses, lost = Counter(), set()
     lock = threading.Lock()
 
     def worker(token: str) -> None:
         headers = {"Authorization": f"Bearer {token}"}
-        try:
-            with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
-                while True:
-                    r = http.post(f"/api/v1/stages/{stage_id}/claim")
+        with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
+            while True:
+                r = http.post(f"/api/v1/stages/{stage_id}/claim")
+                with lock:
+                    statuses[r.status_code] += 1
+                if r.status_code == 204:
+                    return
+                r.raise_for_status()
+                aid = r.json()["assignment_id"]
+                body = {"payload": {"choice": "b"}, "idempotency_key": uuid.uuid4().hex}
+                # Every submit is sent twice, as a client retrying after a lost response would.
+                first = http.post(f"/api/v1/assignments/{aid}/submit", json=body)
+                if first.status_code == 409:
+                    # Four clients share each token, and a claim resumes the annotator's live
+                    # lease: a sibling client submitted this assignment first.
                     with lock:
-                        statuses[r.status_code] += 1
-                    if r.status_code == 204:
-                        return
-                    r.raise_for_status()
-                    aid = r.json()["assignment_id"]
-                    body = {"payload": {"choice": "b"}, "idempotency_key": uuid.uuid4().hex}
-                    # Every submit is sent twice, as a client retrying after a lost response would.
-                    first = http.post(f"/api/v1/assignments/{aid}/submit", json=body)
-                    if first.status_code == 409:
-                        # Four clients share each token, and a claim resumes the annotator's live
-                        # lease: a sibling client submitted this assignment first.
-                        with lock:
-                            lost.add(aid)
-                        continue
-                    second = http.post(f"/api/v1/assignments/{aid}/submit", json=body)
-                    first.raise_for_status()
-                    assert second.json()["annotation_id"] == first.json()["annotation_id"]
-        except BaseException as exc:
-            failures.append(exc)
+                        lost.add(aid)
+                    continue
+                second = http.post(f"/api/v1/assignments/{aid}/submit", json=body)
+                first.raise_for_status()
+                assert second.json()["annotation_id"] == first.json()["annotation_id"]
 
-    threads = [threading.Thread(target=worker, args=(tokens[i % 8],)) for i in range(32)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not failures, failures[:3]
+    run_concurrently(worker, [(tokens[i % 8],) for i in range(32)])
     # 450 leases; a resumed one is answered again to the sibling that asked.
     assert set(statuses) == {200, 204} and statuses[200] >= 450
     with transaction(committed) as s:
