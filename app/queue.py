@@ -3,11 +3,14 @@
 Correctness rests on the database, not on timing: a claim locks the item row
 (FOR UPDATE SKIP LOCKED) before it takes one of the item's `slots_left`, so an item is never
 held by more annotators than its stage's overlap; UNIQUE(item, stage, annotator) makes a
-second hold by the same annotator impossible. Lease times come from the database clock.
+second hold by the same annotator impossible. Lease times come from the database clock. A claim
+answers "nothing left" only when no claimable item is left, counting rows it skipped because another
+transaction held them (it waits briefly for those, see `LOCK_WAITS`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -148,6 +151,24 @@ _MINE = sa.text(
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
 
+# Whether an item this annotator could take exists but was passed over because another transaction
+# held its row lock (SKIP LOCKED): a submit or release of another annotator on the stage's last
+# items. No lock is taken: each statement sees what is committed by then.
+_HELD_ELSEWHERE = sa.text(
+    f"""
+    SELECT EXISTS (
+        SELECT 1 FROM items i
+        WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
+          AND NOT EXISTS (
+              SELECT 1 FROM assignments a
+              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+                AND a.status NOT IN ({sql_values(_GIVEN_BACK)})
+              OFFSET 0))
+    """
+)
+# How long a claim waits, in all, for such locks before it answers that nothing is left.
+LOCK_WAITS = (0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -178,6 +199,18 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
         if back is not None:
             row = session.execute(_RENEW, {"id": back[0]}).one()
             return Claim(assignment_id=row[0], item_id=back[1], lease_until=row[1])
+    # A row another transaction holds is skipped, not waited for; "nothing left" is answered only
+    # once nothing claimable is left even counting those rows, after short waits for their locks.
+    for wait in (*LOCK_WAITS, None):
+        claim = _pick(session, params)
+        if claim is not None or wait is None or not session.execute(_HELD_ELSEWHERE, params).scalar():
+            return claim
+        time.sleep(wait)
+    return None
+
+
+def _pick(session: Session, params: dict) -> Claim | None:
+    """A fresh item, else one the annotator gave back earlier, among rows no one else holds locked."""
     # A concurrent claim by the same annotator can commit between this statement's snapshot and
     # its row lock; the unique constraint then turns the insert into a no-op and we pick again.
     for _ in range(MAX_PICKS):

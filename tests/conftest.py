@@ -367,9 +367,47 @@ def running(cmd: list[str], health_url: str, env: dict | None = None) -> Iterato
                 proc.kill()
 
 
+@contextmanager
+def serving(app, timeout: float = 30.0) -> Iterator[str]:
+    """Serve `app` with a real uvicorn server on a free port, in a thread of this process, until the
+    block ends; yields its base URL. Real sockets and HTTP, without a new interpreter importing the
+    app for each test (seconds each); tests that need a separate process (kills, workers) start one."""
+    import threading
+    import time
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the test server on port {port} did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)
+
+
 @pytest.fixture
 def live_server(settings, committed) -> Iterator[str]:
-    """A real uvicorn process serving the app on the test database; yields its base URL."""
+    """A real uvicorn server on the test database, configured as `vlcurate serve` would be from its
+    environment (the test's database, data folder and secret key); yields its base URL."""
+    from app.main import create_app
+
+    served = Settings(database_url=settings.database_url, data_dir=settings.data_dir, secret_key=settings.secret_key)
+    with serving(create_app(served)) as base:
+        yield base
+
+
+@pytest.fixture
+def live_process(settings, committed) -> Iterator[str]:
+    """Like `live_server`, in a uvicorn process of its own: for load from many client threads, which
+    would otherwise share this interpreter with the server."""
     port = free_port()
     env = {
         **os.environ,

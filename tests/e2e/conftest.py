@@ -1,4 +1,4 @@
-"""Browser fixtures: real Chromium (Playwright) on a real uvicorn process (`live_server`)."""
+"""Browser fixtures: real Chromium (Playwright) on a real uvicorn server (`live_server`)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,25 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
         "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture
-def page(live_server):
+@pytest.fixture(scope="package")
+def browser():
+    """One Chromium for the browser tests; each test gets a fresh context (cookies, storage, cache)."""
     from playwright.sync_api import sync_playwright
 
     assert Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM}: run `make test` (it installs it) or set VLCURATE_CHROMIUM"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        context = browser.new_context(base_url=live_server, viewport={"width": 1280, "height": 800})
-        pg = context.new_page()
-        pg.set_default_timeout(15000)
-        yield pg
-        context.close()
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context = browser.new_context(base_url=live_server, viewport={"width": 1280, "height": 800})
+    pg = context.new_page()
+    pg.set_default_timeout(15000)
+    yield pg
+    context.close()
 
 
 def shoot(page, name: str) -> None:

@@ -29,7 +29,7 @@ def _fresh_headers(sessions, tag: str) -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.committed
-def test_schemathesis_finds_no_server_error_as_admin_or_annotator(live_server, committed, settings, storage, tmp_path):
+def test_schemathesis_finds_no_server_error_as_admin_or_annotator(live_process, committed, settings, storage, tmp_path):
     with transaction(committed) as s:
         project_id, stage_ids = factories.project(s, overlap=2)
         factories.choice_items(s, settings, storage, project_id, 4, tmp_path)
@@ -37,7 +37,7 @@ def test_schemathesis_finds_no_server_error_as_admin_or_annotator(live_server, c
         factories.annotation(s, stage_ids[0], somebody, {"choice": "a"})
     # Ids that name something, so that generated requests also reach past the lookups.
     known = {"project_id": project_id, "stage_id": stage_ids[0], "user_id": somebody}
-    schema = schemathesis.openapi.from_url(live_server + "/openapi.json")
+    schema = schemathesis.openapi.from_url(live_process + "/openapi.json")
     found: dict[tuple[str, str], str] = {}
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 20

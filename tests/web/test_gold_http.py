@@ -20,7 +20,7 @@ from tests.conftest import make_choice_project, make_token, make_user, run_concu
 SHARE = 0.2
 
 
-def test_32_http_clients_with_honeypots_at_20_percent(live_server, committed, settings, storage):
+def test_32_http_clients_with_honeypots_at_20_percent(live_process, committed, settings, storage):
     ordinary, n_gold = 150, 80
     _, stage_id = make_choice_project(committed, settings, storage, ordinary + n_gold, overlap=3)
     with transaction(committed) as s:
@@ -35,7 +35,7 @@ def test_32_http_clients_with_honeypots_at_20_percent(live_server, committed, se
 
     def worker(token: str) -> None:
         headers = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
+        with httpx.Client(base_url=live_process, headers=headers, timeout=30) as http:
             while True:
                 r = http.post(f"/api/v1/stages/{stage_id}/claim")
                 with lock:

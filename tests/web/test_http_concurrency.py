@@ -14,7 +14,7 @@ from app.models import Annotation, Assignment
 from tests.conftest import make_choice_project, make_token, make_user, run_concurrently
 
 
-def test_32_http_clients_as_8_annotators_drain_a_stage(live_server, committed, settings, storage):
+def test_32_http_clients_as_8_annotators_drain_a_stage(live_process, committed, settings, storage):
     _, stage_id = make_choice_project(committed, settings, storage, 150, overlap=3)
     tokens = [make_token(committed, make_user(committed, f"web{i}")) for i in range(8)]
     statuses, lost = Counter(), set()
@@ -22,7 +22,7 @@ def test_32_http_clients_as_8_annotators_drain_a_stage(live_server, committed, s
 
     def worker(token: str) -> None:
         headers = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=live_server, headers=headers, timeout=30) as http:
+        with httpx.Client(base_url=live_process, headers=headers, timeout=30) as http:
             while True:
                 r = http.post(f"/api/v1/stages/{stage_id}/claim")
                 with lock:
