@@ -70,8 +70,10 @@ def main() -> None:
         hashes[-1 - k] = int(np.uint64(flipped).view(np.int64))
     r = random.Random(0)
     captions = [" ".join(r.choices(WORDS, k=r.randint(8, 20))) for _ in range(args.captions)]
-    for k in range(min(args.planted, args.captions // 2)):
-        captions[-1 - k] = captions[k].upper() + "!"
+    planted = min(args.planted, args.captions // 4)
+    for k in range(planted):
+        captions[-1 - k] = captions[k].upper() + "!"  # the same once normalised
+        captions[-1 - planted - k] = captions[planted + k] + " extra"  # one shingle more: Jaccard >= 0.85
     base_rss = rss_mb()
 
     started = time.perf_counter()
@@ -86,6 +88,7 @@ def main() -> None:
     by_text: dict[str, list[int]] = defaultdict(list)
     for n, c in enumerate(captions):
         by_text[leakage.normalise_text(c)].append(n)
+    t_normalise = time.perf_counter() - t
     same = 0
     for ids in by_text.values():
         for a, b in zip(ids, ids[1:]):
@@ -94,12 +97,16 @@ def main() -> None:
     t_exact = time.perf_counter() - t
     t = time.perf_counter()
     keys = list(by_text)
-    near_texts = sum(1 for _ in leakage.near_text_pairs(keys, keys, 0.8))
+    near_texts = 0
+    for x, y in leakage.near_text_pairs(keys, keys, 0.8):
+        groups.union(("t", by_text[x][0]), ("t", by_text[y][0]))
+        near_texts += 1
     t_minhash = time.perf_counter() - t
     found = len(groups.groups())
     total = time.perf_counter() - started
     print(f"near images: {near:,} pairs within {args.distance} bits among {args.images:,} hashes in {t_images:.1f} s")
-    print(f"texts: {same:,} normalised duplicates in {t_exact:.1f} s; MinHash LSH near pairs {near_texts:,} in {t_minhash:.1f} s")
+    print(f"texts: normalised in {t_normalise:.1f} s, {same:,} normalised duplicates in {t_exact:.1f} s in all; "
+          f"MinHash LSH near pairs {near_texts:,} (of {planted:,} planted) in {t_minhash:.1f} s")
     print(f"report over {args.images:,} images and {args.captions:,} captions: {found:,} groups in {total:.1f} s "
           f"(target < 60 s); peak RSS {rss_mb():.0f} MB (target < 1024 MB; {base_rss:.0f} MB before the search)")
 
