@@ -167,7 +167,9 @@ def latest(session: Session, definition_id: int) -> LeakReport | None:
 
 def keep_together(session: Session, project_id: int, report: dict[str, Any], *, actor_id: int | None = None) -> SplitDefinition:
     """Put each leaked group into one split: its items (and every item already grouped with one of
-    them) share a group id, and the same split configuration is saved as a new version."""
+    them) share a group id, and the same split configuration is saved as a new version. Duplicate
+    groups that sit within one split are grouped too: the new version places units afresh (with
+    counts, single items fill around the groups), so an ungrouped pair could straddle it."""
     definition = session.get(SplitDefinition, report["definition_id"])
     if definition is None or definition.project_id != project_id:
         from app.errors import NotFound
@@ -175,8 +177,6 @@ def keep_together(session: Session, project_id: int, report: dict[str, Any], *, 
         raise NotFound("That split version is not this project's.")
     merged = 0
     for group in report["groups"]:
-        if not group["leak"]:
-            continue
         ids = [m["id"] for m in group["items"]]
         existing = [g for g in session.scalars(sa.select(Item.group_id).where(Item.id.in_(ids), Item.group_id.is_not(None)).distinct())]
         name = f"dup:{min(m['external_id'] for m in group['items'])}"
