@@ -21,6 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import leakage
+from app.lifecycle import ItemStatus
 from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport, SplitDefinition, Stage
 from app.services import splits
 from app.services.audit import record
@@ -73,7 +74,7 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     rows = session.execute(
         sa.select(Item.id, Item.external_id, Item.data, Item.assets, ItemSplit.split)
         .join(ItemSplit, ItemSplit.item_id == Item.id)
-        .where(ItemSplit.definition_id == definition.id)
+        .where(ItemSplit.definition_id == definition.id, Item.status != ItemStatus.gold)  # gold items are never exported
         .order_by(Item.id)
     ).all()
     split_of = {r.id: r.split for r in rows}
