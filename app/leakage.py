@@ -316,7 +316,9 @@ def near_text_pairs(keys: Sequence, texts: Sequence[str], threshold: float = 0.8
 
 # Hyperplanes in all, shared out among the bands. Enough for long bands: at MiniLM's 0.85 the
 # choice is 73 bands of 14 bits, where a pair at the threshold is a candidate with probability
-# 0.99 and two unrelated captions (cosine ~0.1) with 0.6 %; at 0.95, 46 bands of 22 bits.
+# 0.99 and two unrelated captions (cosine ~0.1) with 1 %; at CLIP's 0.95, 46 bands of 22 bits
+# (0.05 % at cosine 0.3). Candidates grow with n^2 times that share, so the embedding matchers
+# suit the sizes a worker can embed in one job, where the hash matchers go to millions.
 SIMHASH_BITS = 1024
 
 
