@@ -149,6 +149,12 @@ def _mix(z: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def _shingle(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The hash of three words in this order (wrapping 64-bit arithmetic)."""
+    with np.errstate(over="ignore"):
+        return _mix(_mix(_mix(a) + b) + c)
+
+
 def _word_hash(word: str) -> int:
     return int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
@@ -177,16 +183,18 @@ def shingle_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # Shingle at word k of its text: words k, k + 1, k + 2, all in that text.
         k = np.arange(max(len(words) - 2, 0))
         full = k[ends[owner[k]] - k >= 3]
-        hashes = _mix(_mix(_mix(words[full]) + words[full + 1]) + words[full + 2])
+        hashes = _shingle(words[full], words[full + 1], words[full + 2])
+        owners = owner[full]
         short = np.flatnonzero(lengths < 3)
         if len(short):  # fewer than three words: one shingle of what there is, padded
-            first = ends[short] - lengths[short]
-            w = [np.where(lengths[short] > i, words[np.minimum(first + i, max(len(words) - 1, 0))] if len(words) else _PAD[0], _PAD[min(i, 1)])
-                 for i in range(3)]
-            hashes = np.concatenate([hashes, _mix(_mix(_mix(w[0]) + w[1]) + w[2])])
-            owners = np.concatenate([owner[full], short])
-        else:
-            owners = owner[full]
+            first, count = ends[short] - lengths[short], lengths[short]
+            padded = []
+            for i in range(3):
+                column = np.full(len(short), _PAD[min(i, 1)], dtype=np.uint64)
+                column[count > i] = words[first[count > i] + i]
+                padded.append(column)
+            hashes = np.concatenate([hashes, _shingle(*padded)])
+            owners = np.concatenate([owners, short])
         order = np.lexsort((hashes, owners))
         owners, hashes = owners[order], hashes[order]
         keep = np.r_[True, (owners[1:] != owners[:-1]) | (hashes[1:] != hashes[:-1])] if len(hashes) else np.zeros(0, bool)
