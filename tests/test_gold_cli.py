@@ -64,3 +64,19 @@ def test_gold_import_accuracy_and_gold_never_exported(env, settings, storage, tm
     assert '"o1"' in exported and '"o2"' in exported
     for gold_id in ("o3", "o5", "o6", "o7", "o8"):
         assert f'"{gold_id}"' not in exported
+    # Off by default: no gold file, and the manifest names none.
+    assert not (out / "gold.jsonl").exists() and "gold.jsonl" not in json.loads((out / "manifest.json").read_text())["files"]
+
+    with_gold = tmp_path / "with-gold"
+    r = runner.invoke(cli, ["export", name, "--format", "jsonl", "--out", str(with_gold), "--gold"])
+    assert r.exit_code == 0 and "5 gold items in gold.jsonl" in r.output, r.output
+    manifest = json.loads((with_gold / "manifest.json").read_text())
+    assert manifest["gold_items"] == 5 and "gold.jsonl" in manifest["files"]
+    lines = [json.loads(line) for line in (with_gold / "gold.jsonl").read_text().splitlines()]
+    assert [line["id"] for line in lines] == ["o3", "o5", "o6", "o7", "o8"]
+    assert lines[0]["answer"] == {"choice": "a"} and all(line["answer"] == {"choice": "b"} for line in lines[1:])
+    assert lines[1]["data"]["id"] == "o5" and lines[1]["stage"]["workflow"] == "generic.choice"
+    # The data files are the same as without the option: still no gold item in them.
+    data = {p.name: p.read_bytes() for p in with_gold.glob("*.jsonl") if p.name != "gold.jsonl"}
+    assert data == {p.name: p.read_bytes() for p in out.glob("*.jsonl")}
+    assert manifest["files"].keys() - {"gold.jsonl"} == json.loads((out / "manifest.json").read_text())["files"].keys()

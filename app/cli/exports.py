@@ -77,6 +77,7 @@ def export_cmd(
     server: Optional[str] = remote.SERVER,
     token: Optional[str] = remote.TOKEN,
     no_leaks: bool = typer.Option(False, "--no-leaks", help="Refuse to export while the split version has leaked duplicate groups."),
+    gold: bool = typer.Option(False, "--gold", help="Also write the stages' gold items (id, stage, record, answer) to gold.jsonl; never in the data files."),
 ) -> None:
     """Export the project's finished items in a format, split by its split definition, with a manifest.
     With --server the server's worker writes it and it is downloaded into the directory --out names."""
@@ -91,7 +92,7 @@ def export_cmd(
         if no_leaks:
             _fail("--no-leaks checks the database directly; through --server, run `vlcurate leaks` on the server first.")
         with remote.client(server, token) as api:
-            folder = api.export(int(project) if project.isdigit() else project, fmt, out, splits=not no_splits, version=version)
+            folder = api.export(int(project) if project.isdigit() else project, fmt, out, splits=not no_splits, version=version, gold=gold)
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
         console.print(f"Exported {counts} to {folder} ({len(manifest['files'])} files, manifest.json).")
@@ -105,7 +106,7 @@ def export_cmd(
         with transaction(sessions) as session:
             row = export.create_export(
                 session, projects.find_project(session, project).id, fmt, settings=settings,
-                version=version, use_splits=not no_splits, target=target,
+                version=version, use_splits=not no_splits, target=target, gold=gold,
             )
             export_id = row.id
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
@@ -114,7 +115,8 @@ def export_cmd(
     except DomainError as exc:
         _fail(exc.message, exc.errors)
     counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
-    console.print(f"Exported {counts} to {target} ({len(manifest['files'])} files, manifest.json).")
+    gold_note = f", {manifest['gold_items']:,} gold items in gold.jsonl" if "gold_items" in manifest else ""
+    console.print(f"Exported {counts}{gold_note} to {target} ({len(manifest['files'])} files, manifest.json).")
 
 
 def _leak_check(sessions, settings, project: str, version: int | None, *, refuse: bool) -> None:

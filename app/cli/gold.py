@@ -105,5 +105,7 @@ def leaks_cmd(
         for pair, n in report["leaks"].items():
             console.print(f"  {pair}: {n:,} leaked groups")
         console.print(f"  {report['leaked_groups']:,} leaked groups, {report['within_split_groups']:,} duplicate groups within one split.")
+        for kind, how in report.get("matchers", {}).items():
+            console.print(f"  {kind}: {how}", highlight=False)
     if report["leaked_groups"]:
         raise typer.Exit(2)

@@ -63,6 +63,13 @@ class StageConfig(BaseModel):
     duplicate_image_distance: int = Field(
         default=6, ge=0, le=16, description="perceptual-hash bits (of 64) within which two images count as near duplicates"
     )
+    # Paraphrases of one caption score 0.85-0.98 with MiniLM; unrelated captions stay below 0.7.
+    duplicate_text_cosine: float = Field(
+        default=0.85, ge=0.5, le=1, description="MiniLM cosine at which two texts count as near duplicates (worker extra)"
+    )
+    duplicate_image_cosine: float = Field(
+        default=0.95, ge=0.5, le=1, description="CLIP image-embedding cosine at which two images count as near duplicates (CLIP model configured)"
+    )
 
 
 class Task:

@@ -22,12 +22,13 @@ from app.datasets.dataset import Dataset
 from app.errors import Invalid
 from app.exporters import coco, jsonl, parquet, published
 from app.exporters.base import Context, Format
-from app.exporters.files import Images, Output
+from app.exporters.files import Images, Output, dumps
 from app.exporters.rows import ALL, count_items
 from app.models import Project, SplitDefinition, Stage
 from app.storage import Storage
 
 SCHEMA_VERSION = 1
+GOLD_FILE = "gold.jsonl"  # the gold items' answers, written only when asked: never data
 FORMATS: dict[str, Format] = {f.name: f for f in (published.FORMAT, jsonl.FORMAT, parquet.FORMAT, coco.FORMAT)}
 
 Progress = Callable[[int, int], None]
@@ -62,8 +63,10 @@ def write_export(
     *,
     definition: SplitDefinition | None = None,
     progress: Progress | None = None,
+    gold: bool = False,
 ) -> dict[str, Any]:
-    """Write the export under `root` and return its manifest (also written as manifest.json)."""
+    """Write the export under `root` and return its manifest (also written as manifest.json).
+    With `gold`, the stages' gold items (never in the data files) go to `gold.jsonl` beside them."""
     project = session.get(Project, project_id)
     tasks = session.scalars(sa.select(Stage.workflow).where(Stage.project_id == project_id).order_by(Stage.position)).all()
     dataset = dataset_of(tasks[0])
@@ -81,6 +84,7 @@ def write_export(
 
     out = Output(root)
     counts = writer.write(Context(session, project, dataset, definition, splits, out, Images(session, storage), tick))
+    gold_items = _write_gold(session, project_id, out) if gold else None
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "project": project.name,
@@ -94,8 +98,23 @@ def write_export(
         ),
         "files": out.digests(),
     }
+    if gold_items is not None:
+        manifest["gold_items"] = gold_items
     (root / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return manifest
+
+
+def _write_gold(session: Session, project_id: int, out: Output) -> int:
+    from app.services import gold
+
+    if GOLD_FILE in out.paths:
+        raise Invalid(f"This export already has a data file {GOLD_FILE} (a split named gold?); rename the split to export gold items.")
+    n = 0
+    with out.open_text(GOLD_FILE) as fh:
+        for line in gold.export_lines(session, project_id):
+            fh.write(dumps(line) + "\n")
+            n += 1
+    return n
 
 
 __all__ = ["FORMATS", "Format", "formats_for", "get_format", "project_dataset", "write_export"]

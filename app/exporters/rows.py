@@ -20,6 +20,7 @@ from app.models import SplitDefinition
 BATCH = 500
 ALL = "all"  # the one split of an export without a split definition
 DONE = ItemStatus.done.value
+GOLD = ItemStatus.gold.value  # made gold after its split version was saved: never data
 FINISHED = sql_values((ItemStatus.done, ItemStatus.discarded))
 
 
@@ -80,7 +81,7 @@ def split_rows(session: Session, project_id: int, definition: SplitDefinition | 
         return _stream(session, sql, {"project": project_id}, split, provenance)
     sql = f"""SELECT i.id, i.external_id, i.data, i.source, i.assets, {_RESULTS}{extra}
               FROM item_splits s JOIN items i ON i.id = s.item_id
-              WHERE s.definition_id = :definition AND s.split = :split ORDER BY s.item_id"""
+              WHERE s.definition_id = :definition AND s.split = :split AND i.status <> '{GOLD}' ORDER BY s.item_id"""
     return _stream(session, sql, {"definition": definition.id, "split": split}, split, provenance)
 
 

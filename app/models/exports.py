@@ -58,6 +58,7 @@ class Export(Base):
     definition_id: Mapped[int | None] = mapped_column(sa.ForeignKey("split_definitions.id", ondelete="SET NULL"))
     format: Mapped[str] = mapped_column(sa.String(32))
     target: Mapped[str] = mapped_column(sa.Text)
+    gold: Mapped[bool] = mapped_column(server_default=sa.false())  # also write gold.jsonl (the stages' gold items)
     status: Mapped[str] = mapped_column(sa.String(16), server_default="queued")
     done: Mapped[int] = mapped_column(server_default="0")
     total: Mapped[int] = mapped_column(server_default="0")

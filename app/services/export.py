@@ -72,19 +72,21 @@ def export_to(
     *,
     definition: SplitDefinition | None = None,
     progress: Progress | None = None,
+    gold: bool = False,
 ) -> dict[str, Any]:
-    """Export to a local directory, an `s3://bucket/prefix` target or a `storage:` key prefix."""
+    """Export to a local directory, an `s3://bucket/prefix` target or a `storage:` key prefix
+    (with `gold`, the gold items' gold.jsonl too)."""
     if target.startswith(STORED):
         with tempfile.TemporaryDirectory(prefix="vlcurate-export-") as tmp:
-            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress)
+            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress, gold=gold)
             store(Path(tmp), target.removeprefix(STORED), storage)
             return manifest
     if (check_target(target, directories=True) or "").startswith("s3://"):
         with tempfile.TemporaryDirectory(prefix="vlcurate-export-") as tmp:
-            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress)
+            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress, gold=gold)
             upload(Path(tmp), target, settings)
             return manifest
-    return write_export(session, project_id, fmt, Path(target), storage, definition=definition, progress=progress)
+    return write_export(session, project_id, fmt, Path(target), storage, definition=definition, progress=progress, gold=gold)
 
 
 def store(root: Path, prefix: str, storage: Storage) -> None:
@@ -124,9 +126,11 @@ def create_export(
     use_splits: bool = True,
     target: str | None = None,
     actor_id: int | None = None,
+    gold: bool = False,
 ) -> Export:
     """Record an export to run: the split version (newest by default; none: one split "all"),
-    the format, and the target (an `s3://` prefix, a local directory, or the data directory)."""
+    the format, the target (an `s3://` prefix, a local directory, or the data directory), and
+    whether the gold items go to a `gold.jsonl` of their own (off by default)."""
     from app.services import splits
 
     project = session.get(Project, project_id)
@@ -139,13 +143,13 @@ def create_export(
         if has_any or version is not None:
             definition = splits.get_definition(session, project_id, version)
     target = check_target(target, directories=True)
-    row = Export(project_id=project_id, definition_id=definition.id if definition else None, format=fmt, target=target or "", created_by=actor_id)
+    row = Export(project_id=project_id, definition_id=definition.id if definition else None, format=fmt, target=target or "", gold=gold, created_by=actor_id)
     session.add(row)
     session.flush()
     if not row.target:
         row.target = default_target(settings, row.id)
     record(session, "export.create", actor_id=actor_id, target=f"project:{project_id}", export=row.id, format=fmt,
-           version=definition.version if definition else None)
+           version=definition.version if definition else None, **({"gold": True} if gold else {}))
     return row
 
 
@@ -157,7 +161,7 @@ def run_export(sessions, storage: Storage, settings, export_id: int, progress: P
         if row is None:
             raise NotFound(f"No export with id {export_id}.")
         row.status, row.error, row.done = "running", None, 0
-        project_id, fmt, target, definition_id = row.project_id, row.format, row.target, row.definition_id
+        project_id, fmt, target, definition_id, gold = row.project_id, row.format, row.target, row.definition_id, row.gold
     last = [0.0]
 
     def report(done: int, total: int) -> None:
@@ -173,7 +177,7 @@ def run_export(sessions, storage: Storage, settings, export_id: int, progress: P
         with sessions() as s:
             s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             definition = s.get(SplitDefinition, definition_id) if definition_id else None
-            manifest = export_to(s, project_id, fmt, target, storage, settings, definition=definition, progress=report)
+            manifest = export_to(s, project_id, fmt, target, storage, settings, definition=definition, progress=report, gold=gold)
             s.rollback()  # read only
     except BaseException as exc:  # an interrupted CLI export is marked failed too
         message = exc.message if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}".rstrip(": ")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +147,27 @@ def make_final_gold(session: Session, item_id: int, stage_id: int, *, actor_id: 
         raise Invalid("The final record discards the item; a discarded item cannot be gold.")
     mark(session, item, stage, final.payload, source="final", actor_id=actor_id)
     session.flush()
+
+
+def export_lines(session: Session, project_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
+    """The project's gold items as `gold.jsonl` lines, stage by stage in import order: the external
+    id, the stage (name, workflow, position), the record as it was imported, and the gold answer.
+    Streamed from a server-side cursor, so memory does not grow with the number of gold items."""
+    query = (
+        sa.select(Item.external_id, Item.data, Item.source, Stage.name, Stage.workflow, Stage.position, GoldItem.answer)
+        .join(GoldItem, GoldItem.item_id == Item.id)
+        .join(Stage, Stage.id == GoldItem.stage_id)
+        .where(Stage.project_id == project_id, Item.project_id == project_id, Item.status == ItemStatus.gold)
+        .order_by(Stage.position, Item.id)
+        .execution_options(yield_per=batch)
+    )
+    for row in session.execute(query):
+        yield {
+            "id": row.external_id,
+            "stage": {"name": row.name, "workflow": row.workflow, "position": row.position},
+            "data": row.source if row.source is not None else row.data,
+            "answer": row.answer,
+        }
 
 
 def gold_item_ids(session: Session, stage_id: int) -> set[int]:

@@ -3,9 +3,11 @@
 Finds, among the items a split version places: exact image duplicates (same sha256: images are
 content-addressed), near-duplicate images (perceptual hashes within the first stage's
 `duplicate_image_distance` bits), and duplicate texts (the same normalised text, or MinHash LSH
-near matches). Linked items form groups (union-find); a group spanning two splits is a leak.
-Nothing is compared pair by pair: see `app.leakage`. Perceptual hashes are computed once per
-stored image and kept in `image_hashes`.
+near matches); and, in the worker job where the models are there, near-duplicate texts by MiniLM
+cosine and near-duplicate images by CLIP cosine (`Embedders`; the report's `matchers` says which
+ran). Linked items form groups (union-find); a group spanning two splits is a leak. Nothing is
+compared pair by pair: see `app.leakage`. Perceptual hashes are computed once per stored image
+and kept in `image_hashes`; embeddings are computed per report, in the worker.
 """
 
 from __future__ import annotations
@@ -14,13 +16,19 @@ import itertools
 import resource
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import leakage
+from app.datasets.task import StageConfig
+from app.lifecycle import ItemStatus
 from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport, SplitDefinition, Stage
 from app.services import splits
 from app.services.audit import record
@@ -31,6 +39,7 @@ MIN_TEXT_WORDS = 3  # shorter strings (labels, ids, topics) are not captions
 # every item of a stage asks: it links nothing, and the report lists it apart.
 COMMON_TEXT_SHARE, COMMON_TEXT_MIN = 0.05, 10
 HASH_BATCH = 500
+EMBED_BATCH = 256
 
 
 def ensure_hashes(session: Session, storage, shas: set[str]) -> int:
@@ -63,17 +72,37 @@ def item_texts(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def compute(session: Session, storage, project_id: int, version: int | None = None) -> dict[str, Any]:
+@dataclass
+class Embedders:
+    """The optional embedding matchers, which only the worker job loads (never the web process):
+    `texts` maps texts to unit vectors (MiniLM), `images` maps image bytes to unit vectors (CLIP).
+    Where one is None, its `*_missing` says why, and the report says so."""
+
+    texts: Callable[[list[str]], np.ndarray] | None = None
+    images: Callable[[list[bytes]], np.ndarray] | None = None
+    texts_missing: str = "MiniLM: run by the worker job (Find leaks)"
+    images_missing: str = "CLIP: run by the worker job (Find leaks)"
+
+
+def _config(stage: Stage | None, key: str) -> float:
+    """A leak setting of the project's first stage (`duplicate_*`), or its default in StageConfig."""
+    return float(((stage.config if stage else None) or {}).get(key, StageConfig.model_fields[key].default))
+
+
+def compute(session: Session, storage, project_id: int, version: int | None = None, *,
+            embedders: Embedders | None = None) -> dict[str, Any]:
     """The report of a split version (the newest when None): leaked groups per split pair, and
-    duplicate groups within one split, each with its items (split, image, text) and why they match."""
+    duplicate groups within one split, each with its items (split, image, text) and why they match.
+    With `embedders` (the worker job), MiniLM and CLIP embeddings find near duplicates too."""
     started = time.perf_counter()
+    embedders = embedders or Embedders()
     definition = splits.get_definition(session, project_id, version)
     first = session.scalar(sa.select(Stage).where(Stage.project_id == project_id).order_by(Stage.position).limit(1))
-    distance = int((first.config or {}).get("duplicate_image_distance", 6)) if first else 6
+    distance = int(_config(first, "duplicate_image_distance"))
     rows = session.execute(
         sa.select(Item.id, Item.external_id, Item.data, Item.assets, ItemSplit.split)
         .join(ItemSplit, ItemSplit.item_id == Item.id)
-        .where(ItemSplit.definition_id == definition.id)
+        .where(ItemSplit.definition_id == definition.id, Item.status != ItemStatus.gold)  # gold items are never exported
         .order_by(Item.id)
     ).all()
     split_of = {r.id: r.split for r in rows}
@@ -109,6 +138,17 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     for x, y in leakage.near_hash_pairs(shas, [hashes[s] for s in shas], distance):
         link(by_sha[x][0], by_sha[y][0], "near image")
     timing["near images"] = time.perf_counter() - t
+    image_matchers = f"same bytes + pHash within {distance} bits"
+    if embedders.images is not None and by_sha:
+        t = time.perf_counter()
+        cosine = _config(first, "duplicate_image_cosine")
+        found, vectors = image_embeddings(session, storage, list(by_sha), embedders.images)
+        for x, y in leakage.near_vector_pairs(found, vectors, cosine):
+            link(by_sha[x][0], by_sha[y][0], "near image (CLIP)")
+        timing["CLIP images"] = time.perf_counter() - t
+        image_matchers += f" + CLIP cosine >= {cosine:g}"
+    else:
+        image_matchers += f"; {embedders.images_missing}"
     t = time.perf_counter()
     by_text: dict[str, list[int]] = defaultdict(list)
     for item_id, text in texts:
@@ -124,6 +164,17 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     for x, y in leakage.near_text_pairs(keys, keys, TEXT_THRESHOLD):
         link(by_text[x][0], by_text[y][0], "near text")
     timing["texts"] = time.perf_counter() - t
+    text_matchers = f"exact after normalising + MinHash Jaccard >= {TEXT_THRESHOLD:g}"
+    if embedders.texts is not None and keys:
+        t = time.perf_counter()
+        cosine = _config(first, "duplicate_text_cosine")
+        vectors = np.concatenate([embedders.texts(keys[i:i + EMBED_BATCH]) for i in range(0, len(keys), EMBED_BATCH)])
+        for x, y in leakage.near_vector_pairs(keys, vectors, cosine):
+            link(by_text[x][0], by_text[y][0], "near text (MiniLM)")
+        timing["MiniLM texts"] = time.perf_counter() - t
+        text_matchers += f" + MiniLM cosine >= {cosine:g}"
+    else:
+        text_matchers += f"; {embedders.texts_missing}"
 
     leaked: dict[str, int] = defaultdict(int)
     out_groups = []
@@ -151,7 +202,27 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
         "hashed_now": hashed,
         "seconds": {**{k: round(v, 3) for k, v in timing.items()}, "total": round(time.perf_counter() - started, 3)},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "matchers": {"images": image_matchers, "texts": text_matchers},
     }
+
+
+def image_embeddings(session: Session, storage, shas: list[str], embed: Callable[[list[bytes]], np.ndarray]) -> tuple[list[str], np.ndarray]:
+    """The embeddings of the stored images, a batch at a time (an unreadable image is left out)."""
+    found: list[str] = []
+    parts: list[np.ndarray] = []
+    for start in range(0, len(shas), EMBED_BATCH):
+        batch = shas[start:start + EMBED_BATCH]
+        keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(batch))).all())
+        datas = []
+        for sha in batch:
+            try:
+                datas.append((sha, storage.get(keys[sha])))
+            except Exception:  # missing from storage: its exact and perceptual matches still count
+                continue
+        if datas:
+            parts.append(np.asarray(embed([d for _, d in datas]), dtype=np.float32))
+            found += [sha for sha, _ in datas]
+    return found, (np.concatenate(parts) if parts else np.zeros((0, 1), np.float32))
 
 
 def store(session: Session, project_id: int, report: dict[str, Any]) -> LeakReport:
@@ -167,7 +238,9 @@ def latest(session: Session, definition_id: int) -> LeakReport | None:
 
 def keep_together(session: Session, project_id: int, report: dict[str, Any], *, actor_id: int | None = None) -> SplitDefinition:
     """Put each leaked group into one split: its items (and every item already grouped with one of
-    them) share a group id, and the same split configuration is saved as a new version."""
+    them) share a group id, and the same split configuration is saved as a new version. Duplicate
+    groups that sit within one split are grouped too: the new version places units afresh (with
+    counts, single items fill around the groups), so an ungrouped pair could straddle it."""
     definition = session.get(SplitDefinition, report["definition_id"])
     if definition is None or definition.project_id != project_id:
         from app.errors import NotFound
@@ -175,8 +248,6 @@ def keep_together(session: Session, project_id: int, report: dict[str, Any], *, 
         raise NotFound("That split version is not this project's.")
     merged = 0
     for group in report["groups"]:
-        if not group["leak"]:
-            continue
         ids = [m["id"] for m in group["items"]]
         existing = [g for g in session.scalars(sa.select(Item.group_id).where(Item.id.in_(ids), Item.group_id.is_not(None)).distinct())]
         name = f"dup:{min(m['external_id'] for m in group['items'])}"

@@ -13,7 +13,9 @@ is a unit of its own, so a group never lands in two splits. In order:
 2. the rest are ordered by md5(seed, unit) within each stratum (the value of `stratify`, or
    one stratum) and cut by cumulative item count: `ratios` cut each stratum proportionally,
    `counts` cut at absolute sizes (700 / 300; a fixed-size sample is one count), and units past
-   the counts go to `rest` when it is named, and are left out otherwise.
+   the counts go to `rest` when it is named, and are left out otherwise. With counts, groups are
+   placed first and single items fill each split up to its count, so that the counts stay exact
+   even when groups cross a cut (see `_exact_counts`).
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:
     scale = "r.total" if config.ratios is not None else "1"
     for n, (name, size) in enumerate(sizes.items()):
         position += size
-        params[f"name{n}"], params[f"cut{n}"] = name, position
+        params[f"name{n}"], params[f"cut{n}"], params[f"size{n}"] = name, position, size
         cuts.append(f"WHEN r.start < :cut{n} * {scale} THEN :name{n}")
     if config.ratios is not None and cuts:
         cuts[-1] = f"ELSE :name{len(cuts) - 1}"  # rounding never leaves an item out
@@ -205,6 +207,9 @@ def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:
         params["stratum_field"] = config.stratify
         stratum = "min(e.data ->> :stratum_field)"
     case = f"CASE {' '.join(cuts)} END" if cuts else "NULL"
+    assigned = f"assigned AS (SELECT r.unit, {case} AS split FROM ranked r)"
+    if config.counts is not None and sizes:
+        assigned = _exact_counts(len(sizes), case, cuts)
     sql = f"""
         WITH eligible AS (
             SELECT i.id, i.data, coalesce('g:' || i.group_id, 'i:' || i.external_id) AS unit
@@ -213,19 +218,42 @@ def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:
             SELECT e.unit, count(*) AS n, {held} AS held, {stratum} AS stratum
             FROM eligible e GROUP BY e.unit
         ), ranked AS (
-            SELECT u.unit, u.held,
+            SELECT u.unit, u.held, u.n,
                    sum(u.n) OVER (PARTITION BY u.held, u.stratum ORDER BY md5(:seed || ':' || u.unit), u.unit
                                   ROWS UNBOUNDED PRECEDING) - u.n AS start,
-                   sum(u.n) OVER (PARTITION BY u.held, u.stratum) AS total
+                   sum(u.n) OVER (PARTITION BY u.held, u.stratum) AS total,
+                   count(*) FILTER (WHERE u.n = 1) OVER (PARTITION BY u.held, u.stratum ORDER BY md5(:seed || ':' || u.unit), u.unit
+                                  ROWS UNBOUNDED PRECEDING) - 1 AS single
             FROM units u
-        ), assigned AS (
-            SELECT r.unit, {case} AS split FROM ranked r
-        )
+        ), {assigned}
         INSERT INTO item_splits (definition_id, item_id, split)
         SELECT :definition, e.id, a.split FROM eligible e JOIN assigned a ON a.unit = e.unit
         WHERE a.split IS NOT NULL
     """
     return sql, params
+
+
+def _exact_counts(k: int, case: str, cuts: list[str]) -> str:
+    """Counts with groups, exact wherever the groups allow it. Cut by cumulative size as ratios
+    are, a group that crosses a cut would overshoot its split by up to its size - 1. So groups are
+    placed first, each by where it starts in the random order (as without groups); then each split
+    takes as many single items, in the same order, as its count leaves after its groups. A split
+    whose groups alone pass its count (only when groups are most of it) is the one left inexact."""
+    left = ", ".join(
+        f"greatest(0, :size{n} - coalesce(sum(g.n) FILTER (WHERE g.split = :name{n}), 0)) AS left{n}" for n in range(k)
+    )
+    fill = [f"WHEN r.single < {' + '.join(f'c.left{m}' for m in range(n + 1))} THEN :name{n}" for n in range(k)]
+    held = [c for c in cuts if "r.held" in c]
+    rest = [c for c in cuts if c.startswith("ELSE")]
+    return f"""groups_placed AS (
+            SELECT r.unit, {case} AS split, r.n FROM ranked r WHERE r.n > 1
+        ), capacity AS (
+            SELECT {left} FROM groups_placed g
+        ), assigned AS (
+            SELECT g.unit, g.split FROM groups_placed g
+            UNION ALL
+            SELECT r.unit, CASE {' '.join(held + fill + rest)} END FROM ranked r CROSS JOIN capacity c WHERE r.n = 1
+        )"""
 
 
 def save_definition(session: Session, project_id: int, raw: dict[str, Any], *, actor_id: int | None = None) -> SplitDefinition:

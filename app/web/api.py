@@ -158,7 +158,7 @@ def start_export(request: Request, project_id: Id, body: ExportIn, session: Db, 
 
     settings = request.app.state.settings
     row = export.create_export(session, project_id, body.format, settings=settings, version=body.version,
-                               use_splits=body.splits, target=targets.check_target(body.target), actor_id=user.id)
+                               use_splits=body.splits, target=targets.check_target(body.target), actor_id=user.id, gold=body.gold)
     # Queued once the export row is committed (background tasks run after the request's transaction):
     # the job queue has its own connection; should this fail, the reconcile job queues the export.
     jobs_after.add_task(jobs.defer_export, settings, row.id)

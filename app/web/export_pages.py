@@ -84,13 +84,14 @@ def start_export(request: Request, project_id: Id, session: Db, posted: Posted, 
     from app.worker import jobs
 
     settings, version = request.app.state.settings, str(posted.get("version", "newest"))
-    typed = {k: str(posted.get(k, "")) for k in ("format", "version", "target")}
+    typed = {k: str(posted.get(k, "")) for k in ("format", "version", "target", "gold")}
     try:
         with savepoint(session):
             row = export.create_export(
                 session, project_id, str(posted.get("format", "")), settings=settings,
                 version=int(version) if version.isdigit() else None, use_splits=version != "none",
                 target=targets.check_target(str(posted.get("target", ""))), actor_id=user.id,
+                gold=str(posted.get("gold", "")) in ("1", "on", "true"),
             )
     except DomainError as exc:
         return render_error(request, "export/page.html", _context(session, project_id, export_form=typed), exc)

@@ -74,6 +74,22 @@ class ImageText:
         return rows
 
 
+    def image_embeddings(self, datas: Sequence[bytes], batch: int = 32):
+        """Unit-length image embeddings of encoded images (a numpy array, one row per image)."""
+        import torch
+
+        rows = []
+        with torch.inference_mode():
+            for start in range(0, len(datas), batch):
+                images = [open_image(d) for d in datas[start : start + batch]]
+                image_in = self.processor(images=images, return_tensors="pt").to(self.device)
+                emb = torch.nn.functional.normalize(_tensor(self.model.get_image_features(**image_in)), dim=-1)
+                rows.append(emb.float().cpu().numpy())
+        import numpy as np
+
+        return np.concatenate(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+
+
 def _tensor(output):
     """The projected embedding: transformers 5 wraps it in an output object (pooler_output), 4 returns it."""
     import torch

@@ -191,12 +191,34 @@ def leaks(context: JobContext, project_id: int, version: int | None = None) -> i
 
     e = env()
     with report(context.job.id, "leaks", f"project {project_id}", 1):
+        embedders = leak_embedders(e.settings)
         with transaction(e.sessions) as s:
             try:
-                found = leaks_service.compute(s, e.storage, project_id, version)
+                found = leaks_service.compute(s, e.storage, project_id, version, embedders=embedders)
             except DomainError as exc:
                 raise JobFailed(exc.message) from None
             return leaks_service.store(s, project_id, found).id
+
+
+def leak_embedders(settings: Settings):
+    """The embedding matchers this worker can run for the leak report: MiniLM over texts where the
+    worker extra is installed, CLIP over images where a model directory is configured; for each
+    one that can't, the reason the report shows."""
+    from app.services.leaks import Embedders
+
+    out = Embedders()
+    try:
+        out.texts = backends.text_similarity().embed
+    except ModelUnavailable:
+        out.texts_missing = "MiniLM not installed (the worker extra)"
+    if not settings.clip_model_dir:
+        out.images_missing = "CLIP: no model directory configured (VLCURATE_CLIP_MODEL_DIR)"
+    else:
+        try:
+            out.images = backends.image_text(settings.clip_model_dir).image_embeddings
+        except ModelUnavailable as exc:
+            out.images_missing = f"CLIP unavailable: {exc}"
+    return out
 
 
 def defer_leaks(settings: Settings, project_id: int) -> int | None:

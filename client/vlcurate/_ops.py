@@ -231,15 +231,16 @@ class Operations:
             (folder / sha).write_bytes((yield from self._image(sha)))
         return settings, list(keys)
 
-    def _start_export(self, project: int | str, fmt: str, splits: bool = True, version: int | None = None) -> Op:
+    def _start_export(self, project: int | str, fmt: str, splits: bool = True, version: int | None = None, gold: bool = False) -> Op:
         pid = yield from self._project_id(project)
-        reply = yield Call("POST", f"/projects/{pid}/exports", json={"format": fmt, "splits": splits, "version": version})
+        body = {"format": fmt, "splits": splits, "version": version, **({"gold": True} if gold else {})}
+        reply = yield Call("POST", f"/projects/{pid}/exports", json=body)
         return ExportOut.model_validate(reply.json())
 
     def _export(self, project: int | str, fmt: str, out: str | Path, *, splits: bool = True, version: int | None = None,
-                poll: float = 1.0, timeout: float | None = None) -> Op:
+                poll: float = 1.0, timeout: float | None = None, gold: bool = False) -> Op:
         """Start an export, follow the job until it is done, download its files and manifest into `out`."""
-        job = yield from self._start_export(project, fmt, splits, version)
+        job = yield from self._start_export(project, fmt, splits, version, gold)
         deadline = None if timeout is None else time.monotonic() + timeout
         while job.status not in ("done", "failed"):
             if deadline is not None and time.monotonic() > deadline:

@@ -127,9 +127,10 @@ class _Api:
         return self._run(self._image(sha256))
 
     def export(self, project: int | str, format: str, out: str | Path, *, splits: bool = True, version: int | None = None,
-               poll: float = 1.0, timeout: float | None = None):
-        """Export in `format`, follow the job, download its files and manifest into `out`; returns `out`."""
-        return self._run(self._export(project, format, out, splits=splits, version=version, poll=poll, timeout=timeout))
+               poll: float = 1.0, timeout: float | None = None, gold: bool = False):
+        """Export in `format`, follow the job, download its files and manifest into `out`; returns `out`.
+        With `gold`, the stages' gold items come too, in `gold.jsonl` (never in the data files)."""
+        return self._run(self._export(project, format, out, splits=splits, version=version, poll=poll, timeout=timeout, gold=gold))
 
 
 class Client(Operations, _Api):

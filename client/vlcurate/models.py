@@ -114,6 +114,7 @@ class ExportIn(BaseModel):
     version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="Split version; default the newest")
     splits: bool = Field(default=True, description="False: one split, 'all'")
     target: str | None = Field(default=None, description="s3://bucket/prefix; default this server (download from /api/v1/exports/{id}/files/...)")
+    gold: bool = Field(default=False, description="Also write the stages' gold items (id, stage, record, answer) to gold.jsonl; they are never in the data files")
 
 
 class ExportOut(BaseModel):
@@ -349,6 +350,7 @@ class LeakReport(BaseModel):
     hashed_now: int
     seconds: dict[str, float]
     peak_rss_mb: float
+    matchers: dict[str, str] = Field(default_factory=dict, description="Which matchers ran for images and for texts, and why an optional one did not")
 
 
 __all__ = [name for name, value in list(globals().items()) if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]

@@ -158,3 +158,17 @@ def test_the_demo_has_a_gold_set_and_planted_leaks(session, settings, storage, t
     assert len(found) == 8 and all(len(g["items"]) == 2 for g in found)
     assert sorted(m["external_id"] for g in found for m in g["items"] if m["external_id"].startswith("copy")) == [f"copy-{n}" for n in range(8)]
     assert report["leaked_groups"] >= 1
+
+
+def test_keep_together_keeps_configured_counts_exact(session, settings, storage, tmp_path):
+    project_id, planted = planted_project(session, settings, storage, tmp_path, distinct=200)
+    # 230 items cut by counts: the planted pairs straddle train and test wherever the random order puts them.
+    config = {"counts": {"train": 150, "test": 60}, "rest": "spare", "seed": 3}
+    first = splits.save_definition(session, project_id, config)
+    assert first.counts == {"train": 150, "test": 60, "spare": 20}
+    report = leaks.compute(session, storage, project_id)
+    assert report["leaked_groups"] > 0
+    fixed = leaks.keep_together(session, project_id, report)
+    assert fixed.counts == {"train": 150, "test": 60, "spare": 20}
+    after = leaks.compute(session, storage, project_id)
+    assert after["leaked_groups"] == 0 and after["within_split_groups"] == 30

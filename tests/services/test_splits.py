@@ -120,3 +120,28 @@ def test_split_order_survives_storage(committed, settings, storage, tmp_path):
         # The stored config (with its order) is accepted again as a new version.
         again = splits.save_definition(s, project_id, dict(stored.config))
         assert again.order == stored.order and again.version == 2
+
+
+def test_counts_stay_exact_with_groups_crossing_the_cuts(committed, settings, storage, tmp_path):
+    project_id = finished_project(committed, settings, storage, tmp_path, 400)
+    with transaction(committed) as s:  # 20 groups of 7 planted among 260 single items
+        s.execute(sa.text("UPDATE items SET group_id = 'g' || ((substr(external_id, 2)::int) / 7) "
+                          "WHERE project_id = :p AND substr(external_id, 2)::int < 140"), {"p": project_id})
+    for seed in range(6):
+        for config in ({"counts": {"train": 250, "validation": 50, "test": 70}, "seed": seed},
+                       {"counts": {"train": 200, "test": 77}, "rest": "extra", "seed": seed},
+                       {"counts": {"test": 33}, "seed": seed}):
+            definition, _, counts = save(committed, project_id, config)
+            expected = dict(config["counts"])
+            if "rest" in config:
+                expected["extra"] = 400 - sum(expected.values())
+            assert counts == expected, (config, counts)
+            placed = assignment(committed, definition)
+            by_group = defaultdict(set)
+            for external, split in placed.items():
+                if int(external[1:]) < 140:
+                    by_group[int(external[1:]) // 7].add(split)
+            assert all(len(s) == 1 for s in by_group.values())
+            # Groups are spread by the random order, not all put in the first split.
+            if seed == 0 and "rest" not in config and len(config["counts"]) == 3:
+                assert len({next(iter(s)) for s in by_group.values()}) >= 2
