@@ -4,7 +4,10 @@ N = 10,000 and 100,000 (flat RSS means memory does not grow with N).
 
 The client runs in its own process that imports only `vlcurate`, so its RSS is the client's alone.
 
-    python bench/client_bench.py [--records 10000,100000] [--batch 5000]
+    python bench/client_bench.py [--records 10000,100000] [--batch 5000] [--profile DIR]
+
+With --profile, py-spy samples the server during each phase and writes its collapsed stacks to
+DIR/<phase>-<N>.txt (py-spy must be installed).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -45,9 +49,21 @@ def child(url: str, token: str, project: int, n: int, batch: int, phase: str) ->
     print(json.dumps({"n": done, "seconds": elapsed, "peak_mb": peak_mb}))
 
 
-def run_child(*args: str) -> dict:
+def run_child(*args: str, server: int | None = None, profile: Path | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'client'}"}
-    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True, capture_output=True, text=True)
+    spy = None
+    if profile is not None and server is not None:
+        profile.mkdir(parents=True, exist_ok=True)
+        out = profile / f"{args[-1]}-{args[3]}.txt"
+        spy = subprocess.Popen(["py-spy", "record", "--pid", str(server), "--format", "raw", "--nonblocking", "-r", "200",
+                                "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)  # attached before the phase starts
+    try:
+        out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True, capture_output=True, text=True)
+    finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
+            spy.wait(30)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -55,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", default="10000,100000")
     parser.add_argument("--batch", type=int, default=5000)
+    parser.add_argument("--profile", type=Path, help="write py-spy's collapsed stacks of the server per phase here")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -87,12 +104,13 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port),
                    "--log-level", "warning"]
-            with running(cmd, base + "/healthz", env):
-                push = run_child(base, token, str(pid), str(n), str(args.batch), "push")
+            with running(cmd, base + "/healthz", env) as server:
+                spied = {"server": server.pid, "profile": args.profile}
+                push = run_child(base, token, str(pid), str(n), str(args.batch), "push", **spied)
                 with transaction(sessions) as s:  # every item finished, as if annotated
                     s.execute(sa.text("UPDATE items SET status = 'done' WHERE project_id = :p"), {"p": pid})
-                pull = run_child(base, token, str(pid), str(n), str(args.batch), "pull")
-                dataset = run_child(base, token, str(pid), str(n), str(args.batch), "dataset")
+                pull = run_child(base, token, str(pid), str(n), str(args.batch), "pull", **spied)
+                dataset = run_child(base, token, str(pid), str(n), str(args.batch), "dataset", **spied)
             engine.dispose()
         for name, r in (("push records", push), ("pull finals (JSON lines)", pull), ("pull finals as a Dataset", dataset)):
             print(f"client {name}: {r['n']:,} in {r['seconds']:.2f} s ({r['n'] / r['seconds']:,.0f} records/s), "
