@@ -100,9 +100,9 @@ class Operations:
         source = rec.ImageSource(images)
         total = RecordsOut(created=0, images=0, new_images=0, skipped=0)
         bar = _progress(progress, rec.total_of(records), "push")
+        packed = rec.packed_batches(rec.plain_records(records), batch_size, settings.image_fields, source)
         try:
-            for batch in rec.batches(rec.plain_records(records), batch_size):
-                body, zipped = rec.pack(batch, settings.image_fields, source)
+            for count, body, zipped in packed:
                 files = {"file": ("records.jsonl", body, "application/x-ndjson")}
                 if zipped is not None:
                     files["images"] = ("images.zip", zipped, "application/zip")
@@ -112,8 +112,9 @@ class Operations:
                 for name in ("created", "images", "new_images", "skipped"):
                     setattr(total, name, getattr(total, name) + getattr(done, name))
                 if bar is not None:
-                    bar.update(len(batch))
+                    bar.update(count)
         finally:
+            packed.close()  # waits for the batch being packed, which may be reading `source`
             source.close()
             if bar is not None:
                 bar.close()

@@ -9,6 +9,7 @@ import itertools
 import json
 import zipfile
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,23 @@ def batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[
     it = iter(records)
     while batch := list(itertools.islice(it, size)):
         yield batch
+
+
+def packed_batches(records: Iterable[dict[str, Any] | str], size: int, image_fields: list[str],
+                   source: ImageSource) -> Iterator[tuple[int, bytes, bytes | None]]:
+    """(records, JSONL body, images zip) of each batch, packed one batch ahead in a worker thread:
+    the next batch is packed while the server takes in this one. The records are read here, in the
+    caller's thread (a database cursor, say, may be used only by the thread that opened it)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="vlcurate-pack") as pool:
+        it = batches(records, size)
+        batch = next(it, None)
+        ahead = None if batch is None else pool.submit(pack, batch, image_fields, source)
+        while ahead is not None:
+            count = len(batch)
+            body, zipped = ahead.result()
+            batch = next(it, None)
+            ahead = None if batch is None else pool.submit(pack, batch, image_fields, source)
+            yield count, body, zipped
 
 
 def _suffix(data: bytes) -> str:
