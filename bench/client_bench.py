@@ -4,7 +4,7 @@ N = 10,000 and 100,000 (flat RSS means memory does not grow with N).
 
 The client runs in its own process that imports only `vlcurate`, so its RSS is the client's alone.
 
-    python bench/client_bench.py [--records 10000,100000] [--batch 5000] [--profile DIR]
+    python bench/client_bench.py [--records 10000,100000] [--batch N] [--profile DIR]
 
 With --profile, py-spy samples the server during each phase and writes its collapsed stacks to
 DIR/<phase>-<N>.txt (py-spy must be installed).
@@ -37,7 +37,7 @@ def child(url: str, token: str, project: int, n: int, batch: int, phase: str) ->
                  "topic": "bench"}
                 for i in range(n)
             )
-            done = client.push_records(project, records, batch_size=batch, progress=False).created
+            done = client.push_records(project, records, batch_size=batch or None, progress=False).created
         elif phase == "pull":
             done = sum(1 for _ in client.final_records(project))
         else:
@@ -70,7 +70,7 @@ def run_child(*args: str, server: int | None = None, profile: Path | None = None
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", default="10000,100000")
-    parser.add_argument("--batch", type=int, default=5000)
+    parser.add_argument("--batch", type=int, default=0, help="records a request; default the client's")
     parser.add_argument("--profile", type=Path, help="write py-spy's collapsed stacks of the server per phase here")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -21,6 +21,15 @@ def is_dataset(records: Any) -> bool:
     return hasattr(records, "features") and hasattr(records, "cast_column") and hasattr(records, "num_rows")
 
 
+def has_image_column(records: Any) -> bool:
+    """A `datasets.Dataset` with an Image column (its rows carry their images' bytes)."""
+    if not is_dataset(records):
+        return False
+    from datasets import Image
+
+    return any(isinstance(feature, Image) for feature in records.features.values())
+
+
 def plain_records(records: Any) -> Iterable[dict[str, Any]]:
     """Rows as dicts; a Dataset's Image columns come undecoded, as {"bytes", "path"}."""
     if not is_dataset(records):
