@@ -68,6 +68,14 @@ class _Lazy(Mapping):
         return len(self._parsed())
 
 
+def _plain(value: Any) -> Any:
+    """json's `default`: a record that holds the item's working copy itself (a plugin's
+    `export_record` may return it as it is) is written as the object it stands for."""
+    if isinstance(value, _Lazy):
+        return value._parsed()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def final_lines(session: Session, project_id: int, split: str | None, definition) -> Iterator[str]:
     """JSON lines, a chunk of up to FETCH at a time, one per finished (kept) item in import order:
     external_id, item_id, split, the published record and its stored images' sha256 by pointer."""
@@ -82,9 +90,9 @@ def final_lines(session: Session, project_id: int, split: str | None, definition
     with raw.cursor(name="finals") as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(FETCH):
-            yield "".join(
-                f'{{"external_id": {dumps(external_id, ensure_ascii=False)}, "item_id": {item_id}, "split": {split_json}, '
-                f'"record": {dumps(export_record(_Lazy(data), loads(results) if results else {}, None if source is None else loads(source)), ensure_ascii=False)}, '
-                f'"images": {assets or "{}"}}}\n'
-                for item_id, external_id, data, source, assets, results in rows
-            )
+            lines = []
+            for item_id, external_id, data, source, assets, results in rows:
+                record = export_record(_Lazy(data), loads(results) if results else {}, None if source is None else loads(source))
+                lines.append(f'{{"external_id": {dumps(external_id, ensure_ascii=False)}, "item_id": {item_id}, "split": {split_json}, '
+                             f'"record": {dumps(record, ensure_ascii=False, default=_plain)}, "images": {assets or "{}"}}}\n')
+            yield "".join(lines)
