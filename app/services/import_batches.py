@@ -62,7 +62,7 @@ class Entry(NamedTuple):
     id: str
     group_id: str | None
     data: str  # the schema's working copy as JSON text
-    refs: dict[str, str] | None  # image references by JSON pointer, None when it names none
+    refs: tuple[tuple[str, str], ...]  # (JSON pointer, image reference) of each image it names
     route: tuple[int, str, int]  # stage, status, open slots
     source: str
 
@@ -120,7 +120,7 @@ class Batches:
             self.batch_errors.append((self.read, f"{where}: field 'id': '{item.id}' repeats the id of {self.seen[item.id]}", None))
         self.seen[item.id] = where
         data = item.model_dump(mode="json")
-        refs = self.dataset.image_refs(item) or None
+        refs = tuple(self.dataset.image_refs(item).items())
         self.batch.append(Entry(self.read, where, item.id, item.group_id, to_json(data).decode(), refs, self._entry(data), source))
 
     def _entry(self, data: dict[str, Any]) -> tuple[int, str, int]:
@@ -179,11 +179,11 @@ class Batches:
     def _check_images(self) -> list[CheckedImage]:
         """Check and stage the images the batch names for the first time (returned, to be recorded
         as assets); each record's image pointers (JSON pointer -> sha256) are kept for its row."""
-        self.pointers: list[dict[str, str]] = []
+        self.pointers: list[dict[str, str] | None] = []
         fresh: dict[str, CheckedImage] = {}
         for number, where, _, _, _, refs, _, _ in self.batch:
             pointers = {}
-            for pointer, ref in (refs or {}).items():
+            for pointer, ref in refs:
                 if is_external(ref) and (self.images is None or not self.images.has_file_named(ref)):
                     continue  # an http(s) image stays a reference the browser loads; never fetched here
                 if ref not in self.checked:
@@ -205,7 +205,7 @@ class Batches:
                     fresh[image.sha256] = replace(image, data=b"")
                     self.checked[ref] = image.sha256
                 pointers[pointer] = self.checked[ref]
-            self.pointers.append(pointers)
+            self.pointers.append(pointers or None)
             if self.error_count() >= MAX_REPORTED_ERRORS:
                 break
         return list(fresh.values())
