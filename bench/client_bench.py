@@ -1,6 +1,8 @@
 """Client benchmark: push N WikiDO records (no images) through the Python client and pull N finals back,
 against a real server process on a scratch database; prints records/s and the client's peak RSS, for
-N = 10,000 and 100,000 (flat RSS means memory does not grow with N).
+N = 10,000 and 100,000 (flat RSS means memory does not grow with N), and the CPU time the server
+process and its PostgreSQL backends spent on each record (less sensitive than wall time to what
+else the machine runs).
 
 The client runs in its own process that imports only `vlcurate`, so its RSS is the client's alone.
 
@@ -67,6 +69,35 @@ def run_child(*args: str, server: int | None = None, profile: Path | None = None
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each process still running, from /proc."""
+    seconds = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def measured(phase, server: int, engine) -> dict:
+    """Run a phase; add the server's and the database backends' CPU seconds it took."""
+    import sqlalchemy as sa
+
+    def pids() -> list[int]:
+        with engine.connect() as conn:
+            query = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            return [server, *conn.scalars(sa.text(query))]
+
+    before = cpu_seconds(pids())
+    result = phase()
+    after = cpu_seconds(pids())
+    result["server_cpu"] = after.get(server, 0) - before.get(server, 0)
+    result["db_cpu"] = sum(v - before.get(p, 0) for p, v in after.items() if p != server)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", default="10000,100000")
@@ -106,15 +137,20 @@ def main() -> None:
                    "--log-level", "warning"]
             with running(cmd, base + "/healthz", env) as server:
                 spied = {"server": server.pid, "profile": args.profile}
-                push = run_child(base, token, str(pid), str(n), str(args.batch), "push", **spied)
+
+                def phase(name: str) -> dict:
+                    return measured(lambda: run_child(base, token, str(pid), str(n), str(args.batch), name, **spied), server.pid, engine)
+
+                push = phase("push")
                 with transaction(sessions) as s:  # every item finished, as if annotated
                     s.execute(sa.text("UPDATE items SET status = 'done' WHERE project_id = :p"), {"p": pid})
-                pull = run_child(base, token, str(pid), str(n), str(args.batch), "pull", **spied)
-                dataset = run_child(base, token, str(pid), str(n), str(args.batch), "dataset", **spied)
+                pull = phase("pull")
+                dataset = phase("dataset")
             engine.dispose()
         for name, r in (("push records", push), ("pull finals (JSON lines)", pull), ("pull finals as a Dataset", dataset)):
             print(f"client {name}: {r['n']:,} in {r['seconds']:.2f} s ({r['n'] / r['seconds']:,.0f} records/s), "
-                  f"peak client RSS {r['peak_mb']:.0f} MB")
+                  f"peak client RSS {r['peak_mb']:.0f} MB; CPU a record: server {r['server_cpu'] * 1e6 / r['n']:.1f} µs, "
+                  f"database {r['db_cpu'] * 1e6 / r['n']:.1f} µs")
 
 
 if __name__ == "__main__":
