@@ -1,10 +1,15 @@
 """Client benchmark: push N WikiDO records (no images) through the Python client and pull N finals back,
 against a real server process on a scratch database; prints records/s and the client's peak RSS, for
-N = 10,000 and 100,000 (flat RSS means memory does not grow with N).
+N = 10,000 and 100,000 (flat RSS means memory does not grow with N), and the CPU time the server
+process and its PostgreSQL backends spent on each record (less sensitive than wall time to what
+else the machine runs).
 
 The client runs in its own process that imports only `vlcurate`, so its RSS is the client's alone.
 
-    python bench/client_bench.py [--records 10000,100000] [--batch 5000]
+    python bench/client_bench.py [--records 10000,100000] [--batch N] [--profile DIR]
+
+With --profile, py-spy samples the server during each phase and writes its collapsed stacks to
+DIR/<phase>-<N>.txt (py-spy must be installed).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -33,7 +39,7 @@ def child(url: str, token: str, project: int, n: int, batch: int, phase: str) ->
                  "topic": "bench"}
                 for i in range(n)
             )
-            done = client.push_records(project, records, batch_size=batch, progress=False).created
+            done = client.push_records(project, records, batch_size=batch or None, progress=False).created
         elif phase == "pull":
             done = sum(1 for _ in client.final_records(project))
         else:
@@ -45,16 +51,58 @@ def child(url: str, token: str, project: int, n: int, batch: int, phase: str) ->
     print(json.dumps({"n": done, "seconds": elapsed, "peak_mb": peak_mb}))
 
 
-def run_child(*args: str) -> dict:
+def run_child(*args: str, server: int | None = None, profile: Path | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'client'}"}
-    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True, capture_output=True, text=True)
+    spy = None
+    if profile is not None and server is not None:
+        profile.mkdir(parents=True, exist_ok=True)
+        out = profile / f"{args[-1]}-{args[3]}.txt"
+        spy = subprocess.Popen(["py-spy", "record", "--pid", str(server), "--format", "raw", "--nonblocking", "-r", "200",
+                                "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)  # attached before the phase starts
+    try:
+        out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True, capture_output=True, text=True)
+    finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
+            spy.wait(30)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each process still running, from /proc."""
+    seconds = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return seconds
+
+
+def measured(phase, server: int, engine) -> dict:
+    """Run a phase; add the server's and the database backends' CPU seconds it took."""
+    import sqlalchemy as sa
+
+    def pids() -> list[int]:
+        with engine.connect() as conn:
+            query = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            return [server, *conn.scalars(sa.text(query))]
+
+    before = cpu_seconds(pids())
+    result = phase()
+    after = cpu_seconds(pids())
+    result["server_cpu"] = after.get(server, 0) - before.get(server, 0)
+    result["db_cpu"] = sum(v - before.get(p, 0) for p, v in after.items() if p != server)
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", default="10000,100000")
-    parser.add_argument("--batch", type=int, default=5000)
+    parser.add_argument("--batch", type=int, default=0, help="records a request; default the client's")
+    parser.add_argument("--profile", type=Path, help="write py-spy's collapsed stacks of the server per phase here")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -87,16 +135,22 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port),
                    "--log-level", "warning"]
-            with running(cmd, base + "/healthz", env):
-                push = run_child(base, token, str(pid), str(n), str(args.batch), "push")
+            with running(cmd, base + "/healthz", env) as server:
+                spied = {"server": server.pid, "profile": args.profile}
+
+                def phase(name: str) -> dict:
+                    return measured(lambda: run_child(base, token, str(pid), str(n), str(args.batch), name, **spied), server.pid, engine)
+
+                push = phase("push")
                 with transaction(sessions) as s:  # every item finished, as if annotated
                     s.execute(sa.text("UPDATE items SET status = 'done' WHERE project_id = :p"), {"p": pid})
-                pull = run_child(base, token, str(pid), str(n), str(args.batch), "pull")
-                dataset = run_child(base, token, str(pid), str(n), str(args.batch), "dataset")
+                pull = phase("pull")
+                dataset = phase("dataset")
             engine.dispose()
         for name, r in (("push records", push), ("pull finals (JSON lines)", pull), ("pull finals as a Dataset", dataset)):
             print(f"client {name}: {r['n']:,} in {r['seconds']:.2f} s ({r['n'] / r['seconds']:,.0f} records/s), "
-                  f"peak client RSS {r['peak_mb']:.0f} MB")
+                  f"peak client RSS {r['peak_mb']:.0f} MB; CPU a record: server {r['server_cpu'] * 1e6 / r['n']:.1f} µs, "
+                  f"database {r['db_cpu'] * 1e6 / r['n']:.1f} µs")
 
 
 if __name__ == "__main__":

@@ -209,7 +209,9 @@ def staged_images(storage: Storage) -> Iterator[Staging]:
 # -- the import ----------------------------------------------------------------------
 
 # Records validated, checked and written together: an import holds one batch of records in memory.
-BATCH = 5000
+# A batch's rows go in while the next batch is read, but the last one's are waited for; measured, a
+# client's 10,000-record push went in a third faster in batches of 2,500 than of 5,000.
+BATCH = 2500
 
 
 def import_items(

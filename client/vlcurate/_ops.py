@@ -30,7 +30,10 @@ from vlcurate.models import (
     SuggestionsOut,
 )
 
-RECORD_BATCH = 2000
+# Records a request: large batches where records come without image files (the server's import then
+# writes one batch while it reads the next), smaller ones where each carries its images.
+RECORD_BATCH = 10_000
+IMAGE_BATCH = 2000
 SUGGESTION_BATCH = 2000  # the server takes at most 5,000 a request
 PAGE = 500
 
@@ -95,14 +98,16 @@ class Operations:
     # -- records and suggestions -----------------------------------------------------------------
 
     def _push_records(self, project: int | str, records: Any, images: str | Path | None = None,
-                      batch_size: int = RECORD_BATCH, progress: bool = True) -> Op:
+                      batch_size: int | None = None, progress: bool = True) -> Op:
         settings = yield from self._settings(project)
+        if batch_size is None:
+            batch_size = IMAGE_BATCH if images is not None or rec.has_image_column(records) else RECORD_BATCH
         source = rec.ImageSource(images)
         total = RecordsOut(created=0, images=0, new_images=0, skipped=0)
         bar = _progress(progress, rec.total_of(records), "push")
+        packed = rec.packed_batches(rec.plain_records(records), batch_size, settings.image_fields, source)
         try:
-            for batch in rec.batches(rec.plain_records(records), batch_size):
-                body, zipped = rec.pack(batch, settings.image_fields, source)
+            for count, body, zipped in packed:
                 files = {"file": ("records.jsonl", body, "application/x-ndjson")}
                 if zipped is not None:
                     files["images"] = ("images.zip", zipped, "application/zip")
@@ -112,8 +117,9 @@ class Operations:
                 for name in ("created", "images", "new_images", "skipped"):
                     setattr(total, name, getattr(total, name) + getattr(done, name))
                 if bar is not None:
-                    bar.update(len(batch))
+                    bar.update(count)
         finally:
+            packed.close()  # waits for the batch being packed, which may be reading `source`
             source.close()
             if bar is not None:
                 bar.close()

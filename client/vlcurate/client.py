@@ -75,10 +75,11 @@ class _Api:
         return self._run(self._settings(project))
 
     def push_records(self, project: int | str, records: Any, images: str | Path | None = None, *,
-                     batch_size: int = 2000, progress: bool = True):
+                     batch_size: int | None = None, progress: bool = True):
         """Import records (dicts, or a `datasets.Dataset`) in batches, with their images from a
         directory, a zip file, or the Dataset's Image columns. Records whose id the project has
-        already are left out: pushing again changes nothing, and an interrupted push resumes."""
+        already are left out: pushing again changes nothing, and an interrupted push resumes.
+        `batch_size`: records a request; by default 10,000, or 2,000 where images go with them."""
         return self._run(self._push_records(project, records, images, batch_size, progress))
 
     def push_suggestions(self, stage: int | str, model: str, version: str, rows, *, project: int | str | None = None,

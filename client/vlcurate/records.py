@@ -9,6 +9,7 @@ import itertools
 import json
 import zipfile
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,15 @@ IMAGE_SUFFIXES = ((b"\x89PNG", ".png"), (b"\xff\xd8", ".jpg"), (b"GIF8", ".gif")
 def is_dataset(records: Any) -> bool:
     """A `datasets.Dataset` (duck-typed: `datasets` is an optional dependency)."""
     return hasattr(records, "features") and hasattr(records, "cast_column") and hasattr(records, "num_rows")
+
+
+def has_image_column(records: Any) -> bool:
+    """A `datasets.Dataset` with an Image column (its rows carry their images' bytes)."""
+    if not is_dataset(records):
+        return False
+    from datasets import Image
+
+    return any(isinstance(feature, Image) for feature in records.features.values())
 
 
 def plain_records(records: Any) -> Iterable[dict[str, Any]]:
@@ -43,6 +53,23 @@ def batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[
     it = iter(records)
     while batch := list(itertools.islice(it, size)):
         yield batch
+
+
+def packed_batches(records: Iterable[dict[str, Any] | str], size: int, image_fields: list[str],
+                   source: ImageSource) -> Iterator[tuple[int, bytes, bytes | None]]:
+    """(records, JSONL body, images zip) of each batch, packed one batch ahead in a worker thread:
+    the next batch is packed while the server takes in this one. The records are read here, in the
+    caller's thread (a database cursor, say, may be used only by the thread that opened it)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="vlcurate-pack") as pool:
+        it = batches(records, size)
+        batch = next(it, None)
+        ahead = None if batch is None else pool.submit(pack, batch, image_fields, source)
+        while ahead is not None:
+            count = len(batch)
+            body, zipped = ahead.result()
+            batch = next(it, None)
+            ahead = None if batch is None else pool.submit(pack, batch, image_fields, source)
+            yield count, body, zipped
 
 
 def _suffix(data: bytes) -> str:
