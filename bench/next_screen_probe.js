@@ -1,6 +1,7 @@
 // Injected before the app's scripts on every page (bench/next_screen_bench.py and its browser test):
-// the submitting key's time, and the first frame after the next screen's load handlers (the app
-// focuses the first control in one of them); window.__waited is what the annotator waited.
+// the submitting key's time, and the first frame after the next screen is set up and focused: after
+// app.js swapped it in ("vlcurate:swapped"), or after a page load's handlers where the screen came
+// as a new page; window.__waited is what the annotator waited, window.__parts where it went.
 document.addEventListener("keydown", (e) => {
   if (e.key === "Enter") sessionStorage.setItem("submitAt", String(performance.timeOrigin + performance.now()));
 }, true);
@@ -12,6 +13,18 @@ window.addEventListener("load", () => requestAnimationFrame(() => {
   // Where the wait went: the submit and its redirects, the screen's response, the page itself.
   window.__parts = [start + nav.redirectEnd - Number(at) || start - Number(at), nav.responseEnd - nav.redirectEnd,
                     nav.domContentLoadedEventEnd - nav.responseEnd, performance.now() - nav.domContentLoadedEventEnd];
+  sessionStorage.removeItem("submitAt");
+}));
+document.addEventListener("vlcurate:swapped", () => requestAnimationFrame(() => {
+  const at = sessionStorage.getItem("submitAt");
+  if (!at) return;
+  const mark = (name) => performance.getEntriesByName(name).at(-1).startTime + performance.timeOrigin;
+  const now = performance.timeOrigin + performance.now();
+  window.__waited = now - Number(at);
+  // Key to request, request to answer (the server's work and the transfer), swap and set-up, frame.
+  window.__parts = [mark("vlcurate:send") - Number(at), mark("vlcurate:answered") - mark("vlcurate:send"),
+                    mark("vlcurate:swapped") - mark("vlcurate:answered"), now - mark("vlcurate:swapped")];
+  window.__swapped = true;
   sessionStorage.removeItem("submitAt");
 }));
 // The next item's images, named after the screen loaded: window.__ahead once they are fetched.

@@ -109,20 +109,101 @@
 
   document.addEventListener("submit", function (event) {
     var form = event.target;
-    if (form.matches && form.matches("[data-annotation-form]")) {
-      form.dataset.sent = "1";
-      if (window.htmx) htmx.trigger(form, "htmx:abort");  // a draft save in flight must not race the submit
-      form.querySelectorAll("button[type=submit]").forEach(function (b) { b.setAttribute("aria-busy", "true"); });
+    if (!(form.matches && form.matches("[data-annotation-form]"))) return;
+    if (form.dataset.swapping) { event.preventDefault(); return; }  // the answer is on its way
+    form.dataset.sent = "1";
+    if (window.htmx) htmx.trigger(form, "htmx:abort");  // a draft save in flight must not race the submit
+    form.querySelectorAll("button[type=submit]").forEach(function (b) { b.setAttribute("aria-busy", "true"); });
+    if (form.dataset.enter !== "focused" && window.fetch && window.DOMParser) {
+      event.preventDefault();
+      sendAndSwap(form, event.submitter);
     }
   });
 
-  // The key help stays as the annotator left it, open or closed, from one screen to the next.
-  document.querySelectorAll("[data-key-help]").forEach(function (help) {
-    try {
-      if (localStorage.getItem("vlcurate.keyHelp") === "open") help.open = true;
-      help.addEventListener("toggle", function () { localStorage.setItem("vlcurate.keyHelp", help.open ? "open" : "closed"); });
-    } catch (e) { /* storage refused: the help starts closed */ }
+  // The next screen without a page load: an annotation screen's submit or skip is sent with fetch,
+  // and its answer (the next item's screen, the same screen with an error, or the page that says
+  // nothing is left) takes the place of this page's body. The browser then neither tears down the
+  // page nor parses styles and scripts again; the address and history are as after a real POST:
+  // the new screen's own address is pushed, and Back (or Forward) loads the address it finds.
+  // Anything else (a page needing other styles or scripts, a failed request) falls back to a real
+  // navigation, so the worst case is the plain page load (the submit is idempotent by its key).
+  var loadedScripts = {}, loadedStyles = {};
+  var shown = own || location.pathname + location.search;  // the address of the page on screen
+  function remember() {
+    document.querySelectorAll("script[src]").forEach(function (el) { loadedScripts[el.src] = true; });
+    document.querySelectorAll("link[rel=stylesheet]").forEach(function (el) { loadedStyles[el.href] = true; });
+  }
+  remember();
+
+  function absolute(path) { return new URL(path, location.href).href; }
+
+  function sendAndSwap(form, submitter) {
+    var action = (submitter && submitter.getAttribute("formaction")) || form.getAttribute("action");
+    form.dataset.swapping = "1";
+    performance.mark("vlcurate:send");
+    fetch(action, {
+      method: "POST", body: new URLSearchParams(new FormData(form)), credentials: "same-origin",
+      headers: { "Accept": "text/html" },
+    }).then(function (response) {
+      return response.text().then(function (html) {
+        performance.mark("vlcurate:answered");
+        var type = response.headers.get("content-type") || "";
+        var doc = type.indexOf("text/html") === 0 ? new DOMParser().parseFromString(html, "text/html") : null;
+        var url = (doc && doc.body && doc.body.dataset.url) || (response.redirected ? response.url.slice(new URL(response.url).origin.length) : null);
+        if (!doc || !swapIn(doc, url)) location.assign(url || location.href);
+      });
+    }).catch(function () {
+      // No answer (the network, a restarting server): post the form the plain way, same key.
+      delete form.dataset.swapping;
+      form.setAttribute("action", action);
+      HTMLFormElement.prototype.submit.call(form);
+    });
+  }
+
+  function swapIn(doc, url) {
+    var foreign = function (list, attr, known) {
+      return Array.prototype.some.call(list, function (el) { return !known[absolute(el.getAttribute(attr))]; });
+    };
+    if (!doc.body || foreign(doc.querySelectorAll("script[src]"), "src", loadedScripts) ||
+        foreign(doc.querySelectorAll("link[rel=stylesheet]"), "href", loadedStyles)) return false;
+    document.title = doc.title;
+    Object.keys(document.body.dataset).forEach(function (k) { delete document.body.dataset[k]; });
+    Object.keys(doc.body.dataset).forEach(function (k) { document.body.dataset[k] = doc.body.dataset[k]; });
+    // Dialogs the scripts keep for the whole page (the full-size image view) stay.
+    var kept = Array.prototype.filter.call(document.body.children, function (el) { return el.matches("[data-persist]"); });
+    // A copy first: adopting a node takes it out of the live list of the parsed body.
+    var nodes = Array.prototype.slice.call(doc.body.childNodes).map(function (n) { return document.adoptNode(n); });
+    document.body.replaceChildren.apply(document.body, nodes.concat(kept));
+    if (url && url !== location.pathname + location.search) history.pushState(null, "", url);
+    shown = location.pathname + location.search;
+    window.scrollTo(0, 0);
+    if (window.htmx) htmx.process(document.body);
+    // The screen's scripts set up their part of the new screen, then focus goes to its first control.
+    document.dispatchEvent(new CustomEvent("vlcurate:screen"));
+    setUpScreen();
+    var form = document.querySelector("[data-annotation-form]");
+    var active = document.activeElement;
+    if (form && form.dataset.enter !== "focused" && (!active || active === document.body)) focusItem(form);
+    performance.mark("vlcurate:swapped");
+    document.dispatchEvent(new CustomEvent("vlcurate:swapped"));
+    return true;
+  }
+
+  // Back or Forward to an address whose page this document does not show (an address a swap pushed,
+  // here or in the document this one reloaded): the page there is loaded as it is now.
+  window.addEventListener("popstate", function () {
+    if (location.pathname + location.search !== shown) location.reload();
   });
+
+  // The key help stays as the annotator left it, open or closed, from one screen to the next.
+  function setUpKeyHelp() {
+    document.querySelectorAll("[data-key-help]").forEach(function (help) {
+      try {
+        if (localStorage.getItem("vlcurate.keyHelp") === "open") help.open = true;
+        help.addEventListener("toggle", function () { localStorage.setItem("vlcurate.keyHelp", help.open ? "open" : "closed"); });
+      } catch (e) { /* storage refused: the help starts closed */ }
+    });
+  }
 
   // A submitted screen shown again from the back-forward cache asks the server anew: it then says
   // the item was submitted and takes a revision, instead of a form that can no longer send.
@@ -135,42 +216,52 @@
   // server confirms a save; a hidden or closing page sends what is unsaved at once (keepalive, on
   // pagehide: no beforeunload listener, which would delay every navigation and the page cache);
   // a submitted form cancels draft saves still waiting; a refused save shows its message.
-  var draftForm = document.querySelector("[data-annotation-form][hx-post]");
-  if (draftForm) {
-    var state = document.getElementById("draft-state");
-    var dirty = false;
+  // `draft` is the screen shown now (a swap brings a new one); the listeners below outlive screens.
+  var draft = null;
+  function setUpDrafts() {
+    var form = document.querySelector("[data-annotation-form][hx-post]");
+    draft = form ? { form: form, dirty: false } : null;
+    if (!form) return;
     var markUnsaved = function () {
-      if (draftForm.dataset.sent) return;
-      dirty = true;
+      if (form.dataset.sent || !draft || draft.form !== form) return;
+      draft.dirty = true;
+      var state = document.getElementById("draft-state");
       if (state) state.innerHTML = '<small class="draft-state unsaved">Unsaved changes…</small>';
     };
-    draftForm.addEventListener("input", markUnsaved);
-    draftForm.addEventListener("change", markUnsaved);
-    document.body.addEventListener("htmx:beforeRequest", function (event) {
-      if (event.detail.elt === draftForm && draftForm.dataset.sent) event.preventDefault();
-    });
-    var isDraft = function (detail) {
-      return detail.pathInfo && /\/draft$/.test(detail.pathInfo.requestPath || "");
-    };
-    document.body.addEventListener("htmx:afterRequest", function (event) {
-      if (isDraft(event.detail) && event.detail.successful) dirty = false;
-    });
-    document.body.addEventListener("htmx:beforeSwap", function (event) {
-      if (isDraft(event.detail) && event.detail.xhr.status === 409) {
-        event.detail.shouldSwap = true;  // "this item was already submitted", on screen
-        event.detail.isError = false;
-        dirty = false;
-      }
-    });
-    var flush = function () {
-      if (!dirty || draftForm.dataset.sent) return;
-      dirty = false;
-      fetch(draftForm.getAttribute("hx-post"), {
-        method: "POST", body: new URLSearchParams(new FormData(draftForm)), keepalive: true, credentials: "same-origin",
-        headers: { "X-CSRF-Token": document.body.dataset.csrf || "", "HX-Request": "true" },
-      });
-    };
-    document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") flush(); });
-    window.addEventListener("pagehide", flush);
+    form.addEventListener("input", markUnsaved);
+    form.addEventListener("change", markUnsaved);
   }
+  var isDraft = function (detail) {
+    return detail.pathInfo && /\/draft$/.test(detail.pathInfo.requestPath || "");
+  };
+  document.body.addEventListener("htmx:beforeRequest", function (event) {
+    if (draft && event.detail.elt === draft.form && draft.form.dataset.sent) event.preventDefault();
+  });
+  document.body.addEventListener("htmx:afterRequest", function (event) {
+    if (draft && event.detail.elt === draft.form && isDraft(event.detail) && event.detail.successful) draft.dirty = false;
+  });
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    if (isDraft(event.detail) && event.detail.xhr.status === 409) {
+      event.detail.shouldSwap = true;  // "this item was already submitted", on screen
+      event.detail.isError = false;
+      if (draft) draft.dirty = false;
+    }
+  });
+  var flush = function () {
+    if (!draft || !draft.dirty || draft.form.dataset.sent) return;
+    draft.dirty = false;
+    fetch(draft.form.getAttribute("hx-post"), {
+      method: "POST", body: new URLSearchParams(new FormData(draft.form)), keepalive: true, credentials: "same-origin",
+      headers: { "X-CSRF-Token": document.body.dataset.csrf || "", "HX-Request": "true" },
+    });
+  };
+  document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") flush(); });
+  window.addEventListener("pagehide", flush);
+
+  // What each screen sets up, at load and after a swap.
+  function setUpScreen() {
+    setUpKeyHelp();
+    setUpDrafts();
+  }
+  setUpScreen();
 })();

@@ -121,6 +121,7 @@
     });
 
     document.addEventListener("keydown", function (event) {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
       var key = event.key;
       if (/^[0-9]$/.test(key)) {
@@ -196,4 +197,5 @@
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+  document.addEventListener("vlcurate:screen", init);  // the next screen, swapped in (app.js)
 })();

@@ -11,6 +11,7 @@
     dialog = document.createElement("dialog");
     dialog.className = "full-view";
     dialog.setAttribute("data-full-view", "");
+    dialog.setAttribute("data-persist", "");  // one dialog for the page: kept when the next screen is swapped in
     dialog.innerHTML =
       '<article class="full-view-box"><div class="full-view-bar"><button type="button" class="secondary small" data-close>Close <kbd>Esc</kbd></button>' +
       '<button type="button" class="secondary small" data-zoom="out" aria-label="Zoom out">−</button>' +

@@ -75,6 +75,7 @@
       else drag = { mode: "draw", start: p, box: null };
     });
     window.addEventListener("mousemove", function (event) {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if (!drag) return;
       var p = point(event), s = drag.start, b = drag.box, i = current();
       if (drag.mode === "draw") setBox(i, { x: Math.min(s.x, p.x), y: Math.min(s.y, p.y), w: Math.abs(p.x - s.x), h: Math.abs(p.y - s.y) });
@@ -82,6 +83,7 @@
       else setBox(i, { x: b.x, y: b.y, w: b.w + p.x - s.x, h: b.h + p.y - s.y });
     });
     window.addEventListener("mouseup", function () {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if (drag) { drag = null; changed(form); }
     });
     root.addEventListener("change", function (event) {
@@ -107,6 +109,7 @@
     }
 
     document.addEventListener("keydown", function (event) {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if (event.ctrlKey || event.metaKey || typing(event.target)) return;
       var key = event.key, i = current(), b = box(i);
       if (/^[1-9]$/.test(key) && Number(key) <= items.length) {
@@ -156,4 +159,5 @@
   function init() { document.querySelectorAll("[data-visargs-grounding]").forEach(setupGrounding); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+  document.addEventListener("vlcurate:screen", init);  // the next screen, swapped in (app.js)
 })();

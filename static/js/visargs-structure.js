@@ -242,4 +242,5 @@
   function init() { document.querySelectorAll("[data-visargs-structure]").forEach(setupStructure); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+  document.addEventListener("vlcurate:screen", init);  // the next screen, swapped in (app.js)
 })();

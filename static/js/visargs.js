@@ -113,6 +113,7 @@
     }
     root.querySelector("[data-add-premise]").addEventListener("click", add);
     document.addEventListener("keydown", function (event) {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if ((event.key === "n" || event.key === "N") && !typing(event.target) && !event.ctrlKey && !event.metaKey && !event.altKey) {
         event.preventDefault();
         add();
@@ -155,6 +156,7 @@
       else if (event.key === "z" || event.key === "Z" || event.key === "Enter") { event.preventDefault(); close(); }
     });
     document.addEventListener("keydown", function (event) {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if ((event.key === "z" || event.key === "Z") && !dialog.open && !typing(event.target) &&
           !event.ctrlKey && !event.metaKey && !event.altKey) {
         event.preventDefault();
@@ -169,4 +171,5 @@
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+  document.addEventListener("vlcurate:screen", init);  // the next screen, swapped in (app.js)
 })();

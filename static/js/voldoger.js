@@ -47,6 +47,7 @@
     });
 
     document.addEventListener("keydown", function (event) {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if (event.ctrlKey || event.metaKey || event.altKey) return;
       if (typing(event.target)) {
         if (event.key === "Escape") event.target.blur();
@@ -67,5 +68,6 @@
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+  document.addEventListener("vlcurate:screen", init);  // the next screen, swapped in (app.js)
   document.addEventListener("htmx:afterSettle", init);
 })();

@@ -162,6 +162,7 @@
     if (image) image.addEventListener("click", openImage);
 
     document.addEventListener("keydown", function (event) {
+      if (!root.isConnected) return;  // a screen swapped out (app.js): its keys are gone with it
       if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
       var key = event.key;
       if (key === "f" || key === "F") {
@@ -204,4 +205,5 @@
   function init() { document.querySelectorAll("[data-wikido]").forEach(setup); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
+  document.addEventListener("vlcurate:screen", init);  // the next screen, swapped in (app.js)
 })();

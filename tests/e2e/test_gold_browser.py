@@ -30,7 +30,10 @@ def test_a_gold_screen_looks_like_any_other(page, committed, settings, storage, 
         assignment_id = int(page.url.rstrip("/").split("/")[-1])
         with transaction(committed) as s:
             is_gold = s.scalar(sa.select(Assignment.item_id).where(Assignment.id == assignment_id, Assignment.annotator_id == user_id)) in gold_ids
-        page.wait_for_load_state("networkidle")  # htmx marks elements with classes while its requests run
+        # The screen's own requests done (the progress bar, the next item's images): htmx marks
+        # elements with classes while they run. The next screen comes without a page load.
+        page.wait_for_function("() => document.querySelector('#stage-bar progress') && document.querySelector('link[rel=prefetch]')"
+                               " && !document.querySelector('[class*=htmx-]')")
         shapes.setdefault(is_gold, page.evaluate(SHAPE))
         if len(shapes) == 2:
             break
