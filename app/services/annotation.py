@@ -13,7 +13,7 @@ from app import queue
 from app.datasets import get_task
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
-from app.models import Annotation, AnnotatorCount, Assignment, AuditEvent, Draft, Item, Stage, User
+from app.models import Annotation, AnnotatorCount, Assignment, AuditEvent, Draft, Item, Project, Stage, User
 from app.services import gold, sampling
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import complete_stage, results_by_stage
@@ -225,24 +225,29 @@ def assignment_stage(session: Session, assignment_id: int, user_id: int) -> Stag
 
 
 def open_assignment(session: Session, assignment_id: int, user_id: int) -> Screen:
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None:
+    """The screen of the user's assignment: the assignment with its item and stage in one query, its
+    draft and the user's newest answer in another, then the earlier finals and the suggestions."""
+    row = session.execute(
+        sa.select(Assignment, Item, Stage)
+        .join(Item, Item.id == Assignment.item_id)
+        .join(Stage, Stage.id == Assignment.stage_id)
+        .where(Assignment.id == assignment_id)
+    ).first()
+    if row is None:
         raise NotFound("No such assignment.")
+    assignment, item, stage = row
     if assignment.annotator_id != user_id:
         raise Forbidden("This item is assigned to someone else.")
-    item = session.get(Item, assignment.item_id)
-    stage = session.get(Stage, assignment.stage_id)
-    draft = session.scalar(sa.select(Draft.payload).where(Draft.assignment_id == assignment.id))
-    previous = returned = None
-    if assignment.status in (AssignmentStatus.active, AssignmentStatus.returned, AssignmentStatus.submitted):
-        previous = session.scalar(
-            sa.select(Annotation.payload)
-            .where(Annotation.assignment_id == assignment.id)
-            .order_by(Annotation.revision.desc())
-            .limit(1)
-        )
-        if previous is not None and assignment.status != AssignmentStatus.submitted:
-            returned = sent_back_note(session, item.id, stage.id)
+    draft, previous = session.execute(sa.select(
+        sa.select(Draft.payload).where(Draft.assignment_id == assignment.id).scalar_subquery(),
+        sa.select(Annotation.payload).where(Annotation.assignment_id == assignment.id)
+        .order_by(Annotation.revision.desc()).limit(1).scalar_subquery(),
+    )).one()
+    returned = None
+    if assignment.status not in (AssignmentStatus.active, AssignmentStatus.returned, AssignmentStatus.submitted):
+        previous = None
+    elif previous is not None and assignment.status != AssignmentStatus.submitted:
+        returned = sent_back_note(session, item.id, stage.id)
     return Screen(
         assignment,
         item,
@@ -253,6 +258,18 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
         previous,
         returned,
     )
+
+
+def screen_header(session: Session, project_id: int, stage_id: int, user_id: int) -> tuple[int, str, int]:
+    """What a screen's header names, in one query: the project's id and name, and how many items
+    the annotator submitted in the stage ("you did N", from the maintained count)."""
+    row = session.execute(
+        sa.select(Project.id, Project.name, sa.func.coalesce(AnnotatorCount.submitted, 0))
+        .select_from(Project)
+        .outerjoin(AnnotatorCount, (AnnotatorCount.stage_id == stage_id) & (AnnotatorCount.annotator_id == user_id))
+        .where(Project.id == project_id)
+    ).one()
+    return row[0], row[1], row[2]
 
 
 def sent_back_note(session: Session, item_id: int, stage_id: int) -> dict[str, Any] | None:

@@ -38,8 +38,7 @@ def next_item(request: Request, stage_id: Id, session: Db, user: Principal = Dep
 
 def _screen_context(session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     screen = annotation.open_assignment(session, assignment_id, user.id)
-    project = projects.get_project(session, screen.stage.project_id)
-    mine = annotation.user_stage_counts(session, screen.stage.id, user.id)
+    project_id, project_name, mine = annotation.screen_header(session, screen.stage.project_id, screen.stage.id, user.id)
     workflow = get_task(screen.stage.workflow)
     item, config = screen.item.data, screen.stage.config
     if values is None:
@@ -52,7 +51,7 @@ def _screen_context(session: Session, assignment_id: int, user: Principal, value
     return {
         **workflow_screen(workflow, screen, values, f"/assignments/{assignment_id}/check"),
         "assignment": screen.assignment,
-        "project": {"id": project.id, "name": project.name},
+        "project": {"id": project_id, "name": project_name},
         "mine": mine,
         "returned": screen.returned,
         # A submitted item takes a revision while it is still open in this stage.
