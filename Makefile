@@ -38,8 +38,12 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Browser tests need Chromium at $(CHROMIUM): install it (Debian: sudo apt-get install chromium) or set CHROMIUM=/path"; exit 1; fi; }
 
+# Two test processes (pytest-xdist; each test module stays in one): most tests wait on PostgreSQL,
+# a server or a browser. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
+
 test: $(TEST_STAMP) browser
-	VLCURATE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q $(PYTEST_ARGS)
+	VLCURATE_CHROMIUM=$(CHROMIUM) $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 bench: $(TEST_STAMP) browser
 	$(BIN)/python bench/import_bench.py
