@@ -74,7 +74,7 @@ def serve(
     console.print(f"vlcurate on http://{host}:{port} with {chosen} worker process{'es' if chosen > 1 else ''}{why}")
     console.print(connection_budget(settings, chosen), highlight=False, soft_wrap=True)
     uvicorn.run(
-        "app.main:create_app", factory=True, host=host, port=port, workers=chosen, proxy_headers=False, access_log=access_log
+        "app.main:serve_app", factory=True, host=host, port=port, workers=chosen, proxy_headers=False, access_log=access_log
     )
 
 
