@@ -219,3 +219,29 @@ def test_invalid_payload_changes_nothing(committed, settings, storage):
     with transaction(committed) as s:
         assert s.get(Assignment, c.assignment_id).status == "active"
         assert s.scalar(sa.select(sa.func.count()).select_from(Annotation)) == 0
+
+
+def test_a_claim_waits_out_a_submit_holding_the_last_item_instead_of_answering_nothing_left(committed, settings, storage):
+    # The stage's last free slot sits on an item another annotator's submit holds locked: a claim
+    # that skipped it (SKIP LOCKED) and said "nothing left" would leave the slot unfilled for good.
+    _, stage_id = make_choice_project(committed, settings, storage, 1, overlap=2)
+    holder, latecomer = make_user(committed, "holder"), make_user(committed, "latecomer")
+    with transaction(committed) as s:
+        held = annotation.claim(s, stage_id, holder)
+    got = []
+    with transaction(committed) as s:
+        lock_for_submit = queue.lock_for_submit(s, held.assignment_id, holder)  # the item's row is now locked
+        assert lock_for_submit is not None
+
+        def claim() -> None:
+            with transaction(committed) as other:
+                got.append(annotation.claim(other, stage_id, latecomer))
+
+        waiting = threading.Thread(target=claim)
+        waiting.start()
+        waiting.join(0.05)
+        assert waiting.is_alive()  # still looking: the one claimable row is merely locked
+    waiting.join(10)
+    assert got and got[0] is not None and got[0].item_id == held.item_id
+    with transaction(committed) as s:  # and once the slot is taken, nothing is left, at once
+        assert annotation.claim(s, stage_id, make_user(committed, "third")) is None
