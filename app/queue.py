@@ -28,7 +28,7 @@ from app.lifecycle import (
     target,
     transition,
 )
-from app.models import Assignment, Item, Stage
+from app.models import Assignment
 
 # The SQL below is plain text for speed; its statuses come from the lifecycle, fixed at import,
 # and the moves it makes are checked against the transition table here, once.
@@ -242,21 +242,6 @@ def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> 
     if assignment is None or assignment.annotator_id != annotator_id:
         raise NotFound("No such assignment for you.")
     return assignment
-
-
-def lock_for_submit(session: Session, assignment_id: int, annotator_id: int) -> tuple[Assignment, Item, Stage]:
-    """The annotator's assignment with its item and stage, assignment and item locked, in one round trip."""
-    row = session.execute(
-        sa.select(Assignment, Item, Stage)
-        .join(Item, Item.id == Assignment.item_id)
-        .join(Stage, Stage.id == Assignment.stage_id)
-        .where(Assignment.id == assignment_id)
-        .with_for_update(of=[Assignment, Item])
-    ).first()
-    if row is None or row[0].annotator_id != annotator_id:
-        raise NotFound("No such assignment for you.")
-    assignment, item, stage = row
-    return assignment, item, stage
 
 
 def give_back(session: Session, assignment_id: int, annotator_id: int, event: AssignmentEvent) -> None:
