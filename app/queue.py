@@ -52,6 +52,7 @@ _EXPIRE = sa.text(
     UPDATE items i SET slots_left = i.slots_left + c.n
     FROM (SELECT item_id, count(*) AS n FROM upd GROUP BY item_id) c
     WHERE i.id = c.item_id AND i.stage_id = :stage
+    RETURNING i.id
     """
 )
 
@@ -59,6 +60,8 @@ _EXPIRE = sa.text(
 # in this stage (SKIP LOCKED), record the lease, and take one of the item's slots only if the lease
 # row was written. The partial index ix_items_claimable walks only claimable rows in id order, and
 # each candidate is checked against the annotator's assignments by one probe of the unique index.
+# The walk starts at the stage's floor (see `_floor`): below it the index holds, until VACUUM has
+# run, the entries of every item finished since, which a walk from the start steps over one by one.
 # OFFSET 0 keeps that NOT EXISTS a per-row probe: as a join, with statistics gone stale after heavy
 # work, the planner merged the annotator's whole history with every item of the stage, done ones
 # included (hundreds of ms on a 1M-item stage at 90 % done).
@@ -66,7 +69,7 @@ _TAKE_FRESH = sa.text(
     f"""
     WITH pick AS (
         SELECT i.id FROM items i
-        WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
+        WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id >= :floor
           AND NOT EXISTS (
               SELECT 1 FROM assignments a
               WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
@@ -117,7 +120,7 @@ _PICK_SENT_BACK = sa.text(
 _PEEK_FRESH = sa.text(
     f"""
     SELECT i.id FROM items i
-    WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id <> :current
+    WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id <> :current AND i.id >= :floor
       AND NOT EXISTS (
           SELECT 1 FROM assignments a
           WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
@@ -133,13 +136,17 @@ _RENEW = sa.text(
 )
 
 # The annotator's live lease in the stage (if any) and whether a reviewer sent anything back to
-# them, in one look at their assignments (index ix_assignments_annotator_stage).
+# them, in one look at their assignments (index ix_assignments_annotator_stage); the stage's gold
+# share; and whether any lease of the stage ran out (index ix_assignments_leases), so that the
+# statement returning their slots runs only then (its statement-level counter triggers cost
+# milliseconds even when it moves no row).
 _MINE = sa.text(
     f"""
     SELECT live.id, live.item_id, live.lease_until, EXISTS (
         SELECT 1 FROM assignments r
         WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}'),
-        coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0)
+        coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0),
+        EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now())
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -147,6 +154,14 @@ _MINE = sa.text(
     ) live ON true
     """
 )
+
+# The lowest claimable item of the stage (0 when none): a lower bound for every pick, kept per
+# process for FLOOR_SECONDS (see `_floor`).
+_LOWEST_CLAIMABLE = sa.text(
+    f"SELECT coalesce(min(id), 0) FROM items WHERE stage_id = :stage AND status = '{_ACTIVE}' AND slots_left > 0"
+)
+FLOOR_SECONDS = 2.0
+_floors: dict[tuple[int, int], tuple[int, float]] = {}  # (engine, stage) -> (floor, when it was read)
 
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
@@ -177,19 +192,45 @@ class Claim:
     lease_until: datetime
 
 
+def _floor(session: Session, stage_id: int) -> int:
+    """An item id below which no item of the stage is claimable, or was not a moment ago: the lowest
+    claimable id, read at most every FLOOR_SECONDS per process, lowered at once by this process's
+    give-backs. An item that becomes claimable below it elsewhere (another process's release, an
+    expired lease, an item routed into the stage) is found when the floor is next read, within
+    FLOOR_SECONDS, or at once when nothing is left above the floor (the pick then walks from the start)."""
+    key = (id(session.get_bind()), stage_id)
+    now = time.monotonic()
+    cached = _floors.get(key)
+    if cached is not None and now - cached[1] < FLOOR_SECONDS:
+        return cached[0]
+    floor = session.execute(_LOWEST_CLAIMABLE, {"stage": stage_id}).scalar()
+    _floors[key] = (floor, now)
+    return floor
+
+
+def _lower_floor(session: Session, stage_id: int, item_id: int) -> None:
+    key = (id(session.get_bind()), stage_id)
+    cached = _floors.get(key)
+    if cached is not None and item_id < cached[0]:
+        _floors[key] = (item_id, cached[1])
+
+
 def expire_leases(session: Session, stage_id: int) -> None:
     """Return the slots of leases that ran out (at most 500 per call; the next claim takes more)."""
-    session.execute(_EXPIRE, {"stage": stage_id})
+    freed = session.execute(_EXPIRE, {"stage": stage_id}).scalars().all()
+    if freed:
+        _lower_floor(session, stage_id, min(freed))
 
 
 def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False) -> Claim | None:
     """Lease the next eligible item of the stage to the annotator, or return None if none is left.
     With `resume`, the annotator's live lease in the stage comes back first, if they hold one."""
     params = {"stage": stage_id, "user": annotator_id}
-    live_id, live_item, live_until, sent_back, gold_share = session.execute(_MINE, params).one()
+    live_id, live_item, live_until, sent_back, gold_share, ran_out = session.execute(_MINE, params).one()
     if resume and live_id is not None:
         return Claim(live_id, live_item, live_until)
-    expire_leases(session, stage_id)
+    if ran_out:
+        expire_leases(session, stage_id)
     if gold_share > 0:
         gold = honeypot.pick(session, stage_id, annotator_id, gold_share)  # a gold item for this claim, or None
         if gold is not None:
@@ -213,8 +254,12 @@ def _pick(session: Session, params: dict) -> Claim | None:
     """A fresh item, else one the annotator gave back earlier, among rows no one else holds locked."""
     # A concurrent claim by the same annotator can commit between this statement's snapshot and
     # its row lock; the unique constraint then turns the insert into a no-op and we pick again.
+    params = {**params, "floor": _floor(session, params["stage"])}
     for _ in range(MAX_PICKS):
         picked, assignment_id, lease_until = session.execute(_TAKE_FRESH, params).one()
+        if picked is None and params["floor"] > 0:  # nothing above the floor: walk from the start
+            params["floor"] = 0
+            picked, assignment_id, lease_until = session.execute(_TAKE_FRESH, params).one()
         if picked is None:
             break
         if assignment_id is not None:
@@ -231,7 +276,7 @@ def _pick(session: Session, params: dict) -> Claim | None:
 def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: int, n: int = 1) -> list[int]:
     """The items a claim after `current_item` would most likely lease to the annotator; nothing is
     locked or held, so another annotator may still take them (the guess is then merely wasted)."""
-    params = {"stage": stage_id, "user": annotator_id, "current": current_item, "n": n}
+    params = {"stage": stage_id, "user": annotator_id, "current": current_item, "n": n, "floor": _floor(session, stage_id)}
     return list(session.execute(_PEEK_FRESH, params).scalars())
 
 
@@ -251,6 +296,7 @@ def give_back(session: Session, assignment_id: int, annotator_id: int, event: As
     if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is already {assignment.status}.")
     assignment.status = transition(assignment.status, event)
+    _lower_floor(session, assignment.stage_id, assignment.item_id)
     session.execute(
         sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),
         {"item": assignment.item_id, "stage": assignment.stage_id},

@@ -34,7 +34,7 @@ function request()
 end
 
 function response(status, hdrs, body)
-  if status >= 400 or status == 204 then errors = errors + 1 end
+  if status >= 400 or (status == 204 and state == "claim") then errors = errors + 1 end
   if mode == "claim" then return end
   if state == "claim" then
     if status == 200 then
