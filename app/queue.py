@@ -10,6 +10,7 @@ transaction held them (it waits briefly for those, see `LOCK_WAITS`).
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -64,15 +65,18 @@ _EXPIRE = sa.text(
 # run, the entries of every item finished since, which a walk from the start steps over one by one.
 # OFFSET 0 keeps that NOT EXISTS a per-row probe: as a join, with statistics gone stale after heavy
 # work, the planner merged the annotator's whole history with every item of the stage, done ones
-# included (hundreds of ms on a 1M-item stage at 90 % done).
-_TAKE_FRESH = sa.text(
+# included (hundreds of ms on a 1M-item stage at 90 % done). `annotator_id + 0` keeps the probe on
+# the unique index (item, stage, annotator), a few rows per item: with stale statistics the planner
+# otherwise chose ix_assignments_annotator_stage and filtered all of the annotator's assignments in
+# the stage for every candidate.
+_TAKE_FRESH_SQL = (
     f"""
     WITH pick AS (
         SELECT i.id FROM items i
         WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id >= :floor
           AND NOT EXISTS (
               SELECT 1 FROM assignments a
-              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id + 0 = :user
               OFFSET 0)
         ORDER BY i.id
         LIMIT 1
@@ -86,7 +90,8 @@ _TAKE_FRESH = sa.text(
     ), slot AS (
         UPDATE items SET slots_left = slots_left - 1 FROM lease WHERE items.id = lease.item_id
     )
-    SELECT (SELECT id FROM pick), lease.id, lease.lease_until FROM (SELECT 1) one LEFT JOIN lease ON true
+    SELECT (SELECT id FROM pick), lease.id, lease.lease_until, {{answer}}
+    FROM (SELECT 1) one LEFT JOIN lease ON true LEFT JOIN items i ON i.id = lease.item_id
     """
 )
 
@@ -123,7 +128,7 @@ _PEEK_FRESH = sa.text(
     WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id <> :current AND i.id >= :floor
       AND NOT EXISTS (
           SELECT 1 FROM assignments a
-          WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+          WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id + 0 = :user
           OFFSET 0)
     ORDER BY i.id
     LIMIT :n
@@ -176,7 +181,7 @@ _HELD_ELSEWHERE = sa.text(
         WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
           AND NOT EXISTS (
               SELECT 1 FROM assignments a
-              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id + 0 = :user
                 AND a.status NOT IN ({sql_values(_GIVEN_BACK)})
               OFFSET 0))
     """
@@ -185,11 +190,21 @@ _HELD_ELSEWHERE = sa.text(
 LOCK_WAITS = (0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
 
 
+@functools.cache
+def _take_fresh(answer: str | None) -> sa.TextClause:
+    """The fresh pick, with `answer` (an SQL expression over the picked item `i`) as a fourth column."""
+    return sa.text(_TAKE_FRESH_SQL.replace("{answer}", answer or "NULL"))
+
+
+_TAKE_FRESH = _take_fresh(None)
+
+
 @dataclass(frozen=True)
 class Claim:
     assignment_id: int
     item_id: int
     lease_until: datetime
+    answer: str | None = None  # what the caller asked the fresh pick to compute along (see claim_next)
 
 
 def _floor(session: Session, stage_id: int) -> int:
@@ -222,9 +237,11 @@ def expire_leases(session: Session, stage_id: int) -> None:
         _lower_floor(session, stage_id, min(freed))
 
 
-def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False) -> Claim | None:
+def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False, answer: str | None = None) -> Claim | None:
     """Lease the next eligible item of the stage to the annotator, or return None if none is left.
-    With `resume`, the annotator's live lease in the stage comes back first, if they hold one."""
+    With `resume`, the annotator's live lease in the stage comes back first, if they hold one. With
+    `answer` (an SQL expression over the leased item `i`, which may use :stage), a fresh pick
+    computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
     live_id, live_item, live_until, sent_back, gold_share, ran_out = session.execute(_MINE, params).one()
     if resume and live_id is not None:
@@ -243,27 +260,28 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     # A row another transaction holds is skipped, not waited for; "nothing left" is answered only
     # once nothing claimable is left even counting those rows, after short waits for their locks.
     for wait in (*LOCK_WAITS, None):
-        claim = _pick(session, params)
+        claim = _pick(session, params, answer)
         if claim is not None or wait is None or not session.execute(_HELD_ELSEWHERE, params).scalar():
             return claim
         time.sleep(wait)
     return None
 
 
-def _pick(session: Session, params: dict) -> Claim | None:
+def _pick(session: Session, params: dict, answer: str | None = None) -> Claim | None:
     """A fresh item, else one the annotator gave back earlier, among rows no one else holds locked."""
     # A concurrent claim by the same annotator can commit between this statement's snapshot and
     # its row lock; the unique constraint then turns the insert into a no-op and we pick again.
     params = {**params, "floor": _floor(session, params["stage"])}
+    take = _take_fresh(answer)
     for _ in range(MAX_PICKS):
-        picked, assignment_id, lease_until = session.execute(_TAKE_FRESH, params).one()
+        picked, assignment_id, lease_until, computed = session.execute(take, params).one()
         if picked is None and params["floor"] > 0:  # nothing above the floor: walk from the start
             params["floor"] = 0
-            picked, assignment_id, lease_until = session.execute(_TAKE_FRESH, params).one()
+            picked, assignment_id, lease_until, computed = session.execute(take, params).one()
         if picked is None:
             break
         if assignment_id is not None:
-            return Claim(assignment_id, picked, lease_until)
+            return Claim(assignment_id, picked, lease_until, computed)
     found = session.execute(_PICK_RETURNING, params).first()
     if found is None:
         return None

@@ -39,29 +39,28 @@ class SubmitResult:
     item_status: str
 
 
-def claim(session: Session, stage_id: int, user_id: int, *, resume: bool = False) -> queue.Claim | None:
+def claim(session: Session, stage_id: int, user_id: int, *, resume: bool = False, answer: bool = False) -> queue.Claim | None:
     """The next item for the annotator in the stage (a new lease); None when nothing is left for them.
     With `resume`, their live lease in the stage if they hold one (a reopened tab or a client that
-    lost the answer gets it back)."""
-    claimed = queue.claim_next(session, stage_id, user_id, resume=resume)
+    lost the answer gets it back). With `answer`, a fresh claim brings the API's answer along (see
+    `claim_json`)."""
+    claimed = queue.claim_next(session, stage_id, user_id, resume=resume, answer=_ITEM_ANSWER if answer else None)
     if claimed is None:
         get_stage(session, stage_id)  # 404 for an unknown stage, looked up only when nothing was found
     return claimed
 
 
-def resume_or_claim(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
+def resume_or_claim(session: Session, stage_id: int, user_id: int, *, answer: bool = False) -> queue.Claim | None:
     """The annotator's live lease in the stage, or else the next item; None when nothing is left for them."""
-    return claim(session, stage_id, user_id, resume=True)
+    return claim(session, stage_id, user_id, resume=True, answer=answer)
 
 
-# The API's answer to a claim (app.web.schemas.ClaimOut), written by PostgreSQL as JSON text in one
-# query: the item, the earlier stages' final records (the newest per workflow, as results_by_stage)
-# and the newest suggestion of each kind (as suggestions.for_item). Nothing is decoded into Python
-# objects and encoded again on the hottest route.
-_CLAIM_JSON = sa.text(
-    """
-    SELECT json_build_object(
-        'assignment_id', CAST(:assignment AS bigint), 'item_id', i.id, 'lease_until', CAST(:lease_until AS text),
+# The API's answer to a claim (app.web.schemas.ClaimOut), written by PostgreSQL as JSON text: the
+# item, the earlier stages' final records (the newest per workflow, as results_by_stage) and the
+# newest suggestion of each kind (as suggestions.for_item). Nothing is decoded into Python objects
+# and encoded again on the hottest route. A fresh claim computes it in its own statement (the
+# queue's pick takes this expression, `i` being the picked item); Python puts the lease in front.
+_ITEM_ANSWER = """json_build_object(
         'data', i.data, 'assets', i.assets,
         'results', COALESCE((
             SELECT jsonb_object_agg(r.workflow, r.payload) FROM (
@@ -74,18 +73,17 @@ _CLAIM_JSON = sa.text(
                             ORDER BY g.kind)
             FROM (SELECT DISTINCT ON (kind) * FROM suggestions
                   WHERE item_id = i.id AND stage_id = :stage ORDER BY kind, created_at DESC, id DESC) g), '[]'::json)
-    )::text
-    FROM items i JOIN assignments a ON a.item_id = i.id WHERE a.id = :assignment
-    """
-)
+    )::text"""
+_CLAIM_JSON = sa.text(f"SELECT {_ITEM_ANSWER} FROM items i WHERE i.id = :item")
 
 
 def claim_json(session: Session, claimed: queue.Claim, stage_id: int) -> bytes:
     """The claimed assignment as the API answers it (JSON text)."""
-    body = session.execute(
-        _CLAIM_JSON, {"assignment": claimed.assignment_id, "lease_until": claimed.lease_until.isoformat(), "stage": stage_id}
-    ).scalar_one()
-    return body.encode()
+    item = claimed.answer
+    if item is None:
+        item = session.execute(_CLAIM_JSON, {"item": claimed.item_id, "stage": stage_id}).scalar_one()
+    lease = claimed.lease_until.isoformat()
+    return f'{{"assignment_id": {claimed.assignment_id}, "item_id": {claimed.item_id}, "lease_until": "{lease}", {item[1:]}'.encode()
 
 
 def upcoming_images(session: Session, stage_id: int, user_id: int, current_item: int) -> list[str]:
