@@ -58,15 +58,17 @@ def resume_or_claim(session: Session, stage_id: int, user_id: int, *, answer: bo
 # The API's answer to a claim (app.web.schemas.ClaimOut), written by PostgreSQL as JSON text: the
 # item, the earlier stages' final records (the newest per workflow, as results_by_stage) and the
 # newest suggestion of each kind (as suggestions.for_item). Nothing is decoded into Python objects
-# and encoded again on the hottest route. A fresh claim computes it in its own statement (the
+# and encoded again on the hottest route (the item's finals fenced, as in _SUBMIT_CONTEXT below).
+# A fresh claim computes it in its own statement (the
 # queue's pick takes this expression, `i` being the picked item); Python puts the lease in front.
 _ITEM_ANSWER = """json_build_object(
         'data', i.data, 'assets', i.assets,
         'results', COALESCE((
             SELECT jsonb_object_agg(r.workflow, r.payload) FROM (
                 SELECT DISTINCT ON (s.workflow) s.workflow, ir.payload
-                FROM item_results ir JOIN stages s ON s.id = ir.stage_id
-                WHERE ir.item_id = i.id ORDER BY s.workflow, ir.id DESC) r), '{}'::jsonb),
+                FROM (SELECT id, stage_id, payload FROM item_results WHERE item_id = i.id OFFSET 0) ir
+                JOIN stages s ON s.id = ir.stage_id
+                ORDER BY s.workflow, ir.id DESC) r), '{}'::jsonb),
         'suggestions', COALESCE((
             SELECT json_agg(json_build_object('id', g.id, 'kind', g.kind, 'model', g.model,
                                               'model_version', g.model_version, 'payload', g.payload, 'score', g.score)
@@ -99,6 +101,8 @@ def upcoming_images(session: Session, stage_id: int, user_id: int, current_item:
 # before it), then write everything in one statement of data-modifying CTEs. The decisions between
 # them (validation, suggestion outcomes, consolidation, routing) stay in the workflows' Python; no
 # ORM object is loaded on the way, except for a gold item's answer (rare; app.services.gold scores it).
+# Reads of an item's finals are fenced (OFFSET 0) to the item's own rows: with statistics gone stale
+# the planner otherwise combined them with every final of the stage through ix_item_results_stage_id.
 _LOCK_FOR_SUBMIT = sa.text(
     """
     SELECT a.annotator_id, a.status, i.id, i.status, i.stage_id, i.slots_left, i.data,
@@ -116,7 +120,7 @@ _SUBMIT_CONTEXT = sa.text(
          WHERE e.annotator_id = :user AND e.idempotency_key = :key),
         (SELECT max(revision) FROM annotations WHERE assignment_id = :assignment),
         (SELECT json_agg(json_build_array(s.workflow, r.payload, s.position) ORDER BY r.id)
-         FROM item_results r JOIN stages s ON s.id = r.stage_id WHERE r.item_id = :item),
+         FROM (SELECT id, stage_id, payload FROM item_results WHERE item_id = :item OFFSET 0) r JOIN stages s ON s.id = r.stage_id),
         (SELECT min(gs.position) FROM gold_items g JOIN stages gs ON gs.id = g.stage_id WHERE g.item_id = :item),
         (SELECT json_agg(json_build_array(g.id, g.kind, g.model, g.model_version, g.payload) ORDER BY g.kind)
          FROM (SELECT DISTINCT ON (kind) id, kind, model, model_version, payload FROM suggestions
