@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -166,7 +167,8 @@ _LOWEST_CLAIMABLE = sa.text(
     f"SELECT coalesce(min(id), 0) FROM items WHERE stage_id = :stage AND status = '{_ACTIVE}' AND slots_left > 0"
 )
 FLOOR_SECONDS = 2.0
-_floors: dict[tuple[int, int], tuple[int, float]] = {}  # (engine, stage) -> (floor, when it was read)
+# engine -> stage -> (floor, when it was read); weak, so that a disposed engine's stages are forgotten
+_floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float]]] = weakref.WeakKeyDictionary()
 
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
@@ -213,28 +215,37 @@ def _floor(session: Session, stage_id: int) -> int:
     give-backs. An item that becomes claimable below it elsewhere (another process's release, an
     expired lease, an item routed into the stage) is found when the floor is next read, within
     FLOOR_SECONDS, or at once when nothing is left above the floor (the pick then walks from the start)."""
-    key = (id(session.get_bind()), stage_id)
+    floors = _stage_floors(session)
     now = time.monotonic()
-    cached = _floors.get(key)
+    cached = floors.get(stage_id)
     if cached is not None and now - cached[1] < FLOOR_SECONDS:
         return cached[0]
     floor = session.execute(_LOWEST_CLAIMABLE, {"stage": stage_id}).scalar()
-    _floors[key] = (floor, now)
+    floors[stage_id] = (floor, now)
     return floor
 
 
-def _lower_floor(session: Session, stage_id: int, item_id: int) -> None:
-    key = (id(session.get_bind()), stage_id)
-    cached = _floors.get(key)
+def _stage_floors(session: Session) -> dict[int, tuple[int, float]]:
+    engine = session.get_bind()
+    floors = _floors.get(engine)
+    if floors is None:
+        floors = _floors.setdefault(engine, {})
+    return floors
+
+
+def lower_floor(session: Session, stage_id: int, item_id: int) -> None:
+    """An item of the stage became claimable: this process's claims walk from it at once."""
+    floors = _stage_floors(session)
+    cached = floors.get(stage_id)
     if cached is not None and item_id < cached[0]:
-        _floors[key] = (item_id, cached[1])
+        floors[stage_id] = (item_id, cached[1])
 
 
 def expire_leases(session: Session, stage_id: int) -> None:
     """Return the slots of leases that ran out (at most 500 per call; the next claim takes more)."""
     freed = session.execute(_EXPIRE, {"stage": stage_id}).scalars().all()
     if freed:
-        _lower_floor(session, stage_id, min(freed))
+        lower_floor(session, stage_id, min(freed))
 
 
 def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False, answer: str | None = None) -> Claim | None:
@@ -314,7 +325,7 @@ def give_back(session: Session, assignment_id: int, annotator_id: int, event: As
     if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is already {assignment.status}.")
     assignment.status = transition(assignment.status, event)
-    _lower_floor(session, assignment.stage_id, assignment.item_id)
+    lower_floor(session, assignment.stage_id, assignment.item_id)
     session.execute(
         sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),
         {"item": assignment.item_id, "stage": assignment.stage_id},

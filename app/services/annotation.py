@@ -274,6 +274,8 @@ def submit(
     changed = (new_status, new_stage, new_slots) != (item_status, item_stage, slots)
     write.update(outcomes=json.dumps(outcomes), item_status=new_status, item_stage=new_stage, slots=new_slots)
     annotation_id = session.execute(_write_statement(bool(outcomes), final is not None, changed), write).scalar_one()
+    if new_stage != item_stage:
+        queue.lower_floor(session, new_stage, item_id)  # the next stage's claims find it at once
     return SubmitResult(annotation_id, write["revision"], False, new_status)
 
 
