@@ -164,11 +164,12 @@ _MINE = sa.text(
 # The lowest claimable item of the stage (0 when none): a lower bound for every pick, kept per
 # process for FLOOR_SECONDS (see `_floor`).
 _LOWEST_CLAIMABLE = sa.text(
-    f"SELECT coalesce(min(id), 0) FROM items WHERE stage_id = :stage AND status = '{_ACTIVE}' AND slots_left > 0"
+    f"SELECT coalesce(min(id), 0) FROM items WHERE stage_id = :stage AND status = '{_ACTIVE}' AND slots_left > 0 AND id >= :since"
 )
-FLOOR_SECONDS = 2.0
-# engine -> stage -> (floor, when it was read); weak, so that a disposed engine's stages are forgotten
-_floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float]]] = weakref.WeakKeyDictionary()
+FLOOR_SECONDS = 2.0  # the floor moves up from where it was (it steps over what was finished since)
+FULL_FLOOR_SECONDS = 30.0  # and is read from the start (it steps over every finished item's entry)
+# engine -> stage -> (floor, when it was read, when it was last read from the start); weak, so that a disposed engine's stages are forgotten
+_floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float, float]]] = weakref.WeakKeyDictionary()
 
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
@@ -211,21 +212,25 @@ class Claim:
 
 def _floor(session: Session, stage_id: int) -> int:
     """An item id below which no item of the stage is claimable, or was not a moment ago: the lowest
-    claimable id, read at most every FLOOR_SECONDS per process, lowered at once by this process's
-    give-backs. An item that becomes claimable below it elsewhere (another process's release, an
-    expired lease, an item routed into the stage) is found when the floor is next read, within
-    FLOOR_SECONDS, or at once when nothing is left above the floor (the pick then walks from the start)."""
+    claimable id, moved up from where it was every FLOOR_SECONDS and read from the start every
+    FULL_FLOOR_SECONDS per process (with statistics gone stale the planner may read it through the
+    primary key, visiting every finished row), lowered at once by this process's give-backs,
+    expiries and routings. An item that becomes claimable below it elsewhere (another process's
+    release, for one) is found at the next read from the start, or at once when nothing is left
+    above the floor (the pick then walks from the start): it comes later than in strict id order,
+    never not at all."""
     floors = _stage_floors(session)
     now = time.monotonic()
-    cached = floors.get(stage_id)
-    if cached is not None and now - cached[1] < FLOOR_SECONDS:
-        return cached[0]
-    floor = session.execute(_LOWEST_CLAIMABLE, {"stage": stage_id}).scalar()
-    floors[stage_id] = (floor, now)
+    floor, read_at, full_at = floors.get(stage_id, (0, -FULL_FLOOR_SECONDS, -FULL_FLOOR_SECONDS))
+    if now - read_at < FLOOR_SECONDS:
+        return floor
+    full = now - full_at >= FULL_FLOOR_SECONDS or floor == 0
+    floor = session.execute(_LOWEST_CLAIMABLE, {"stage": stage_id, "since": 0 if full else floor}).scalar()
+    floors[stage_id] = (floor, now, now if full else full_at)
     return floor
 
 
-def _stage_floors(session: Session) -> dict[int, tuple[int, float]]:
+def _stage_floors(session: Session) -> dict[int, tuple[int, float, float]]:
     engine = session.get_bind()
     floors = _floors.get(engine)
     if floors is None:
@@ -238,7 +243,7 @@ def lower_floor(session: Session, stage_id: int, item_id: int) -> None:
     floors = _stage_floors(session)
     cached = floors.get(stage_id)
     if cached is not None and item_id < cached[0]:
-        floors[stage_id] = (item_id, cached[1])
+        floors[stage_id] = (item_id, *cached[1:])
 
 
 def expire_leases(session: Session, stage_id: int) -> None:

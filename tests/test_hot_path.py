@@ -144,3 +144,27 @@ def test_serve_picks_one_worker_per_cpu_up_to_four_and_one_on_the_embedded_datab
     monkeypatch.setattr(server, "_cpus", lambda: 64)
     assert server.default_workers() == 4
     assert server.default_workers(embedded=True) == 1
+
+
+def test_a_submit_that_finalizes_an_item_is_three_statements(committed, settings, storage):
+    """Lock, one read of what the submit decides on, one statement of writes: consolidation, the
+    final record and the item's move included."""
+    _, stage_id = make_choice_project(committed, settings, storage, 2)
+    user = factories_user(committed)
+    with transaction(committed) as s:
+        claimed = annotation.claim(s, stage_id, user)
+    statements: list[str] = []
+    with transaction(committed) as s:
+        engine = s.get_bind()
+        sa.event.listen(engine, "before_cursor_execute", record := lambda conn, cursor, sql, *rest: statements.append(sql))
+        try:
+            result = annotation.submit(s, claimed.assignment_id, user, {"choice": "a"}, "one")
+        finally:
+            sa.event.remove(engine, "before_cursor_execute", record)
+    assert len(statements) == 3, statements
+    assert result.item_status == "done" and not result.replayed
+    with transaction(committed) as s:
+        assert s.scalar(sa.text("SELECT count(*) FROM item_results WHERE item_id = :i"), {"i": claimed.item_id}) == 1
+        assert s.scalar(sa.text("SELECT status FROM assignments WHERE id = :a"), {"a": claimed.assignment_id}) == "submitted"
+        again = annotation.submit(s, claimed.assignment_id, user, {"choice": "a"}, "one")
+    assert again.replayed and again.annotation_id == result.annotation_id
