@@ -40,14 +40,15 @@ _LAST_WAS_GOLD = sa.text(
     """
 )
 
-# A gold item of the stage this annotator never held, at random.
+# A gold item of the stage this annotator never held, at random (`+ 0`: the probe stays on the
+# unique index of (item, stage, annotator), as in app.queue).
 _PICK_GOLD = sa.text(
     f"""
     SELECT g.item_id FROM gold_items g JOIN items i ON i.id = g.item_id
     WHERE g.stage_id = :stage AND i.stage_id = :stage AND i.status = '{ItemStatus.gold}'
       AND NOT EXISTS (
           SELECT 1 FROM assignments a
-          WHERE a.item_id = g.item_id AND a.stage_id = :stage AND a.annotator_id = :user)
+          WHERE a.item_id = g.item_id AND a.stage_id = :stage AND a.annotator_id + 0 = :user)
     ORDER BY random()
     LIMIT 1
     """

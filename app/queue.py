@@ -10,7 +10,9 @@ transaction held them (it waits briefly for those, see `LOCK_WAITS`).
 
 from __future__ import annotations
 
+import functools
 import time
+import weakref
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -28,7 +30,7 @@ from app.lifecycle import (
     target,
     transition,
 )
-from app.models import Assignment, Item, Stage
+from app.models import Assignment
 
 # The SQL below is plain text for speed; its statuses come from the lifecycle, fixed at import,
 # and the moves it makes are checked against the transition table here, once.
@@ -52,6 +54,7 @@ _EXPIRE = sa.text(
     UPDATE items i SET slots_left = i.slots_left + c.n
     FROM (SELECT item_id, count(*) AS n FROM upd GROUP BY item_id) c
     WHERE i.id = c.item_id AND i.stage_id = :stage
+    RETURNING i.id
     """
 )
 
@@ -59,17 +62,22 @@ _EXPIRE = sa.text(
 # in this stage (SKIP LOCKED), record the lease, and take one of the item's slots only if the lease
 # row was written. The partial index ix_items_claimable walks only claimable rows in id order, and
 # each candidate is checked against the annotator's assignments by one probe of the unique index.
+# The walk starts at the stage's floor (see `_floor`): below it the index holds, until VACUUM has
+# run, the entries of every item finished since, which a walk from the start steps over one by one.
 # OFFSET 0 keeps that NOT EXISTS a per-row probe: as a join, with statistics gone stale after heavy
 # work, the planner merged the annotator's whole history with every item of the stage, done ones
-# included (hundreds of ms on a 1M-item stage at 90 % done).
-_TAKE_FRESH = sa.text(
+# included (hundreds of ms on a 1M-item stage at 90 % done). `annotator_id + 0` keeps the probe on
+# the unique index (item, stage, annotator), a few rows per item: with stale statistics the planner
+# otherwise chose ix_assignments_annotator_stage and filtered all of the annotator's assignments in
+# the stage for every candidate.
+_TAKE_FRESH_SQL = (
     f"""
     WITH pick AS (
         SELECT i.id FROM items i
-        WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
+        WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id >= :floor
           AND NOT EXISTS (
               SELECT 1 FROM assignments a
-              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id + 0 = :user
               OFFSET 0)
         ORDER BY i.id
         LIMIT 1
@@ -83,7 +91,8 @@ _TAKE_FRESH = sa.text(
     ), slot AS (
         UPDATE items SET slots_left = slots_left - 1 FROM lease WHERE items.id = lease.item_id
     )
-    SELECT (SELECT id FROM pick), lease.id, lease.lease_until FROM (SELECT 1) one LEFT JOIN lease ON true
+    SELECT (SELECT id FROM pick), lease.id, lease.lease_until, {{answer}}
+    FROM (SELECT 1) one LEFT JOIN lease ON true LEFT JOIN items i ON i.id = lease.item_id
     """
 )
 
@@ -117,10 +126,10 @@ _PICK_SENT_BACK = sa.text(
 _PEEK_FRESH = sa.text(
     f"""
     SELECT i.id FROM items i
-    WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id <> :current
+    WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id <> :current AND i.id >= :floor
       AND NOT EXISTS (
           SELECT 1 FROM assignments a
-          WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+          WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id + 0 = :user
           OFFSET 0)
     ORDER BY i.id
     LIMIT :n
@@ -133,13 +142,17 @@ _RENEW = sa.text(
 )
 
 # The annotator's live lease in the stage (if any) and whether a reviewer sent anything back to
-# them, in one look at their assignments (index ix_assignments_annotator_stage).
+# them, in one look at their assignments (index ix_assignments_annotator_stage); the stage's gold
+# share; and whether any lease of the stage ran out (index ix_assignments_leases), so that the
+# statement returning their slots runs only then (its statement-level counter triggers cost
+# milliseconds even when it moves no row).
 _MINE = sa.text(
     f"""
     SELECT live.id, live.item_id, live.lease_until, EXISTS (
         SELECT 1 FROM assignments r
         WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}'),
-        coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0)
+        coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0),
+        EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now())
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -147,6 +160,16 @@ _MINE = sa.text(
     ) live ON true
     """
 )
+
+# The lowest claimable item of the stage (0 when none): a lower bound for every pick, kept per
+# process for FLOOR_SECONDS (see `_floor`).
+_LOWEST_CLAIMABLE = sa.text(
+    f"SELECT coalesce(min(id), 0) FROM items WHERE stage_id = :stage AND status = '{_ACTIVE}' AND slots_left > 0 AND id >= :since"
+)
+FLOOR_SECONDS = 2.0  # the floor moves up from where it was (it steps over what was finished since)
+FULL_FLOOR_SECONDS = 30.0  # and is read from the start (it steps over every finished item's entry)
+# engine -> stage -> (floor, when it was read, when it was last read from the start); weak, so that a disposed engine's stages are forgotten
+_floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float, float]]] = weakref.WeakKeyDictionary()
 
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
@@ -161,7 +184,7 @@ _HELD_ELSEWHERE = sa.text(
         WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
           AND NOT EXISTS (
               SELECT 1 FROM assignments a
-              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
+              WHERE a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id + 0 = :user
                 AND a.status NOT IN ({sql_values(_GIVEN_BACK)})
               OFFSET 0))
     """
@@ -170,26 +193,77 @@ _HELD_ELSEWHERE = sa.text(
 LOCK_WAITS = (0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
 
 
+@functools.cache
+def _take_fresh(answer: str | None) -> sa.TextClause:
+    """The fresh pick, with `answer` (an SQL expression over the picked item `i`) as a fourth column."""
+    return sa.text(_TAKE_FRESH_SQL.replace("{answer}", answer or "NULL"))
+
+
+_TAKE_FRESH = _take_fresh(None)
+
+
 @dataclass(frozen=True)
 class Claim:
     assignment_id: int
     item_id: int
     lease_until: datetime
+    answer: str | None = None  # what the caller asked the fresh pick to compute along (see claim_next)
+
+
+def _floor(session: Session, stage_id: int) -> int:
+    """An item id below which no item of the stage is claimable, or was not a moment ago: the lowest
+    claimable id, moved up from where it was every FLOOR_SECONDS and read from the start every
+    FULL_FLOOR_SECONDS per process (with statistics gone stale the planner may read it through the
+    primary key, visiting every finished row), lowered at once by this process's give-backs,
+    expiries and routings. An item that becomes claimable below it elsewhere (another process's
+    release, for one) is found at the next read from the start, or at once when nothing is left
+    above the floor (the pick then walks from the start): it comes later than in strict id order,
+    never not at all."""
+    floors = _stage_floors(session)
+    now = time.monotonic()
+    floor, read_at, full_at = floors.get(stage_id, (0, -FULL_FLOOR_SECONDS, -FULL_FLOOR_SECONDS))
+    if now - read_at < FLOOR_SECONDS:
+        return floor
+    full = now - full_at >= FULL_FLOOR_SECONDS or floor == 0
+    floor = session.execute(_LOWEST_CLAIMABLE, {"stage": stage_id, "since": 0 if full else floor}).scalar()
+    floors[stage_id] = (floor, now, now if full else full_at)
+    return floor
+
+
+def _stage_floors(session: Session) -> dict[int, tuple[int, float, float]]:
+    engine = session.get_bind()
+    floors = _floors.get(engine)
+    if floors is None:
+        floors = _floors.setdefault(engine, {})
+    return floors
+
+
+def lower_floor(session: Session, stage_id: int, item_id: int) -> None:
+    """An item of the stage became claimable: this process's claims walk from it at once."""
+    floors = _stage_floors(session)
+    cached = floors.get(stage_id)
+    if cached is not None and item_id < cached[0]:
+        floors[stage_id] = (item_id, *cached[1:])
 
 
 def expire_leases(session: Session, stage_id: int) -> None:
     """Return the slots of leases that ran out (at most 500 per call; the next claim takes more)."""
-    session.execute(_EXPIRE, {"stage": stage_id})
+    freed = session.execute(_EXPIRE, {"stage": stage_id}).scalars().all()
+    if freed:
+        lower_floor(session, stage_id, min(freed))
 
 
-def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False) -> Claim | None:
+def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False, answer: str | None = None) -> Claim | None:
     """Lease the next eligible item of the stage to the annotator, or return None if none is left.
-    With `resume`, the annotator's live lease in the stage comes back first, if they hold one."""
+    With `resume`, the annotator's live lease in the stage comes back first, if they hold one. With
+    `answer` (an SQL expression over the leased item `i`, which may use :stage), a fresh pick
+    computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
-    live_id, live_item, live_until, sent_back, gold_share = session.execute(_MINE, params).one()
+    live_id, live_item, live_until, sent_back, gold_share, ran_out = session.execute(_MINE, params).one()
     if resume and live_id is not None:
         return Claim(live_id, live_item, live_until)
-    expire_leases(session, stage_id)
+    if ran_out:
+        expire_leases(session, stage_id)
     if gold_share > 0:
         gold = honeypot.pick(session, stage_id, annotator_id, gold_share)  # a gold item for this claim, or None
         if gold is not None:
@@ -202,23 +276,28 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     # A row another transaction holds is skipped, not waited for; "nothing left" is answered only
     # once nothing claimable is left even counting those rows, after short waits for their locks.
     for wait in (*LOCK_WAITS, None):
-        claim = _pick(session, params)
+        claim = _pick(session, params, answer)
         if claim is not None or wait is None or not session.execute(_HELD_ELSEWHERE, params).scalar():
             return claim
         time.sleep(wait)
     return None
 
 
-def _pick(session: Session, params: dict) -> Claim | None:
+def _pick(session: Session, params: dict, answer: str | None = None) -> Claim | None:
     """A fresh item, else one the annotator gave back earlier, among rows no one else holds locked."""
     # A concurrent claim by the same annotator can commit between this statement's snapshot and
     # its row lock; the unique constraint then turns the insert into a no-op and we pick again.
+    params = {**params, "floor": _floor(session, params["stage"])}
+    take = _take_fresh(answer)
     for _ in range(MAX_PICKS):
-        picked, assignment_id, lease_until = session.execute(_TAKE_FRESH, params).one()
+        picked, assignment_id, lease_until, computed = session.execute(take, params).one()
+        if picked is None and params["floor"] > 0:  # nothing above the floor: walk from the start
+            params["floor"] = 0
+            picked, assignment_id, lease_until, computed = session.execute(take, params).one()
         if picked is None:
             break
         if assignment_id is not None:
-            return Claim(assignment_id, picked, lease_until)
+            return Claim(assignment_id, picked, lease_until, computed)
     found = session.execute(_PICK_RETURNING, params).first()
     if found is None:
         return None
@@ -231,7 +310,7 @@ def _pick(session: Session, params: dict) -> Claim | None:
 def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: int, n: int = 1) -> list[int]:
     """The items a claim after `current_item` would most likely lease to the annotator; nothing is
     locked or held, so another annotator may still take them (the guess is then merely wasted)."""
-    params = {"stage": stage_id, "user": annotator_id, "current": current_item, "n": n}
+    params = {"stage": stage_id, "user": annotator_id, "current": current_item, "n": n, "floor": _floor(session, stage_id)}
     return list(session.execute(_PEEK_FRESH, params).scalars())
 
 
@@ -244,21 +323,6 @@ def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> 
     return assignment
 
 
-def lock_for_submit(session: Session, assignment_id: int, annotator_id: int) -> tuple[Assignment, Item, Stage]:
-    """The annotator's assignment with its item and stage, assignment and item locked, in one round trip."""
-    row = session.execute(
-        sa.select(Assignment, Item, Stage)
-        .join(Item, Item.id == Assignment.item_id)
-        .join(Stage, Stage.id == Assignment.stage_id)
-        .where(Assignment.id == assignment_id)
-        .with_for_update(of=[Assignment, Item])
-    ).first()
-    if row is None or row[0].annotator_id != annotator_id:
-        raise NotFound("No such assignment for you.")
-    assignment, item, stage = row
-    return assignment, item, stage
-
-
 def give_back(session: Session, assignment_id: int, annotator_id: int, event: AssignmentEvent) -> None:
     """Skip (come back later) or release an active assignment; its slot returns to the pool."""
     assert event in (AssignmentEvent.skip, AssignmentEvent.release)
@@ -266,6 +330,7 @@ def give_back(session: Session, assignment_id: int, annotator_id: int, event: As
     if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is already {assignment.status}.")
     assignment.status = transition(assignment.status, event)
+    lower_floor(session, assignment.stage_id, assignment.item_id)
     session.execute(
         sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),
         {"item": assignment.item_id, "stage": assignment.stage_id},

@@ -1,5 +1,5 @@
 """The bare stack http_bench.py compares vlcurate with: FastAPI + a psycopg pool, one SKIP LOCKED
-claim statement and one insert per submit, no ORM, no middleware, no auth.
+claim statement, one insert per submit and one update per release, no ORM, no middleware, no auth.
 
     BARE_DSN=postgresql://... BARE_STAGE=1 uvicorn bare_app:app --app-dir bench --no-access-log
 """
@@ -40,3 +40,10 @@ async def submit(assignment_id: int, request: Request):
     async with pool.connection() as conn:
         await conn.execute("INSERT INTO bare_submits (item_id, payload) VALUES (%s, %s)", (assignment_id, Jsonb(json.loads(body)["payload"])))
     return {"annotation_id": assignment_id}
+
+
+@app.post("/api/v1/assignments/{assignment_id}/release", status_code=204)
+async def release(assignment_id: int):
+    async with pool.connection() as conn:
+        await conn.execute("UPDATE items SET slots_left = slots_left + 1 WHERE id = %s", (assignment_id,))
+    return Response(status_code=204)

@@ -6,6 +6,8 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 
 - claim: POST /api/v1/stages/{id}/claim again and again (after its first claim an annotator gets
   their live lease back, the path a client that lost the answer takes);
+- fresh: claim, then release the item, and again: claims/s, each of a fresh item (the honest
+  claim figure: a fresh claim does the full SKIP LOCKED pick);
 - cycle: claim, then submit the item (generic.choice), and again: items/s;
 - matrix: one client on a stage of N items at 0 % and at 90 % done (the 90 % written in one
   transaction over 32 annotators with autovacuum off, measured right after it, no ANALYZE):
@@ -41,6 +43,7 @@ from app import security  # noqa: E402
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
 ANNOTATORS = 32
+MODES = ("claim", "fresh", "cycle")
 
 
 def dsn(url) -> str:
@@ -168,7 +171,7 @@ def wrk(port: int, mode: str, stage: int, tokens_file: Path, clients: int, secon
         raise SystemExit(f"wrk failed: {out.stdout[-2000:]} {out.stderr[-2000:]}")
     out = out.stdout
     result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
-    result["rate"] = (result["items"] if mode == "cycle" else result["requests"]) / result["seconds"]
+    result["rate"] = (result["requests"] if mode == "claim" else result["items"]) / result["seconds"]
     return result
 
 
@@ -226,14 +229,14 @@ def main() -> None:
             conn.execute("ANALYZE")
             bare = bare_server(url, bare_stage)
             try:
-                for mode in ("claim", "cycle"):
+                for mode in MODES:
                     rows.append((mode, "bare", wrk(bare.port, mode, bare_stage, tokens_file, args.clients, args.seconds)))
             finally:
                 bare.stop()
             for w in workers:
                 server = vlcurate_server(url, w, tmp / "data")
                 try:
-                    for mode in ("claim", "cycle"):
+                    for mode in MODES:
                         rows.append((mode, f"workers {w}", wrk(server.port, mode, tp_stage, tokens_file, args.clients, args.seconds)))
                         if rows[-1][2]["errors"]:
                             print(f"{mode}, workers {w}: {rows[-1][2]['errors']} errors; the server's log ends:\n{server.tail()}")

@@ -3,6 +3,7 @@ claim answer written by PostgreSQL, the claim's plan with stale statistics, and 
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -87,8 +88,43 @@ def test_claim_plan_stays_on_claimable_rows_with_stale_statistics(committed, set
             " SELECT project_id, 'x' || g, '{}', stage_id, 'done', 0 FROM items, generate_series(1, 5000) g WHERE id = (SELECT min(id) FROM items)"
         ))
         plan = "\n".join(s.execute(sa.text(
-            "EXPLAIN (ANALYZE, BUFFERS) " + str(_take_fresh_sql())), {"stage": stage_id, "user": user}).scalars())
+            "EXPLAIN (ANALYZE, BUFFERS) " + str(_take_fresh_sql())), {"stage": stage_id, "user": user, "floor": 0}).scalars())
     assert "ix_items_claimable" in plan, plan
+
+
+def test_a_claim_after_most_items_finished_reads_few_pages_before_vacuum(committed, settings, storage):
+    """Most of a stage finished in one transaction, no VACUUM or ANALYZE since: the partial index
+    still holds every finished item's entry, and the claim's walk starts past them at the floor."""
+    from app import queue
+
+    _, stage_id = make_choice_project(committed, settings, storage, 3)
+    user = factories_user(committed)
+    with transaction(committed) as s:
+        s.execute(sa.text("ALTER TABLE items SET (autovacuum_enabled = false)"))
+        s.execute(sa.text(
+            "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
+            " SELECT project_id, 'x' || g, '{}', stage_id, 'active', 1 FROM items, generate_series(1, 20000) g"
+            " WHERE id = (SELECT min(id) FROM items)"
+        ))
+    with transaction(committed) as s:
+        last = s.scalar(sa.text("SELECT max(id) FROM items WHERE stage_id = :s"), {"s": stage_id})
+        s.execute(sa.text("UPDATE items SET status = 'done', slots_left = 0 WHERE stage_id = :s AND id < :last - 10"),
+                  {"s": stage_id, "last": last})
+    try:
+        with transaction(committed) as s:
+            claimed = annotation.claim(s, stage_id, user)
+            assert claimed.item_id == last - 10  # the lowest claimable item
+            floor = queue._floor(s, stage_id)
+            plan = "\n".join(s.execute(sa.text("EXPLAIN (ANALYZE, BUFFERS) " + str(_take_fresh_sql())),
+                                       {"stage": stage_id, "user": user, "floor": floor}).scalars())
+        lines = plan.splitlines()
+        scan = next(n for n, line in enumerate(lines) if " on items i " in line)  # the pick's walk
+        buffers = next(line for line in lines[scan:] if "Buffers:" in line)
+        # From the start, the walk reads the index pages of 20,000 finished items (~60); from the floor, a few.
+        assert sum(int(n) for n in re.findall(r"=(\d+)", buffers)) < 20, plan
+    finally:
+        with transaction(committed) as s:
+            s.execute(sa.text("ALTER TABLE items RESET (autovacuum_enabled)"))
 
 
 def factories_user(sessions) -> int:
@@ -108,3 +144,27 @@ def test_serve_picks_one_worker_per_cpu_up_to_four_and_one_on_the_embedded_datab
     monkeypatch.setattr(server, "_cpus", lambda: 64)
     assert server.default_workers() == 4
     assert server.default_workers(embedded=True) == 1
+
+
+def test_a_submit_that_finalizes_an_item_is_three_statements(committed, settings, storage):
+    """Lock, one read of what the submit decides on, one statement of writes: consolidation, the
+    final record and the item's move included."""
+    _, stage_id = make_choice_project(committed, settings, storage, 2)
+    user = factories_user(committed)
+    with transaction(committed) as s:
+        claimed = annotation.claim(s, stage_id, user)
+    statements: list[str] = []
+    with transaction(committed) as s:
+        engine = s.get_bind()
+        sa.event.listen(engine, "before_cursor_execute", record := lambda conn, cursor, sql, *rest: statements.append(sql))
+        try:
+            result = annotation.submit(s, claimed.assignment_id, user, {"choice": "a"}, "one")
+        finally:
+            sa.event.remove(engine, "before_cursor_execute", record)
+    assert len(statements) == 3, statements
+    assert result.item_status == "done" and not result.replayed
+    with transaction(committed) as s:
+        assert s.scalar(sa.text("SELECT count(*) FROM item_results WHERE item_id = :i"), {"i": claimed.item_id}) == 1
+        assert s.scalar(sa.text("SELECT status FROM assignments WHERE id = :a"), {"a": claimed.assignment_id}) == "submitted"
+        again = annotation.submit(s, claimed.assignment_id, user, {"choice": "a"}, "one")
+    assert again.replayed and again.annotation_id == result.annotation_id

@@ -77,7 +77,7 @@ async def claim(stage_id: Id, request: Request, token: Bearer):
     else the next item for you; 204 when nothing is left."""
 
     def work(session, user: Principal) -> bytes | None:
-        claimed = annotation.resume_or_claim(session, stage_id, user.id)
+        claimed = annotation.resume_or_claim(session, stage_id, user.id, answer=True)
         return None if claimed is None else annotation.claim_json(session, claimed, stage_id)
 
     body = await api_work(request, token, work)
