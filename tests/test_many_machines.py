@@ -386,7 +386,7 @@ def test_two_replicas_and_two_workers_with_no_shared_disk_survive_kills(committe
                    "worker-1's heartbeat to go stale", timeout=60)
         fleet.start("worker-1b", "worker")
         wait_until(lambda: scalar(committed, "SELECT count(*) FROM procrastinate_jobs WHERE id = ANY(:ids) AND status = 'succeeded'", ids=suggest_jobs) == n,
-                   "every suggestion job to succeed", timeout=120)
+                   "every suggestion job to succeed", timeout=240)  # a busy machine loads torch slowly
         annotate(1, filter_id, {"choice_1": 1, "choice_2": 3})
         annotate(0, recaption_id, {"caption_1": "A red kitten in a grey coat.", "caption_2": "A grey kitten in a red coat."})
         assert len(set(lb.served)) == 3  # app-a, app-b and app-a2 all answered

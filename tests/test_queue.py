@@ -230,8 +230,8 @@ def test_a_claim_waits_out_a_submit_holding_the_last_item_instead_of_answering_n
         held = annotation.claim(s, stage_id, holder)
     got = []
     with transaction(committed) as s:
-        lock_for_submit = queue.lock_for_submit(s, held.assignment_id, holder)  # the item's row is now locked
-        assert lock_for_submit is not None
+        # The item's row locked, as a submit of the holder's assignment holds it until it commits.
+        assert s.execute(sa.select(Item.id).where(Item.id == held.item_id).with_for_update()).scalar() == held.item_id
 
         def claim() -> None:
             with transaction(committed) as other:
