@@ -55,9 +55,8 @@ def test_the_next_screen_draws_its_image_from_the_cache(page, committed, setting
     assert len(waits) == 3 and all(w > 0 for w in waits)
 
 
-def test_after_a_submit_reload_asks_for_the_screen_and_back_finds_the_item_before(page, committed, settings, storage):
-    from app.models import Annotation
-
+def _first_shapes_screen(page, committed, settings, storage) -> str:
+    """The demo data loaded, an annotator logged in on the shapes stage's first screen; its URL."""
     with transaction(committed) as s:
         load_demo(s, settings, storage)
         stage_id = s.scalar(sa.select(Stage.id).join(Project).where(Project.name == "Demo: shapes"))
@@ -65,7 +64,13 @@ def test_after_a_submit_reload_asks_for_the_screen_and_back_finds_the_item_befor
     log_in(page, "nia", PASSWORD)
     page.goto(f"/stages/{stage_id}/annotate")
     page.wait_for_url("**/assignments/*")
-    first = page.url
+    return page.url
+
+
+def test_after_a_submit_reload_asks_for_the_screen_and_back_finds_the_item_before(page, committed, settings, storage):
+    from app.models import Annotation
+
+    first = _first_shapes_screen(page, committed, settings, storage)
     page.wait_for_function("() => document.activeElement && document.activeElement.dataset.key")
     page.keyboard.press("1")
     page.keyboard.press("Enter")
@@ -88,14 +93,7 @@ def test_after_a_submit_reload_asks_for_the_screen_and_back_finds_the_item_befor
 def test_a_submit_whose_request_fails_is_posted_the_plain_way_and_stored_once(page, committed, settings, storage):
     from app.models import Annotation
 
-    with transaction(committed) as s:
-        load_demo(s, settings, storage)
-        stage_id = s.scalar(sa.select(Stage.id).join(Project).where(Project.name == "Demo: shapes"))
-    make_user(committed, "nia", "annotator", PASSWORD)
-    log_in(page, "nia", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
-    page.wait_for_url("**/assignments/*")
-    first = page.url
+    first = _first_shapes_screen(page, committed, settings, storage)
     failed = []
 
     def drop_once(route):
