@@ -404,20 +404,24 @@ def live_server(settings, committed) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture
-def live_process(settings, committed) -> Iterator[str]:
-    """Like `live_server`, in a uvicorn process of its own: for load from many client threads, which
-    would otherwise share this interpreter with the server."""
-    port = free_port()
+def server_process(settings: Settings, port: int) -> tuple[list[str], dict[str, str], str]:
+    """A uvicorn process serving the app on the test database: its command, environment and base URL."""
     env = {
         **os.environ,
         "DATABASE_URL": settings.database_url,
         "VLCURATE_DATA_DIR": str(settings.data_dir),
         "VLCURATE_SECRET_KEY": settings.secret_key.get_secret_value(),
     }
-    base = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1",
            "--port", str(port), "--log-level", "warning"]
+    return cmd, env, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def live_process(settings, committed) -> Iterator[str]:
+    """Like `live_server`, in a uvicorn process of its own: for load from many client threads, which
+    would otherwise share this interpreter with the server."""
+    cmd, env, base = server_process(settings, free_port())
     with running(cmd, base + "/healthz", env):
         yield base
 

@@ -9,8 +9,6 @@ they are, to the next replica in turn.
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 import threading
 import time
 from collections import Counter
@@ -24,7 +22,7 @@ import uvicorn
 from app.db import transaction
 from tests import factories
 from tests.client.test_client_live import answer, wikido_dataset
-from tests.conftest import free_port, running
+from tests.conftest import free_port, running, server_process
 from vlcurate import Client
 
 HOP_BY_HOP = {b"connection", b"keep-alive", b"transfer-encoding", b"te", b"upgrade", b"proxy-connection"}
@@ -94,13 +92,9 @@ def test_client_over_two_replicas_behind_a_proxy(committed, settings, tmp_path):
         pid, (stage_id,) = factories.project(s, "wikido.verify", name="replicas")
         admin = factories.token(s, factories.user(s, "rep-admin", "admin"))
         annotator = factories.token(s, factories.user(s, "rep-ann"))
-    env = {**os.environ, "DATABASE_URL": settings.database_url, "VLCURATE_DATA_DIR": str(settings.data_dir),
-           "VLCURATE_SECRET_KEY": settings.secret_key.get_secret_value()}
-    ports = [free_port(), free_port()]
-    replicas = [f"http://127.0.0.1:{p}" for p in ports]
-    commands = [[sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1", "--port", str(p),
-                 "--log-level", "warning"] for p in ports]
-    with running(commands[0], f"{replicas[0]}/healthz", env), running(commands[1], f"{replicas[1]}/healthz", env), \
+    (cmd_a, env, base_a), (cmd_b, _, base_b) = (server_process(settings, free_port()) for _ in range(2))
+    replicas = [base_a, base_b]
+    with running(cmd_a, f"{base_a}/healthz", env), running(cmd_b, f"{base_b}/healthz", env), \
             proxy(replicas) as (url, balancer):
         with Client(url, admin) as client, Client(url, annotator) as ann:
             ds = wikido_dataset(30)

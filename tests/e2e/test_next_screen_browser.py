@@ -19,13 +19,8 @@ PROBE = (Path(__file__).resolve().parents[2] / "bench" / "next_screen_probe.js")
 
 
 def test_the_next_screen_draws_its_image_from_the_cache(page, committed, settings, storage):
-    with transaction(committed) as s:
-        load_demo(s, settings, storage)
-        stage_id = s.scalar(sa.select(Stage.id).join(Project).where(Project.name == "Demo: shapes"))
-    make_user(committed, "nia", "annotator", PASSWORD)
-    page.context.add_init_script(PROBE)
-    log_in(page, "nia", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
+    page.context.add_init_script(PROBE)  # before the screens load
+    _first_shapes_screen(page, committed, settings, storage)
     waits = []
     for _ in range(3):
         page.wait_for_url("**/assignments/*")
