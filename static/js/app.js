@@ -87,12 +87,14 @@
     if (el) el.focus({ preventScroll: true });
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
+  // At load, and after a swap: unless the screen's own script already focused something.
+  function focusScreen() {
     var form = document.querySelector("[data-annotation-form]");
     if (!form || form.dataset.enter === "focused") return;
     var active = document.activeElement;
     if (!active || active === document.body) focusItem(form);
-  });
+  }
+  document.addEventListener("DOMContentLoaded", focusScreen);
 
   document.addEventListener("click", function (event) {
     var skip = event.target.closest && event.target.closest("[data-skip]");
@@ -129,11 +131,8 @@
   // navigation, so the worst case is the plain page load (the submit is idempotent by its key).
   var loadedScripts = {}, loadedStyles = {};
   var shown = own || location.pathname + location.search;  // the address of the page on screen
-  function remember() {
-    document.querySelectorAll("script[src]").forEach(function (el) { loadedScripts[el.src] = true; });
-    document.querySelectorAll("link[rel=stylesheet]").forEach(function (el) { loadedStyles[el.href] = true; });
-  }
-  remember();
+  document.querySelectorAll("script[src]").forEach(function (el) { loadedScripts[el.src] = true; });
+  document.querySelectorAll("link[rel=stylesheet]").forEach(function (el) { loadedStyles[el.href] = true; });
 
   function absolute(path) { return new URL(path, location.href).href; }
 
@@ -149,7 +148,8 @@
         performance.mark("vlcurate:answered");
         var type = response.headers.get("content-type") || "";
         var doc = type.indexOf("text/html") === 0 ? new DOMParser().parseFromString(html, "text/html") : null;
-        var url = (doc && doc.body && doc.body.dataset.url) || (response.redirected ? response.url.slice(new URL(response.url).origin.length) : null);
+        var landed = new URL(response.url);  // where a redirect led (the page that says nothing is left)
+        var url = (doc && doc.body && doc.body.dataset.url) || (response.redirected ? landed.pathname + landed.search : null);
         if (!doc || !swapIn(doc, url)) location.assign(url || location.href);
       });
     }).catch(function () {
@@ -181,9 +181,7 @@
     // The screen's scripts set up their part of the new screen, then focus goes to its first control.
     document.dispatchEvent(new CustomEvent("vlcurate:screen"));
     setUpScreen();
-    var form = document.querySelector("[data-annotation-form]");
-    var active = document.activeElement;
-    if (form && form.dataset.enter !== "focused" && (!active || active === document.body)) focusItem(form);
+    focusScreen();
     performance.mark("vlcurate:swapped");
     document.dispatchEvent(new CustomEvent("vlcurate:swapped"));
     return true;
