@@ -46,7 +46,9 @@ def shoot(page, name: str) -> None:
 
 def fits(page, *selectors: str, every: bool = False) -> None:
     """Each selector's first element (or with `every`, each of its elements) lies wholly inside the
-    viewport as the page is now: seen without scrolling."""
+    viewport as the page is now: seen without scrolling. Measured once the screen's images have
+    loaded (a swapped-in screen's image is 0 wide until then); lazily loaded ones are not waited for."""
+    page.wait_for_function("() => [...document.images].every(i => i.complete || i.loading === 'lazy')")
     height, width = page.viewport_size["height"], page.viewport_size["width"]
     for selector in selectors:
         found = page.locator(selector)

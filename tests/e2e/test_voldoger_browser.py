@@ -70,6 +70,8 @@ def test_three_rows_by_keyboard(page, committed, settings, storage, tmp_path):
             page.keyboard.press("Backspace")
             page.keyboard.press("Escape")
         elif ident.startswith("ve"):
+            # A swapped-in screen's image may still be loading: its width is 0 until then.
+            page.wait_for_function("() => { const i = document.querySelector('[data-stylised-img]'); return i.complete && i.naturalWidth > 0; }")
             page.keyboard.press("+")
             page.keyboard.press("+")
             assert page.locator("[data-zoom-level]").inner_text() == "225%"
