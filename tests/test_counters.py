@@ -101,3 +101,45 @@ def test_counts_stay_exact_through_skip_release_expire_review_and_deletes(commit
         assert_exact(s)
         assert s.scalar(sa.text("SELECT count(*) FROM item_counts WHERE project_id = :p"), {"p": project_id}) == 0
         assert [p.items for p in projects.progress(s)] == [3]
+
+
+def test_counts_stay_exact_on_either_side_of_the_small_statement_size(committed, settings, storage):
+    """The triggers run a cached plan for at most 64 rows and plan bulk statements anew (0014counts):
+    the same connection alternates between the two, and both count the same."""
+    project_id, stage_id = make_choice_project(committed, settings, storage, 1)
+    users = [make_user(committed, f"sz{k}") for k in range(3)]
+    with transaction(committed) as s:
+        for size in (1, 64, 65, 300, 2, 64, 65, 1):
+            tag = f"n{size}-{uuid.uuid4().hex[:6]}-"
+            params = {"p": project_id, "s": stage_id, "n": size, "tag": tag, "users": users}
+            s.execute(sa.text(
+                "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
+                " SELECT :p, :tag || g, '{}', :s, 'active', 1 FROM generate_series(1, :n) g"
+            ), params)
+            s.execute(sa.text(
+                "INSERT INTO assignments (item_id, stage_id, annotator_id, status, lease_until)"
+                " SELECT id, stage_id, (CAST(:users AS int[]))[1 + id % 3], 'active', now() + interval '1 hour'"
+                " FROM items WHERE external_id LIKE :tag || '%'"
+            ), params)
+            s.execute(sa.text(
+                "UPDATE assignments SET status = 'submitted', submitted_at = now()"
+                " WHERE item_id IN (SELECT id FROM items WHERE external_id LIKE :tag || '%')"
+            ), params)
+            s.execute(sa.text(
+                "INSERT INTO annotations (assignment_id, item_id, stage_id, annotator_id, revision, idempotency_key, payload)"
+                " SELECT a.id, a.item_id, a.stage_id, a.annotator_id, 1, 'k' || a.id, '{}' FROM assignments a"
+                " JOIN items i ON i.id = a.item_id WHERE i.external_id LIKE :tag || '%'"
+            ), params)
+            s.execute(sa.text(
+                "INSERT INTO item_results (item_id, stage_id, payload, source)"
+                " SELECT id, stage_id, '{}', 'auto' FROM items WHERE external_id LIKE :tag || '%'"
+            ), params)
+            s.execute(sa.text("UPDATE items SET status = 'done', slots_left = 0 WHERE external_id LIKE :tag || '%'"), params)
+            assert_exact(s)
+        # Deletes on either side of the size too: the results, then the items with everything under them.
+        for size in (1, 65):
+            s.execute(sa.text(
+                "DELETE FROM item_results WHERE item_id IN (SELECT id FROM items WHERE external_id LIKE :tag || '%')"
+            ), {"tag": f"n{size}-%"})
+            s.execute(sa.text("DELETE FROM items WHERE external_id LIKE :tag || '%'"), {"tag": f"n{size}-%"})
+            assert_exact(s)
