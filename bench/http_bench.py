@@ -11,7 +11,8 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 - cycle: claim, then submit the item (generic.choice), and again: items/s;
 - matrix: one client on a stage of N items at 0 % and at 90 % done (the 90 % written in one
   transaction over 32 annotators with autovacuum off, measured right after it, no ANALYZE):
-  p50 of claim, submit, the project's progress and the stage's "you did N".
+  p50 of claim, the annotation screen (with "you did N"), submit, the project's progress (API), the
+  project page, its progress fragment (the page's poll) and the stage's progress bar.
 
     python bench/http_bench.py [--clients 32] [--seconds 10] [--throughput-items 200000]
                                [--matrix 10000,1000000] [--skip-throughput] [--workers 1,2]
@@ -35,8 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
 import psycopg
-from scratch import scratch_database
+from scratch import BENCH_PASSWORD, log_in, scratch_database
 
 from app import security  # noqa: E402
 
@@ -44,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
 ANNOTATORS = 32
 MODES = ("claim", "fresh", "cycle")
+MATRIX = ("claim", "screen", "submit", "progress", "page", "fragment", "bar")  # the matrix's columns
 
 
 def dsn(url) -> str:
@@ -69,9 +72,10 @@ def make_stage(conn, name: str, items: int, overlap: int = 1) -> tuple[int, int]
 
 def annotators(conn) -> tuple[list[int], list[str]]:
     ids, tokens = [], []
+    password = security.hash_password(BENCH_PASSWORD)
     for i in range(ANNOTATORS):
         uid = conn.execute(
-            "INSERT INTO users (username, password_hash, role) VALUES (%s, 'x', 'annotator') RETURNING id", (f"bench{i}",)
+            "INSERT INTO users (username, password_hash, role) VALUES (%s, %s, 'annotator') RETURNING id", (f"bench{i}", password)
         ).fetchone()[0]
         plain, digest = security.new_api_token()
         conn.execute("INSERT INTO api_tokens (user_id, name, token_hash) VALUES (%s, 'bench', %s)", (uid, digest))
@@ -175,13 +179,24 @@ def wrk(port: int, mode: str, stage: int, tokens_file: Path, clients: int, secon
     return result
 
 
-def one_client(port: int, token: str, project: int, stage: int, n: int) -> dict[str, float]:
-    """p50 (ms) of claim, submit, project progress and "you did N" for one client, n cycles."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    times: dict[str, list[float]] = {"claim": [], "submit": [], "progress": []}
+def page_cookie(port: int, username: str) -> str:
+    """A logged-in page session for `username` (password BENCH_PASSWORD): its Cookie header."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+        log_in(client, username)
+        return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
 
-    def call(kind: str, method: str, path: str, body: dict | None = None):
+
+def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: int) -> dict[str, float]:
+    """p50 (ms) for one client over n cycles: claim and submit (API), the annotation screen (the
+    page an annotator opens for the claimed item), and every fifth cycle the project's progress
+    (API), project page, its progress fragment (the page's 10 s poll) and the stage's bar."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    api = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    page = {"Cookie": cookie}
+    fragment = {**page, "HX-Request": "true", "HX-Target": "progress"}
+    times: dict[str, list[float]] = {k: [] for k in ("claim", "screen", "submit", "progress", "page", "fragment", "bar")}
+
+    def call(kind: str, method: str, path: str, headers: dict, body: dict | None = None):
         t0 = time.perf_counter()
         conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
         r = conn.getresponse()
@@ -189,16 +204,20 @@ def one_client(port: int, token: str, project: int, stage: int, n: int) -> dict[
         times[kind].append((time.perf_counter() - t0) * 1000)
         if r.status >= 400:
             raise SystemExit(f"{method} {path}: {r.status} {data[:300]!r}")
-        return json.loads(data) if data else None
+        return json.loads(data) if data and headers is api else None
 
     for i in range(n):
-        claimed = call("claim", "POST", f"/api/v1/stages/{stage}/claim")
+        claimed = call("claim", "POST", f"/api/v1/stages/{stage}/claim", api)
         if claimed is None:
             break
-        call("submit", "POST", f"/api/v1/assignments/{claimed['assignment_id']}/submit",
+        call("screen", "GET", f"/assignments/{claimed['assignment_id']}", page)
+        call("submit", "POST", f"/api/v1/assignments/{claimed['assignment_id']}/submit", api,
              {"payload": {"choice": "a"}, "idempotency_key": f"m{stage}-{i}-{time.time_ns()}"})
         if i % 5 == 0:
-            call("progress", "GET", f"/api/v1/projects/{project}")
+            call("progress", "GET", f"/api/v1/projects/{project}", api)
+            call("page", "GET", f"/projects/{project}", page)
+            call("fragment", "GET", f"/projects/{project}", fragment)
+            call("bar", "GET", f"/stages/{stage}/bar", page)
     return {k: statistics.median(v) for k, v in times.items() if v}
 
 
@@ -251,7 +270,8 @@ def main() -> None:
         if sizes:
             server = vlcurate_server(url, 1, tmp / "data")
             print("\none client, `serve --workers 1`; p50 ms; 90 % measured right after the work, no ANALYZE")
-            print(f"{'items':>10} {'done':>5} {'claim':>7} {'submit':>7} {'progress':>9}", flush=True)
+            cookie = page_cookie(server.port, "bench0")
+            print(f"{'items':>10} {'done':>5} " + " ".join(f"{k:>8}" for k in MATRIX), flush=True)
             try:
                 for size in sizes:
                     project, stage = make_stage(conn, f"m{size}", size)
@@ -264,11 +284,11 @@ def main() -> None:
                             finish_most(conn, stage, done, users)
                             print(f"{'':>10} (90 % written in {time.perf_counter() - t0:.0f} s)", flush=True)
                         try:
-                            r = one_client(server.port, tokens[0], project, stage, args.matrix_cycles)
+                            r = one_client(server.port, tokens[0], cookie, project, stage, args.matrix_cycles)
                         except SystemExit:
                             print(server.tail())
                             raise
-                        print(f"{size:>10,} {int(done * 100):>4}% {r['claim']:>7.1f} {r['submit']:>7.1f} {r['progress']:>9.1f}", flush=True)
+                        print(f"{size:>10,} {int(done * 100):>4}% " + " ".join(f"{r[k]:>8.1f}" for k in MATRIX), flush=True)
                     for table in ("items", "assignments", "annotations", "item_results"):
                         conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
             finally:
