@@ -36,6 +36,7 @@ from typing import Any, Callable
 import httpx
 import psycopg
 import sqlalchemy as sa
+from client_bench import cpu_seconds
 from http_bench import ANNOTATORS, HERE, annotators, bare_server, dsn, make_stage, vlcurate_server, wrk
 from scratch import BENCH_PASSWORD, log_in, scratch_database
 
@@ -264,6 +265,33 @@ def cycle(port: int, mode: str, stage: int, people: Path, payloads: Path, client
     return result
 
 
+def process_tree(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return [pid]
+    return [pid, *(p for child in children for p in process_tree(int(child)))]
+
+
+def measured(run: Callable[[], dict], server: int, conn) -> dict:
+    """Run wrk; add the CPU ms an item took in the server's processes and in the database's backends
+    (steadier than the wall time on a shared machine; from /proc, so only for a local database)."""
+    query = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+
+    def pids() -> tuple[set[int], set[int]]:
+        return set(process_tree(server)), {row[0] for row in conn.execute(query)}
+
+    app, db = pids()
+    before = cpu_seconds([*app, *db])
+    result = run()
+    app_now, db_now = pids()
+    app, db = app | app_now, db | db_now
+    after = cpu_seconds([*app, *db])
+    per_item = 1000 / max(result["items"], 1)
+    result["app_ms"], result["db_ms"] = (sum(after[p] - before.get(p, 0) for p in group if p in after) * per_item for group in (app, db))
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workflows", default=",".join(WORKFLOWS), help=f"any of {', '.join(WORKFLOWS)}")
@@ -299,7 +327,7 @@ def main() -> None:
 
         bare = bare_server(url, bare_stage)
         try:
-            base = wrk(bare.port, "cycle", bare_stage, tokens_file, args.clients, args.seconds)
+            base = measured(lambda: wrk(bare.port, "cycle", bare_stage, tokens_file, args.clients, args.seconds), bare.proc.pid, conn)
         finally:
             bare.stop()
         rows = []
@@ -314,7 +342,8 @@ def main() -> None:
                 for name in names:
                     for mode in ("screen", "no-screen"):
                         time.sleep(1)  # the last run's requests still queued are answered before its clients claim again
-                        r = cycle(server.port, mode, stages[name], people, tmp / f"{name}.payloads", args.clients, args.seconds)
+                        r = measured(lambda: cycle(server.port, mode, stages[name], people, tmp / f"{name}.payloads", args.clients,
+                                                   args.seconds), server.proc.pid, conn)
                         rows.append((name, mode, f"workers {w}", r))
                         if r["errors"]:
                             print(f"{name} {mode}, workers {w}: {r['errors']} errors, the first of some connections:",
@@ -323,14 +352,15 @@ def main() -> None:
                 server.stop()
 
     print(f"\n{args.clients} clients, {args.seconds} s each; {os.cpu_count()} cores; stages of {args.items:,} items; "
-          f"load average now {os.getloadavg()[0]:.1f}; p50/p99 of one request")
-    print(f"{'workflow':<18} {'cycle':<10} {'server':<10} {'items/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>7} {'goal':>5}")
+          f"load average now {os.getloadavg()[0]:.1f}; p50/p99 of one request; CPU ms an item in the server's processes and the database's")
+    print(f"{'workflow':<18} {'cycle':<10} {'server':<10} {'items/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>7} {'goal':>5} {'app ms':>7} {'db ms':>6}")
     print(f"{'(bare stack)':<18} {'no-screen':<10} {'bare':<10} {base['rate']:>8,.0f} {base['p50_ms']:>8.1f} {base['p99_ms']:>8.1f} "
-          f"{base['errors']:>7} {100.0:>6.1f}%")
+          f"{base['errors']:>7} {100.0:>6.1f}% {'':>5} {base['app_ms']:>7.2f} {base['db_ms']:>6.2f}")
     for name, mode, who, r in rows:
         goal = GOALS.get(name, 200)
         print(f"{name:<18} {mode:<10} {who:<10} {r['rate']:>8,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['errors']:>7} "
-              f"{100 * r['rate'] / base['rate']:>6.1f}% {'met' if r['rate'] >= goal else goal:>5}", flush=True)
+              f"{100 * r['rate'] / base['rate']:>6.1f}% {'met' if r['rate'] >= goal else goal:>5} "
+              f"{r['app_ms']:>7.2f} {r['db_ms']:>6.2f}", flush=True)
 
 
 if __name__ == "__main__":
