@@ -11,7 +11,9 @@ connection, each with an API token and a page session logged in through POST /lo
 - no screen: claim -> submit, so that the screen's cost shows.
 
 Prints items/s (submits answered 200), p50/p99 of a request, errors (any answer that is not 200,
-and a claim that found nothing) and the ratio to the bare stack's cycle measured in the same run.
+and a claim that found nothing), the ratio to the bare stack's cycle measured in the same run, and
+the CPU ms an item took in the server's processes and in the database's backends (read from /proc:
+steadier than the rates on a shared machine; meaningful only with the database on this machine).
 Goal (issue 24): 32 clients, >= 300 items/s for generic.choice, >= 200 for the others.
 
     python bench/cycle_bench.py [--workflows generic.choice,wikido.verify,colorswap.filter,visargs.grounding]
