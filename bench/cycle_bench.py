@@ -30,6 +30,7 @@ import os
 import random
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -277,20 +278,37 @@ def process_tree(pid: int) -> list[int]:
 
 def measured(run: Callable[[], dict], server: int, conn) -> dict:
     """Run wrk; add the CPU ms an item took in the server's processes and in the database's backends
-    (steadier than the wall time on a shared machine; from /proc, so only for a local database)."""
+    (steadier than the wall time on a shared machine; from /proc, so only for a local database).
+    Backends come and go with the pool's overflow: they are looked at every 0.2 s while wrk runs."""
     query = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    first: dict[str, dict[int, float]] = {"app": {}, "db": {}}
+    last: dict[str, dict[int, float]] = {"app": {}, "db": {}}
 
-    def pids() -> tuple[set[int], set[int]]:
-        return set(process_tree(server)), {row[0] for row in conn.execute(query)}
+    def look(counted_whole: bool) -> None:
+        """A process first seen while wrk runs started during the run: all its CPU counts."""
+        for group, pids in (("app", process_tree(server)), ("db", [row[0] for row in conn.execute(query)])):
+            for pid, seconds in cpu_seconds(pids).items():
+                first[group].setdefault(pid, 0.0 if counted_whole else seconds)
+                last[group][pid] = seconds
 
-    app, db = pids()
-    before = cpu_seconds([*app, *db])
-    result = run()
-    app_now, db_now = pids()
-    app, db = app | app_now, db | db_now
-    after = cpu_seconds([*app, *db])
+    def go() -> None:
+        try:
+            outcome.append(run())
+        except BaseException as e:  # noqa: BLE001 - raised again below, in the main thread
+            outcome.append(e)
+
+    outcome: list = []
+    look(False)
+    worker = threading.Thread(target=go)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.2)
+        look(True)
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    result = outcome[0]
     per_item = 1000 / max(result["items"], 1)
-    result["app_ms"], result["db_ms"] = (sum(after[p] - before.get(p, 0) for p in group if p in after) * per_item for group in (app, db))
+    result["app_ms"], result["db_ms"] = (sum(last[g][p] - first[g].get(p, 0.0) for p in last[g]) * per_item for g in ("app", "db"))
     return result
 
 
