@@ -51,10 +51,7 @@ def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[s
     return [s.payload for s in submitted_annotations(session, item_id, stage_id)]
 
 
-def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]]:
-    """The latest final record of each stage the item passed, keyed by the stage's workflow name
-    (workflows find the results they build on by workflow, whatever the stage is called). A gold
-    item shows only the finals before its gold stage: its own final there is the truth."""
+def _results_by_stage_statement() -> sa.Select:
     gold_stage = sa.orm.aliased(Stage)
     hidden = (
         sa.select(1)
@@ -63,13 +60,24 @@ def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]
         .where(GoldItem.item_id == ItemResult.item_id, gold_stage.position <= Stage.position)
         .exists()
     )
-    rows = session.execute(
+    return (
         sa.select(Stage.workflow, ItemResult.payload)
         .join(Stage, Stage.id == ItemResult.stage_id)
-        .where(ItemResult.item_id == item_id, ~hidden)
+        .where(ItemResult.item_id == sa.bindparam("item_id"), ~hidden)
         .order_by(ItemResult.id)
     )
-    return {name: payload for name, payload in rows}
+
+
+# Built once: every annotation screen and submit reads it, and building the expression (an aliased
+# join and a correlated EXISTS) each time was about a seventh of a screen's app time.
+_RESULTS_BY_STAGE = _results_by_stage_statement()
+
+
+def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]]:
+    """The latest final record of each stage the item passed, keyed by the stage's workflow name
+    (workflows find the results they build on by workflow, whatever the stage is called). A gold
+    item shows only the finals before its gold stage: its own final there is the truth."""
+    return {name: payload for name, payload in session.execute(_RESULTS_BY_STAGE, {"item_id": item_id})}
 
 
 def complete_stage(session: Session, item: Item, stage: Stage) -> None:

@@ -18,7 +18,16 @@ from app.web.static_files import static_url
 templates = Jinja2Blocks(directory=str(ROOT / "templates"))
 # html=False: raw HTML in guidelines is shown as text, never run.
 _markdown = MarkdownIt("commonmark", {"html": False})
-templates.env.filters["markdown"] = lambda text: Markup(_markdown.render(text or ""))
+
+
+@lru_cache(maxsize=256)
+def markdown(text: str | None) -> Markup:
+    """Markdown as HTML, kept for the texts seen last: a stage's guidelines are the same on every
+    screen of the stage, and rendering them each time was a few percent of a screen's app time."""
+    return Markup(_markdown.render(text or ""))
+
+
+templates.env.filters["markdown"] = markdown
 templates.env.globals["version"] = __version__
 templates.env.globals["static_url"] = static_url
 
