@@ -405,14 +405,15 @@ def live_server(settings, committed) -> Iterator[str]:
 
 
 def server_process(settings: Settings, port: int) -> tuple[list[str], dict[str, str], str]:
-    """A uvicorn process serving the app on the test database: its command, environment and base URL."""
+    """A uvicorn process serving the app on the test database as `vlcurate serve` makes it
+    (`serve_app`): its command, environment and base URL."""
     env = {
         **os.environ,
         "DATABASE_URL": settings.database_url,
         "VLCURATE_DATA_DIR": str(settings.data_dir),
         "VLCURATE_SECRET_KEY": settings.secret_key.get_secret_value(),
     }
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:serve_app", "--factory", "--host", "127.0.0.1",
            "--port", str(port), "--log-level", "warning"]
     return cmd, env, f"http://127.0.0.1:{port}"
 

@@ -3,6 +3,7 @@ claim answer written by PostgreSQL, the claim's plan with stale statistics, and 
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -144,6 +145,21 @@ def test_serve_picks_one_worker_per_cpu_up_to_four_and_one_on_the_embedded_datab
     monkeypatch.setattr(server, "_cpus", lambda: 64)
     assert server.default_workers() == 4
     assert server.default_workers(embedded=True) == 1
+
+
+def test_a_served_process_freezes_its_start_up_objects_and_collects_young_objects_less_often(settings):
+    import json
+    import subprocess
+    import sys
+
+    from app.main import SERVE_GC_GEN0
+
+    probe = ("import gc, json; from app.main import serve_app; serve_app(); "
+             "print(json.dumps([gc.get_threshold(), gc.get_freeze_count()]))")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "DATABASE_URL": settings.database_url,
+                         "VLCURATE_DATA_DIR": str(settings.data_dir)}, capture_output=True, text=True, check=True)
+    threshold, frozen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert threshold == [SERVE_GC_GEN0, 10, 10] and frozen > 50_000
 
 
 def test_a_submit_that_finalizes_an_item_is_three_statements(committed, settings, storage):
