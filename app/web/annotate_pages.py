@@ -13,7 +13,7 @@ from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services import annotation, projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, savepoint
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, page_work, savepoint
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -104,8 +104,8 @@ def upcoming(request: Request, stage_id: Id, after: BigId, session: Db, user: Pr
 
 
 @router.get("/assignments/{assignment_id}")
-def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
-    return _screen_page(request, session, assignment_id, user)
+async def screen(request: Request, assignment_id: BigId):
+    return await page_work(request, lambda session, user: _screen_page(request, session, assignment_id, user))
 
 
 def _screen_page(request: Request, session: Session, assignment_id: int, user: Principal):
@@ -133,24 +133,30 @@ def _submit(session: Session, assignment_id: int, user: Principal, answer: Answe
 
 
 @router.post("/assignments/{assignment_id}/submit")
-def submit(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
-    try:
-        with savepoint(session):
-            stage_id = _submit(session, assignment_id, user, answer)
-    except (Invalid, Conflict) as exc:
-        ctx = _screen_context(session, assignment_id, user, answer.values)
-        # A revision of a submitted item goes in under a new key; anything else keeps the posted one.
-        keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
-        return render_error(request, "annotate/screen.html", ctx, exc, **keep)
-    request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
-    return _next_screen(request, session, stage_id, user)
+async def submit(request: Request, assignment_id: BigId, answer: Answer):
+    def work(session: Session, user: Principal):
+        try:
+            with savepoint(session):
+                stage_id = _submit(session, assignment_id, user, answer)
+        except (Invalid, Conflict) as exc:
+            ctx = _screen_context(session, assignment_id, user, answer.values)
+            # A revision of a submitted item goes in under a new key; anything else keeps the posted one.
+            keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
+            return render_error(request, "annotate/screen.html", ctx, exc, **keep)
+        request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
+        return _next_screen(request, session, stage_id, user)
+
+    return await page_work(request, work)
 
 
 @router.post("/assignments/{assignment_id}/skip")
-def skip(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
-    stage = annotation.assignment_stage(session, assignment_id, user.id)
-    annotation.give_back(session, assignment_id, user.id, skip=True)
-    return _next_screen(request, session, stage.id, user)
+async def skip(request: Request, assignment_id: BigId):
+    def work(session: Session, user: Principal):
+        stage = annotation.assignment_stage(session, assignment_id, user.id)
+        annotation.give_back(session, assignment_id, user.id, skip=True)
+        return _next_screen(request, session, stage.id, user)
+
+    return await page_work(request, work)
 
 
 def _next_screen(request: Request, session: Session, stage_id: int, user: Principal):
