@@ -181,13 +181,7 @@ async def api_work(request: Request, token: str, work: Callable[[Session, Princi
     event loop. Without the bound, 32 clients had 32 threads check out connections, and each one past
     the pool's size was opened and closed again per request (a new PostgreSQL backend every time,
     with none of the prepared statements a pooled connection keeps)."""
-    sessions = request.app.state.sessions
-
-    def run() -> T:
-        with transaction(sessions) as session:
-            return work(session, token_user(session, token))
-
-    return await anyio.to_thread.run_sync(run, limiter=work_limiter(request.app))
+    return await _one_hop(request, lambda session: token_user(session, token), work)
 
 
 async def page_work(request: Request, work: Callable[[Session, Principal], T]) -> T:
@@ -197,11 +191,16 @@ async def page_work(request: Request, work: Callable[[Session, Principal], T]) -
     end, `page_user`, the route), within the same bound on concurrent units of work. Measured with
     bench/cycle_bench.py, the hops and the dependency solving were about a third of a screen's app
     time, and 32 clients past the pool's size opened a PostgreSQL backend every few screens."""
+    return await _one_hop(request, lambda session: page_user(request, session), work)
+
+
+async def _one_hop(request: Request, who: Callable[[Session], Principal], work: Callable[[Session, Principal], T]) -> T:
+    """`who` and `work` in one transaction, in one threadpool hop, within `work_limiter`'s bound."""
     sessions = request.app.state.sessions
 
     def run() -> T:
         with transaction(sessions) as session:
-            return work(session, page_user(request, session))
+            return work(session, who(session))
 
     return await anyio.to_thread.run_sync(run, limiter=work_limiter(request.app))
 
