@@ -15,6 +15,7 @@ DIR/<phase>-<N>.txt (py-spy must be installed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -53,20 +54,30 @@ def child(url: str, token: str, project: int, n: int, batch: int, phase: str) ->
 
 def run_child(*args: str, server: int | None = None, profile: Path | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'client'}"}
-    spy = None
-    if profile is not None and server is not None:
-        profile.mkdir(parents=True, exist_ok=True)
-        out = profile / f"{args[-1]}-{args[3]}.txt"
-        spy = subprocess.Popen(["py-spy", "record", "--pid", str(server), "--format", "raw", "--nonblocking", "-r", "200",
-                                "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1)  # attached before the phase starts
-    try:
+    where = profile / f"{args[-1]}-{args[3]}.txt" if profile is not None and server is not None else None
+    with spying(server, where):
         out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True, capture_output=True, text=True)
-    finally:
-        if spy is not None:
-            spy.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
-            spy.wait(30)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def spying(pid: int | None, out: Path | None):
+    """py-spy samples process `pid` and its children while the block runs and writes their collapsed
+    stacks to `out` (nothing when `out` is None): the threads holding the GIL, that is where the
+    Python CPU goes (with BENCH_SPY_ALL=1 every thread, waits included)."""
+    if pid is None or out is None:
+        yield
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--subprocesses", "--format", "raw", "--nonblocking",
+                            *([] if os.environ.get("BENCH_SPY_ALL") else ["--gil"]),
+                            "-r", "200", "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)  # attached before the phase starts
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)  # py-spy writes its file when interrupted
+        spy.wait(30)
 
 
 def cpu_seconds(pids: list[int]) -> dict[int, float]:

@@ -8,7 +8,11 @@ connection, each with an API token and a page session logged in through POST /lo
 
 - screen: POST /api/v1/stages/{id}/claim -> GET /assignments/{id} (the annotation screen's HTML)
   -> POST /api/v1/assignments/{id}/submit with a valid answer, and again;
-- no screen: claim -> submit, so that the screen's cost shows.
+- no screen: claim -> submit, so that the screen's cost shows;
+- pages: the loop of an annotator's browser (bench/pages_cycle.lua): POST /assignments/{id}/submit,
+  the screen's plain form, answered with the next item's screen claimed and rendered in the same
+  request, then the two fragments that screen loads (the stage's bar and the next item's prefetch
+  links), and again.
 
 Prints items/s (submits answered 200), p50/p99 of a request, errors (any answer that is not 200,
 and a claim that found nothing), the ratio to the bare stack's cycle measured in the same run, and
@@ -17,7 +21,10 @@ steadier than the rates on a shared machine; meaningful only with the database o
 Goal (issue 24): 32 clients, >= 300 items/s for generic.choice, >= 200 for the others.
 
     python bench/cycle_bench.py [--workflows generic.choice,wikido.verify,colorswap.filter,visargs.grounding]
-                                [--workers 1,2] [--seconds 10] [--clients 32] [--items 20000]
+                                [--modes screen,no-screen,pages] [--workers 1,2] [--seconds 10] [--clients 32]
+                                [--items 20000] [--profile DIR]
+
+With --profile, py-spy samples the server during each run and writes its collapsed stacks to DIR.
 
 Uses DATABASE_URL's server when set, else an embedded PostgreSQL; needs `wrk` on PATH.
 """
@@ -35,15 +42,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlencode
 
 import httpx
 import psycopg
 import sqlalchemy as sa
-from client_bench import cpu_seconds
+from client_bench import cpu_seconds, spying
 from http_bench import ANNOTATORS, HERE, annotators, bare_server, dsn, make_stage, vlcurate_server, wrk
 from scratch import BENCH_PASSWORD, log_in, scratch_database
 
 from app import security  # noqa: E402
+from app.datasets import get_task  # noqa: E402
 from app.datasets.colorswap import demo as colorswap_demo  # noqa: E402
 from app.datasets.drawing import COLOURS, SHAPES  # noqa: E402
 from app.datasets.generic import demo as generic_demo  # noqa: E402
@@ -254,9 +263,25 @@ def check_screen(name: str, port: int, person: str, stage: int) -> None:
     print(f"{name}: the screen is {len(html) / 1000:.0f} KB of HTML", flush=True)
 
 
+MODES = ("screen", "no-screen", "pages")
+
+
+def answer_forms(name: str) -> str:
+    """The workflow's answers as its screen's form posts them (URL-encoded), one a line."""
+    task, config = get_task(name), dict(WORKFLOWS[name].demo.stages[WORKFLOWS[name].measured].config)
+    lines = []
+    for payload in WORKFLOWS[name].payloads:
+        values = task.payload_values(payload, {}, config, {})
+        if task.form_to_payload(values) != payload:
+            raise SystemExit(f"{name}: the form {values} does not post {payload}")
+        lines.append(urlencode(values, doseq=True))
+    return "\n".join(lines) + "\n"
+
+
 def cycle(port: int, mode: str, stage: int, people: Path, payloads: Path, clients: int, seconds: int) -> dict:
+    script = "pages_cycle.lua" if mode == "pages" else "cycle_bench.lua"
     out = subprocess.run(
-        ["wrk", "-t", str(clients), "-c", str(clients), "-d", f"{seconds}s", "--latency", "-s", str(HERE / "cycle_bench.lua"),
+        ["wrk", "-t", str(clients), "-c", str(clients), "-d", f"{seconds}s", "--latency", "-s", str(HERE / script),
          f"http://127.0.0.1:{port}", "--", mode, str(stage), str(people), str(payloads)],
         capture_output=True, text=True,
     )
@@ -319,11 +344,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--clients", type=int, default=ANNOTATORS)
     parser.add_argument("--items", type=int, default=20_000, help="items per stage (the stages must not run dry)")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"any of {', '.join(MODES)}")
+    parser.add_argument("--profile", type=Path, help="write py-spy's collapsed stacks of the server per run here")
     args = parser.parse_args()
     names = [w for w in args.workflows.split(",") if w]
     unknown = set(names) - set(WORKFLOWS)
     if unknown:
         raise SystemExit(f"unknown workflows: {', '.join(sorted(unknown))}; known: {', '.join(WORKFLOWS)}")
+    modes = [m for m in args.modes.split(",") if m]
+    if set(modes) - set(MODES):
+        raise SystemExit(f"unknown modes: {', '.join(sorted(set(modes) - set(MODES)))}; known: {', '.join(MODES)}")
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     workers = [int(w) for w in args.workers.split(",") if w]
@@ -346,6 +376,7 @@ def main() -> None:
         print(f"set up in {time.perf_counter() - started:.0f} s", flush=True)
         for name in names:
             (tmp / f"{name}.payloads").write_text("".join(json.dumps(p) + "\n" for p in WORKFLOWS[name].payloads))
+            (tmp / f"{name}.forms").write_text(answer_forms(name))
 
         bare = bare_server(url, bare_stage)
         try:
@@ -362,10 +393,13 @@ def main() -> None:
                     for name in names:
                         check_screen(name, server.port, people.read_text().splitlines()[0], stages[name])
                 for name in names:
-                    for mode in ("screen", "no-screen"):
+                    for mode in modes:
                         time.sleep(1)  # the last run's requests still queued are answered before its clients claim again
-                        r = measured(lambda: cycle(server.port, mode, stages[name], people, tmp / f"{name}.payloads", args.clients,
-                                                   args.seconds), server.proc.pid, conn)
+                        answers = tmp / f"{name}.{'forms' if mode == 'pages' else 'payloads'}"
+                        spied = args.profile / f"{name}-{mode}-w{w}.txt" if args.profile else None
+                        with spying(server.proc.pid, spied):
+                            r = measured(lambda: cycle(server.port, mode, stages[name], people, answers, args.clients, args.seconds),
+                                         server.proc.pid, conn)
                         rows.append((name, mode, f"workers {w}", r))
                         if r["errors"]:
                             print(f"{name} {mode}, workers {w}: {r['errors']} errors, the first of some connections:",

@@ -1,0 +1,95 @@
+-- wrk script for cycle_bench.py's "pages" mode: the loop an annotator's browser goes through, one
+-- connection per thread (-t C -c C), each thread one annotator (a line "token<TAB>session cookie" of
+-- the annotators file; only the cookie is used). The browser's loop, as static/js/app.js and the
+-- screen's htmx attributes make it:
+--   GET /stages/{id}/annotate (303 to the claimed item's screen), GET /assignments/{id}, then
+--   POST /assignments/{id}/submit, the plain form (CSRF token, idempotency key, the answer of the
+--   answers file, one URL-encoded form a line, taken in turn), answered with the next item's screen,
+--   claimed and rendered in the same request; then the two fragments the new screen loads: the
+--   stage's bar (HX-Request) and the prefetch links for the item after it (HX-Request); and again.
+-- "items" counts submits answered 200 with the next item's screen; anything else is an error.
+local threads = {}
+local counter = 0
+
+function setup(thread)
+  counter = counter + 1
+  thread:set("n", counter)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  stage = args[2]
+  local people = {}
+  for line in io.lines(args[3]) do table.insert(people, line) end
+  local cookie = people[(n - 1) % #people + 1]:match("[^\t]+\t(.+)")
+  page = {["Cookie"] = cookie}
+  form = {["Cookie"] = cookie, ["Content-Type"] = "application/x-www-form-urlencoded", ["Accept"] = "text/html"}
+  htmx = {["Cookie"] = cookie, ["HX-Request"] = "true"}
+  answers = {}
+  for line in io.lines(args[4]) do table.insert(answers, line) end
+  state, aid, csrf, key, opened, upcoming, items, errors, k, first_error = "start", nil, nil, nil, nil, nil, 0, 0, 0, ""
+end
+
+local function failed(status, body)
+  errors = errors + 1
+  local missing = ""
+  for name, value in pairs({form = aid, csrf_token = csrf, idempotency_key = key, opened_at = opened, prefetch = upcoming}) do
+    if not value then missing = missing .. " " .. name end
+  end
+  if missing ~= "" then missing = "(not found on the screen:" .. missing .. ") " end
+  local said = missing .. ((body or ""):match('<div class="error" role="alert"><p>(.-)</p>') or (body or ""):sub(1, 200))
+  if first_error == "" then first_error = state .. " " .. status .. " " .. said:gsub("[\r\n\t]", " ") end
+  state = "start"
+end
+
+-- What the browser reads off a screen: the form's address and hidden fields, and the prefetch fragment's address.
+local function read_screen(body)
+  aid = body:match('action="/assignments/(%d+)/submit"')
+  csrf = body:match('name="csrf_token" value="([^"]+)"')
+  key = body:match('name="idempotency_key" value="([^"]+)"')
+  opened = body:match('name="opened_at" value="([^"]+)"')
+  upcoming = body:match('hx%-get="(/stages/%d+/upcoming%?after=%d+)"')
+  return aid and csrf and key and opened and upcoming
+end
+
+function request()
+  if state == "start" then return wrk.format("GET", "/stages/" .. stage .. "/annotate", page) end
+  if state == "screen" then return wrk.format("GET", "/assignments/" .. aid, page) end
+  if state == "bar" then return wrk.format("GET", "/stages/" .. stage .. "/bar", htmx) end
+  if state == "upcoming" then return wrk.format("GET", upcoming, htmx) end
+  k = k + 1
+  local body = "csrf_token=" .. csrf .. "&idempotency_key=" .. key .. "&opened_at=" .. opened .. "&" .. answers[(n + k) % #answers + 1]
+  return wrk.format("POST", "/assignments/" .. aid .. "/submit", form, body)
+end
+
+function response(status, hdrs, body)
+  if state == "start" then
+    aid = status == 303 and (hdrs["location"] or hdrs["Location"] or ""):match("^/assignments/(%d+)$")
+    if aid then state = "screen" else failed(status, body) end
+  elseif state == "screen" then
+    if status == 200 and read_screen(body) then state = "submit" else failed(status, body) end
+  elseif state == "submit" then
+    if status == 200 and read_screen(body) and not body:find('<div class="error" role="alert">', 1, true) then
+      items = items + 1
+      state = "bar"
+    else
+      failed(status, body)
+    end
+  elseif state == "bar" then
+    if status == 200 then state = "upcoming" else failed(status, body) end
+  else
+    if status == 200 then state = "submit" else failed(status, body) end
+  end
+end
+
+function done(summary, latency, requests)
+  local items_sum, errors_sum = 0, 0
+  for _, t in ipairs(threads) do
+    items_sum = items_sum + t:get("items")
+    errors_sum = errors_sum + t:get("errors")
+    if t:get("first_error") ~= "" then io.write("ERROR " .. t:get("first_error") .. "\n") end
+  end
+  io.write(string.format('RESULT {"requests": %d, "seconds": %f, "items": %d, "errors": %d, "p50_ms": %f, "p99_ms": %f}\n',
+    summary.requests, summary.duration / 1e6, items_sum, errors_sum,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end
