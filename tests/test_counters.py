@@ -38,6 +38,12 @@ def assert_exact(session) -> None:
         assert sorted(session.execute(sa.text(kept)).all()) == sorted(session.execute(sa.text(counted)).all()), name
 
 
+def assert_bars_agree(session, project_id: int) -> None:
+    """Each stage's bar (one statement) shows what the project's progress says of that stage."""
+    for stage in projects.project_progress(session, project_id).stages:
+        assert projects.stage_progress(session, stage.id) == stage
+
+
 def test_counts_stay_exact_under_a_concurrent_drain(committed, settings, storage):
     project_id, stage_id = make_choice_project(committed, settings, storage, 150, overlap=2)
     annotators = [make_user(committed, f"cnt{i}") for i in range(8)]
@@ -58,6 +64,7 @@ def test_counts_stay_exact_under_a_concurrent_drain(committed, settings, storage
         assert_exact(s)
         stage = projects.project_progress(s, project_id).stages[0]
         assert stage.total == 150 and stage.annotations == 300
+        assert_bars_agree(s, project_id)
         assert sum(annotation.user_stage_counts(s, stage_id, a) for a in annotators) == 300
 
 
@@ -85,6 +92,7 @@ def test_counts_stay_exact_through_skip_release_expire_review_and_deletes(commit
             assert again.item_id == item_id
             annotation.submit(s, again.assignment_id, user, {"choice": "c"}, uuid.uuid4().hex)
         assert_exact(s)
+        assert_bars_agree(s, project_id)
         assert annotation.user_stage_counts(s, stage_id, c) == 1
     # A bulk insert as an import writes it, a bulk move, an item deleted, a project deleted.
     with transaction(committed) as s:
@@ -95,6 +103,8 @@ def test_counts_stay_exact_through_skip_release_expire_review_and_deletes(commit
         s.execute(sa.text("UPDATE items SET status = 'discarded', slots_left = 0 WHERE external_id LIKE 'bulk1%'"))
         s.execute(sa.text("DELETE FROM items WHERE external_id LIKE 'bulk2%'"))
         assert_exact(s)
+        assert_bars_agree(s, project_id)
+        assert projects.stage_progress(s, stage_id).discarded > 100
         other, _ = make_choice_project(committed, settings, storage, 3)
     with transaction(committed) as s:
         s.execute(sa.text("DELETE FROM projects WHERE id = :p"), {"p": project_id})

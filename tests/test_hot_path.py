@@ -14,7 +14,7 @@ from app.cli import server
 from app.db import transaction
 from app.services import annotation, suggestions, users
 from tests import factories
-from tests.conftest import make_choice_project
+from tests.conftest import login, make_choice_project
 
 
 @pytest.fixture
@@ -47,6 +47,29 @@ def test_deactivating_a_user_here_stops_their_token_at_once(client, app, world):
     with transaction(app.state.sessions) as s:
         users.update_user(s, users.get_user(s, world["annotator"]), is_active=False, actor_id=world["admin"])
     assert client.post(f"/api/v1/stages/{world['stage']}/claim", headers=world["ann"]).status_code == 401
+
+
+def test_a_page_session_ends_at_once_here_and_within_the_cache_bound_elsewhere(client, app, world, monkeypatch):
+    """The session's user is cached per process as a token's owner is: a password changed or a user
+    deactivated through this process ends their sessions at once; by another process, within the bound."""
+    monkeypatch.setattr(users, "TOKEN_CACHE_SECONDS", 0.3)
+    login(client, "hot")
+    assert client.get("/", follow_redirects=False).status_code == 200
+    # Another process deactivates them: this one has them cached for the bound, then sends them to log in.
+    with transaction(app.state.sessions) as s:
+        s.execute(sa.text("UPDATE users SET is_active = false WHERE id = :u"), {"u": world["annotator"]})
+    assert client.get("/", follow_redirects=False).status_code == 200
+    time.sleep(0.35)
+    assert client.get("/", follow_redirects=False).status_code == 303
+    # Active again, logged in again; a password change made here ends the session at once.
+    with transaction(app.state.sessions) as s:
+        s.execute(sa.text("UPDATE users SET is_active = true WHERE id = :u"), {"u": world["annotator"]})
+    time.sleep(0.35)
+    login(client, "hot")
+    assert client.get("/", follow_redirects=False).status_code == 200
+    with transaction(app.state.sessions) as s:
+        users.set_password(s, users.get_user(s, world["annotator"]), "another long pass phrase 2", actor_id=None)
+    assert client.get("/", follow_redirects=False).status_code == 303
 
 
 def test_bearer_calls_get_no_cookie_and_keep_the_security_headers(client, world):

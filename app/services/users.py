@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -190,12 +192,26 @@ class TokenOwner:
     must_change_password: bool
 
 
-# Token -> owner, cached per process so that an API call costs no lookup. The bound: a revoked token,
-# a deactivated user or a changed role takes effect at once in the process that made the change
-# (forget_tokens), and within TOKEN_CACHE_SECONDS in every other process (other workers, the CLI).
+@dataclass(frozen=True)
+class SessionOwner(TokenOwner):
+    """Who a page session's user id is, with their password's fingerprint, which the session
+    cookie must carry (changing the password ends every other session)."""
+
+    fingerprint: str
+
+
+def password_fingerprint(password_hash: str) -> str:
+    """What a session cookie keeps of the password: changing the password ends every other session."""
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
+
+
+# Token -> owner and session user id -> user, cached per process so that an API call or a page costs no
+# lookup. The bound: a revoked token, a deactivated user, a changed role or password takes effect at
+# once in the process that made the change (forget_tokens), and within TOKEN_CACHE_SECONDS in every
+# other process (other workers, the CLI).
 TOKEN_CACHE_SECONDS = 5.0
 _TOKEN_CACHE_SIZE = 10_000
-_token_cache: dict[str, tuple[float, TokenOwner]] = {}
+_token_cache: dict[object, tuple[float, TokenOwner]] = {}
 _token_lock = threading.Lock()
 _token_generation = 0  # bumped by forget_tokens: a lookup that raced with it is not cached
 
@@ -203,26 +219,53 @@ _OWNER = sa.text(
     "SELECT u.id, u.username, u.role, u.must_change_password FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " WHERE t.token_hash = :digest AND t.revoked_at IS NULL AND u.is_active"
 )
+_SESSION_OWNER = sa.text("SELECT id, username, role, must_change_password, password_hash FROM users WHERE id = :uid AND is_active")
+
+
+def _cached(key: object, load: Callable[[], TokenOwner | None]) -> TokenOwner | None:
+    now = time.monotonic()
+    cached = _token_cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    generation = _token_generation
+    owner = load()
+    if owner is None:
+        return None
+    with _token_lock:
+        if generation == _token_generation:
+            if len(_token_cache) >= _TOKEN_CACHE_SIZE:
+                _token_cache.clear()
+            _token_cache[key] = (now + TOKEN_CACHE_SECONDS, owner)
+    return owner
 
 
 def token_owner(session: Session, token: str) -> TokenOwner | None:
     """The active user a live token belongs to, or None."""
     digest = security.hash_api_token(token)
-    now = time.monotonic()
-    cached = _token_cache.get(digest)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-    generation = _token_generation
-    row = session.execute(_OWNER, {"digest": digest}).first()
-    if row is None:
-        return None
-    owner = TokenOwner(*row)
-    with _token_lock:
-        if generation == _token_generation:
-            if len(_token_cache) >= _TOKEN_CACHE_SIZE:
-                _token_cache.clear()
-            _token_cache[digest] = (now + TOKEN_CACHE_SECONDS, owner)
-    return owner
+
+    def load() -> TokenOwner | None:
+        row = session.execute(_OWNER, {"digest": digest}).first()
+        return None if row is None else TokenOwner(*row)
+
+    return _cached(digest, load)
+
+
+def session_owner(session: Session, user_id: int, fingerprint: object) -> SessionOwner | None:
+    """The active user a page session names, if the password the session was made with (its
+    `fingerprint`) is still theirs; else None. A cached user whose fingerprint differs is read again
+    before the session is refused (the password may have changed back, or the id been reused in a
+    database made anew), so only a change made within TOKEN_CACHE_SECONDS in another process is late."""
+    key = (session.get_bind().engine.url, user_id)  # user ids repeat between databases (tokens do not)
+
+    def load() -> SessionOwner | None:
+        row = session.execute(_SESSION_OWNER, {"uid": user_id}).first()
+        return None if row is None else SessionOwner(*row[:4], fingerprint=password_fingerprint(row[4]))
+
+    owner = _cached(key, load)
+    if owner is not None and owner.fingerprint != fingerprint:
+        _token_cache.pop(key, None)
+        owner = _cached(key, load)
+    return owner if owner is not None and owner.fingerprint == fingerprint else None
 
 
 def forget_tokens(session: Session | None = None) -> None:

@@ -13,7 +13,7 @@ from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services import annotation, projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, page_work, savepoint
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, page_work, savepoint, Then
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -80,27 +80,39 @@ def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
     }
 
 
+# The screen's two fragments (the bar and the prefetch links) are asked for by every screen, so they
+# run as the screen does (deps.page_work: one threadpool hop within the pool's bound); as plain sync
+# routes with 32 annotators they took four hops each and made the pool open a PostgreSQL backend
+# for most requests past its size.
+
+
 @router.get("/stages/{stage_id}/bar")
-def stage_bar(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
+async def stage_bar(request: Request, stage_id: Id):
     """The stage's progress bar, loaded after the screen so that counting never delays an item.
     Counts are shared for a few seconds: with many items and annotators they are the costly part."""
-    cache = request.app.state.progress_cache
-    hit = cache.get(stage_id)
-    if hit is None or time.monotonic() - hit[0] > BAR_TTL_SECONDS:
-        progress = projects.project_progress(session, projects.get_stage(session, stage_id).project_id)
-        hit = (time.monotonic(), next(s for s in progress.stages if s.id == stage_id))
-        cache[stage_id] = hit
-    return render(request, "projects/_bar.html", {"s": hit[1]})
+
+    def work(session: Session, user: Principal):
+        cache = request.app.state.progress_cache
+        hit = cache.get(stage_id)
+        if hit is None or time.monotonic() - hit[0] > BAR_TTL_SECONDS:
+            hit = cache[stage_id] = (time.monotonic(), projects.stage_progress(session, stage_id))
+        return render(request, "projects/_bar.html", {"s": hit[1]})
+
+    return await page_work(request, work)
 
 
 @router.get("/stages/{stage_id}/upcoming")
-def upcoming(request: Request, stage_id: Id, after: BigId, session: Db, user: Principal = Depends(page_user)):
+async def upcoming(request: Request, stage_id: Id, after: BigId):
     """Prefetch links for the images of the item the annotator will most likely get next, loaded
     while they work on the current one: the next screen then draws from the browser's cache.
     Holds no item: nothing is leased before the current item is submitted."""
-    shas = annotation.upcoming_images(session, stage_id, user.id, after)[:MAX_PREFETCH]
-    links = "".join(f'<link rel="prefetch" as="image" href="/assets/{sha}/thumb">' for sha in shas)
-    return HTMLResponse(links, headers={"Cache-Control": "no-store"})
+
+    def work(session: Session, user: Principal):
+        shas = annotation.upcoming_images(session, stage_id, user.id, after)[:MAX_PREFETCH]
+        links = "".join(f'<link rel="prefetch" as="image" href="/assets/{sha}/thumb">' for sha in shas)
+        return HTMLResponse(links, headers={"Cache-Control": "no-store"})
+
+    return await page_work(request, work)
 
 
 @router.get("/assignments/{assignment_id}")
@@ -144,7 +156,7 @@ async def submit(request: Request, assignment_id: BigId, answer: Answer):
             keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
             return render_error(request, "annotate/screen.html", ctx, exc, **keep)
         request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
-        return _next_screen(request, session, stage_id, user)
+        return Then(lambda session, user: _next_screen(request, session, stage_id, user))
 
     return await page_work(request, work)
 
@@ -154,15 +166,15 @@ async def skip(request: Request, assignment_id: BigId):
     def work(session: Session, user: Principal):
         stage = annotation.assignment_stage(session, assignment_id, user.id)
         annotation.give_back(session, assignment_id, user.id, skip=True)
-        return _next_screen(request, session, stage.id, user)
+        return Then(lambda session, user: _next_screen(request, session, stage.id, user))
 
     return await page_work(request, work)
 
 
 def _next_screen(request: Request, session: Session, stage_id: int, user: Principal):
     """What an answered or skipped item leads to: the next item's screen, claimed and rendered in the
-    same unit of work (no redirect and no second request between items), or a redirect to the
-    stage's page that says nothing is left."""
+    same request (no redirect and no second request between items; in a transaction after the one
+    that stored the answer, see deps.Then), or a redirect to the stage's page that says nothing is left."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is None:
         return _go(request, f"/stages/{stage_id}/annotate")

@@ -132,6 +132,8 @@ def test_planted_accuracies_are_measured_flagged_and_routed(session, settings, s
     assert not set(agreement.stage_annotations(session, stage_id)) & gold_items
     progress = projects.project_progress(session, session.get(Stage, stage_id).project_id)
     assert progress.items == n_ordinary
+    # The stage's bar leaves the gold items' annotations and finals out as the project's progress does.
+    assert [projects.stage_progress(session, s.id) for s in progress.stages] == progress.stages
 
 
 def test_a_bad_gold_file_changes_nothing_and_names_each_line(session, settings, storage, tmp_path):

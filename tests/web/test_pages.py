@@ -116,6 +116,40 @@ def test_annotating_with_plain_forms(client, app, settings, annotator):
     assert "1</span> / 2 finished" in detail
 
 
+@pytest.mark.committed
+def test_a_page_submit_commits_the_answer_before_it_claims_and_renders_the_next_item(client, app, settings, annotator, monkeypatch):
+    """Storing the answer and leading to the next screen are two transactions in one request: while
+    the next screen is made, the answer is visible to everyone and the counter rows its triggers
+    updated are free for the other annotators' submits (deps.Then)."""
+    import sqlalchemy as sa
+
+    from app.web import annotate_pages
+
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="then")
+    seen = []
+    original = annotate_pages._next_screen
+
+    def looking(request, session, stage, user):
+        with app.state.engine.connect() as other:
+            counted = other.execute(sa.text("SELECT count(*) FROM annotations a JOIN assignments s ON s.id = a.assignment_id"
+                                            " WHERE s.stage_id = :s"), {"s": stage}).scalar()
+            # NOWAIT: fails at once if the submit's transaction still held the stage's counter rows.
+            locked = other.execute(sa.text("SELECT count(*) FROM (SELECT 1 FROM stage_counts WHERE stage_id = :s"
+                                           " FOR UPDATE NOWAIT) x"), {"s": stage}).scalar()
+            other.rollback()
+        seen.append((counted, locked))
+        return original(request, session, stage, user)
+
+    monkeypatch.setattr(annotate_pages, "_next_screen", looking)
+    login(client, "ann")
+    screen_url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    page = client.get(screen_url)
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
+    r = client.post(f"{screen_url}/submit", data={"csrf_token": csrf_from(page.text), "idempotency_key": key, "choice": "a"})
+    assert r.status_code == 200 and led_to(r) != screen_url
+    assert seen == [(1, 1)]
+
+
 def test_a_submitted_item_opened_again_says_so_and_takes_a_revision(client, app, settings, annotator):
     import sqlalchemy as sa
 
