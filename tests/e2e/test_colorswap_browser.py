@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import sqlalchemy as sa
+from playwright.sync_api import expect
 
 from app.db import transaction
 from app.models import Annotation, Item, ItemResult
@@ -165,16 +166,16 @@ def test_one_image_for_both_captions_says_why_at_once(page, committed, settings,
     screen = page.url
     page.keyboard.press("1")
     page.keyboard.press("1")  # the same image for caption 2
-    page.wait_for_timeout(600)  # more than a second digit could take
     clash = page.locator("[data-clash]")
-    assert clash.is_visible() and "cannot fit both captions" in clash.inner_text()
+    expect(clash).to_be_visible()  # once the wait for a second digit is over
+    assert "cannot fit both captions" in clash.inner_text()
     page.keyboard.press("Enter")  # held on the screen: nothing is sent
     page.wait_for_timeout(400)
     assert page.url == screen
     with transaction(committed) as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(Annotation)) == 0
     page.keyboard.press("z")  # undo caption 2's choice: the message goes
-    assert not clash.is_visible()
+    expect(clash).to_be_hidden()
 
 
 def test_model_preselection_right_takes_one_key(page, committed, settings, storage):
