@@ -16,10 +16,10 @@ from app import queue
 from app.datasets import get_task
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
-from app.models import Annotation, AnnotatorCount, Assignment, AuditEvent, Draft, Item, Project, Stage, User
+from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, Item, User
 from app.services import audit, gold
 from app.services import suggestions as suggestions_service
-from app.services.pipeline import first_applying, results_by_stage
+from app.services.pipeline import first_applying
 from app.services.projects import get_stage
 
 MAX_KEY_LENGTH = 100
@@ -61,20 +61,27 @@ def resume_or_claim(session: Session, stage_id: int, user_id: int, *, answer: bo
 # and encoded again on the hottest route (the item's finals fenced, as in _SUBMIT_CONTEXT below).
 # A fresh claim computes it in its own statement (the
 # queue's pick takes this expression, `i` being the picked item); Python puts the lease in front.
-_ITEM_ANSWER = """json_build_object(
-        'data', i.data, 'assets', i.assets,
-        'results', COALESCE((
+# An item's earlier finals as screens and the API show them: the newest of each workflow's, without
+# a gold item's own final at its gold stage or after (it is the truth; as pipeline.results_by_stage).
+_RESULTS_JSON = """COALESCE((
             SELECT jsonb_object_agg(r.workflow, r.payload) FROM (
                 SELECT DISTINCT ON (s.workflow) s.workflow, ir.payload
                 FROM (SELECT id, stage_id, payload FROM item_results WHERE item_id = i.id OFFSET 0) ir
                 JOIN stages s ON s.id = ir.stage_id
-                ORDER BY s.workflow, ir.id DESC) r), '{}'::jsonb),
-        'suggestions', COALESCE((
+                WHERE NOT EXISTS (SELECT 1 FROM gold_items gi JOIN stages gs ON gs.id = gi.stage_id
+                                  WHERE gi.item_id = i.id AND gs.position <= s.position)
+                ORDER BY s.workflow, ir.id DESC) r), '{}'::jsonb)"""
+# The newest suggestion of each kind for the item `i` in the stage {stage} (as suggestions.for_item).
+_SUGGESTIONS_JSON = """COALESCE((
             SELECT json_agg(json_build_object('id', g.id, 'kind', g.kind, 'model', g.model,
                                               'model_version', g.model_version, 'payload', g.payload, 'score', g.score)
                             ORDER BY g.kind)
             FROM (SELECT DISTINCT ON (kind) * FROM suggestions
-                  WHERE item_id = i.id AND stage_id = :stage ORDER BY kind, created_at DESC, id DESC) g), '[]'::json)
+                  WHERE item_id = i.id AND stage_id = {stage} ORDER BY kind, created_at DESC, id DESC) g), '[]'::json)"""
+_ITEM_ANSWER = f"""json_build_object(
+        'data', i.data, 'assets', i.assets,
+        'results', {_RESULTS_JSON},
+        'suggestions', {_SUGGESTIONS_JSON.format(stage=":stage")}
     )::text"""
 _CLAIM_JSON = sa.text(f"SELECT {_ITEM_ANSWER} FROM items i WHERE i.id = :item")
 
@@ -323,74 +330,104 @@ def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict
 class Screen:
     """Everything an annotation screen shows, as plain data."""
 
-    assignment: Assignment
-    item: Item
-    stage: Stage
+    assignment: ScreenAssignment
+    item: ScreenItem
+    stage: ScreenStage
     draft: dict[str, Any] | None
     results: dict[str, dict[str, Any]]  # earlier stages' finals, by workflow name
     suggestions: dict[str, suggestions_service.SuggestionView]  # by kind
     previous: dict[str, Any] | None = None  # the annotator's last submitted payload, when the item came back
     returned: dict[str, Any] | None = None  # the reviewer's note when the item was sent back (comment, by, at)
+    project_name: str = ""
+    mine: int = 0  # the annotator's submitted items in the stage ("you did N")
 
 
-def assignment_stage(session: Session, assignment_id: int, user_id: int) -> Stage:
-    """The stage of the user's assignment, in one query (what a submit or a skip needs first)."""
-    row = session.execute(
-        sa.select(Assignment.annotator_id, Stage).join(Stage, Stage.id == Assignment.stage_id).where(Assignment.id == assignment_id)
-    ).first()
+_ASSIGNMENT_STAGE = sa.text("SELECT a.annotator_id, s.id, s.workflow FROM assignments a JOIN stages s ON s.id = a.stage_id WHERE a.id = :assignment")
+
+
+def assignment_stage(session: Session, assignment_id: int, user_id: int) -> tuple[int, str]:
+    """The stage of the user's assignment, its id and workflow (what a submit or a skip needs first)."""
+    row = session.execute(_ASSIGNMENT_STAGE, {"assignment": assignment_id}).first()
     if row is None:
         raise NotFound("No such assignment.")
     if row[0] != user_id:
         raise Forbidden("This item is assigned to someone else.")
-    return row[1]
+    return row[1], row[2]
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenAssignment:
+    id: int
+    annotator_id: int
+    status: AssignmentStatus
+    lease_until: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenItem:
+    id: int
+    project_id: int
+    external_id: str
+    data: dict[str, Any]
+    assets: dict[str, Any]
+    group_id: str | None
+    stage_id: int | None
+    status: ItemStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenStage:
+    id: int
+    project_id: int
+    position: int
+    name: str
+    workflow: str
+    overlap: int
+    guidelines: str
+    config: dict[str, Any]
+
+
+# Everything a screen shows, in one statement and as plain rows (no ORM object: loading three and
+# then reading the draft, the finals, the suggestions and the header in four more statements was
+# about a quarter of the app's time on a screen, bench/cycle_bench.py --profile).
+_SCREEN = sa.text(
+    f"""
+    SELECT a.annotator_id, a.status, a.lease_until,
+           i.id, i.project_id, i.external_id, i.data, i.assets, i.group_id, i.stage_id, i.status,
+           s.id, s.project_id, s.position, s.name, s.workflow, s.overlap, s.guidelines, s.config,
+           p.name,
+           (SELECT payload FROM drafts WHERE assignment_id = a.id),
+           (SELECT payload FROM annotations WHERE assignment_id = a.id ORDER BY revision DESC LIMIT 1),
+           COALESCE((SELECT submitted FROM annotator_counts WHERE stage_id = s.id AND annotator_id = :user), 0),
+           {_RESULTS_JSON},
+           {_SUGGESTIONS_JSON.format(stage="s.id")}
+    FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
+    JOIN projects p ON p.id = s.project_id
+    WHERE a.id = :assignment
+    """
+)
 
 
 def open_assignment(session: Session, assignment_id: int, user_id: int) -> Screen:
-    """The screen of the user's assignment: the assignment with its item and stage in one query, its
-    draft and the user's newest answer in another, then the earlier finals and the suggestions."""
-    row = session.execute(
-        sa.select(Assignment, Item, Stage)
-        .join(Item, Item.id == Assignment.item_id)
-        .join(Stage, Stage.id == Assignment.stage_id)
-        .where(Assignment.id == assignment_id)
-    ).first()
+    """The screen of the user's assignment, in one statement: the assignment, its item and stage, the
+    project's name, the draft, the user's newest answer, "you did N", the earlier finals and the
+    suggestions."""
+    row = session.execute(_SCREEN, {"assignment": assignment_id, "user": user_id}).first()
     if row is None:
         raise NotFound("No such assignment.")
-    assignment, item, stage = row
-    if assignment.annotator_id != user_id:
+    if row[0] != user_id:
         raise Forbidden("This item is assigned to someone else.")
-    draft, previous = session.execute(sa.select(
-        sa.select(Draft.payload).where(Draft.assignment_id == assignment.id).scalar_subquery(),
-        sa.select(Annotation.payload).where(Annotation.assignment_id == assignment.id)
-        .order_by(Annotation.revision.desc()).limit(1).scalar_subquery(),
-    )).one()
+    assignment = ScreenAssignment(assignment_id, row[0], AssignmentStatus(row[1]), row[2])
+    item = ScreenItem(*row[3:10], ItemStatus(row[10]))
+    stage = ScreenStage(*row[11:19])
+    project_name, draft, previous, mine, results, suggested = row[19:25]
     returned = None
     if assignment.status not in (AssignmentStatus.active, AssignmentStatus.returned, AssignmentStatus.submitted):
         previous = None
     elif previous is not None and assignment.status != AssignmentStatus.submitted:
         returned = sent_back_note(session, item.id, stage.id)
-    return Screen(
-        assignment,
-        item,
-        stage,
-        draft,
-        results_by_stage(session, item.id),
-        suggestions_service.for_item(session, item.id, stage.id),
-        previous,
-        returned,
-    )
-
-
-def screen_header(session: Session, project_id: int, stage_id: int, user_id: int) -> tuple[int, str, int]:
-    """What a screen's header names, in one query: the project's id and name, and how many items
-    the annotator submitted in the stage ("you did N", from the maintained count)."""
-    row = session.execute(
-        sa.select(Project.id, Project.name, sa.func.coalesce(AnnotatorCount.submitted, 0))
-        .select_from(Project)
-        .outerjoin(AnnotatorCount, (AnnotatorCount.stage_id == stage_id) & (AnnotatorCount.annotator_id == user_id))
-        .where(Project.id == project_id)
-    ).one()
-    return row[0], row[1], row[2]
+    suggestions = {s["kind"]: suggestions_service.SuggestionView(**s) for s in suggested}
+    return Screen(assignment, item, stage, draft, results, suggestions, previous, returned, project_name, mine)
 
 
 def sent_back_note(session: Session, item_id: int, stage_id: int) -> dict[str, Any] | None:

@@ -38,7 +38,6 @@ def next_item(request: Request, stage_id: Id, session: Db, user: Principal = Dep
 
 def _screen_context(session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     screen = annotation.open_assignment(session, assignment_id, user.id)
-    project_id, project_name, mine = annotation.screen_header(session, screen.stage.project_id, screen.stage.id, user.id)
     workflow = get_task(screen.stage.workflow)
     item, config = screen.item.data, screen.stage.config
     if values is None:
@@ -51,8 +50,8 @@ def _screen_context(session: Session, assignment_id: int, user: Principal, value
     return {
         **workflow_screen(workflow, screen, values, f"/assignments/{assignment_id}/check"),
         "assignment": screen.assignment,
-        "project": {"id": project_id, "name": project_name},
-        "mine": mine,
+        "project": {"id": screen.stage.project_id, "name": screen.project_name},
+        "mine": screen.mine,
         "returned": screen.returned,
         # A submitted item takes a revision while it is still open in this stage.
         "revisable": screen.item.stage_id == screen.stage.id and screen.item.status == ItemStatus.active,
@@ -133,15 +132,15 @@ def _screen_page(request: Request, session: Session, assignment_id: int, user: P
 
 def _submit(session: Session, assignment_id: int, user: Principal, answer: AnswerForm) -> int:
     """Submit the posted answer; returns the stage's id."""
-    stage = annotation.assignment_stage(session, assignment_id, user.id)
+    stage_id, workflow = annotation.assignment_stage(session, assignment_id, user.id)
     opened_at = answer.meta.get("opened_at")
     try:
         spent = max(0.0, time.time() - float(opened_at or 0)) if opened_at else None
     except ValueError:
         spent = None
-    payload = get_task(stage.workflow).form_to_payload(answer.values)
+    payload = get_task(workflow).form_to_payload(answer.values)
     annotation.submit(session, assignment_id, user.id, payload, answer.meta.get("idempotency_key") or "", seconds_spent=spent)
-    return stage.id
+    return stage_id
 
 
 @router.post("/assignments/{assignment_id}/submit")
@@ -164,9 +163,9 @@ async def submit(request: Request, assignment_id: BigId, answer: Answer):
 @router.post("/assignments/{assignment_id}/skip")
 async def skip(request: Request, assignment_id: BigId):
     def work(session: Session, user: Principal):
-        stage = annotation.assignment_stage(session, assignment_id, user.id)
+        stage_id, _ = annotation.assignment_stage(session, assignment_id, user.id)
         annotation.give_back(session, assignment_id, user.id, skip=True)
-        return Then(lambda session, user: _next_screen(request, session, stage.id, user))
+        return Then(lambda session, user: _next_screen(request, session, stage_id, user))
 
     return await page_work(request, work)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 import uuid
 
 import pytest
@@ -162,6 +163,14 @@ def test_make_this_final_gold_takes_the_item_out_of_the_data(session, settings, 
     from app.services.pipeline import results_by_stage
 
     assert results_by_stage(session, item_id) == {}
+    # Nor does the API's claim answer, nor the screen of an assignment of it.
+    from app import queue
+    from app.services.annotation import claim_json, open_assignment
+
+    assignment_id = session.scalar(sa.select(Assignment.id).where(Assignment.item_id == item_id))
+    claimed = queue.Claim(assignment_id, item_id, datetime.now(UTC))
+    assert json.loads(claim_json(session, claimed, stage_id))["results"] == {}
+    assert open_assignment(session, assignment_id, annotator).results == {}
     with pytest.raises(Invalid, match="no final record"):
         other = session.scalar(sa.select(Item.id).where(Item.id != item_id, Item.status == ItemStatus.active))
         gold.make_final_gold(session, other, stage_id, actor_id=None)
