@@ -125,7 +125,7 @@ _PICK_SENT_BACK = sa.text(
 # What a claim would most likely give next (no lock, no lease): the screen prefetches its images.
 _PEEK_FRESH = sa.text(
     f"""
-    SELECT i.id FROM items i
+    SELECT i.id, i.assets FROM items i
     WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0 AND i.id <> :current AND i.id >= :floor
       AND NOT EXISTS (
           SELECT 1 FROM assignments a
@@ -307,11 +307,12 @@ def _pick(session: Session, params: dict, answer: str | None = None) -> Claim | 
     return Claim(assignment_id=row[0], item_id=item_id, lease_until=row[1])
 
 
-def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: int, n: int = 1) -> list[int]:
-    """The items a claim after `current_item` would most likely lease to the annotator; nothing is
-    locked or held, so another annotator may still take them (the guess is then merely wasted)."""
+def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: int, n: int = 1) -> list[tuple[int, dict]]:
+    """The items a claim after `current_item` would most likely lease to the annotator, with their
+    assets; nothing is locked or held, so another annotator may still take them (the guess is then
+    merely wasted)."""
     params = {"stage": stage_id, "user": annotator_id, "current": current_item, "n": n, "floor": _floor(session, stage_id)}
-    return list(session.execute(_PEEK_FRESH, params).scalars())
+    return [(item_id, assets) for item_id, assets in session.execute(_PEEK_FRESH, params)]
 
 
 def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> Assignment:

@@ -207,3 +207,19 @@ def test_a_submit_that_finalizes_an_item_is_three_statements(committed, settings
         assert s.scalar(sa.text("SELECT status FROM assignments WHERE id = :a"), {"a": claimed.assignment_id}) == "submitted"
         again = annotation.submit(s, claimed.assignment_id, user, {"choice": "a"}, "one")
     assert again.replayed and again.annotation_id == result.annotation_id
+
+
+def test_the_api_and_the_pages_answer_under_a_root_path_and_each_path_reaches_its_route(app, world):
+    """The API's routers refuse a path outside /api/v1 before trying their routes (limits.ApiRouter):
+    behind a proxy's path prefix (root_path) the API and the pages still answer."""
+    from fastapi.testclient import TestClient
+
+    for root in ("", "/curate"):
+        with TestClient(app, root_path=root) as c:
+            claimed = c.post(f"{root}/api/v1/stages/{world['stage']}/claim", headers=world["ann"])
+            assert claimed.status_code == 200 and claimed.json()["item_id"]
+            assert c.get(f"{root}/api/v1/no-such-thing", headers=world["ann"]).status_code == 404
+            assert "password" in c.get(f"{root}/login").text
+            # An annotation page is matched too: without a session it sends the browser to log in.
+            screen = c.get(f"{root}/assignments/{claimed.json()['assignment_id']}", follow_redirects=False)
+            assert screen.status_code in (302, 303) and "/login" in screen.headers["location"]

@@ -16,7 +16,7 @@ from app import queue
 from app.datasets import get_task
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
-from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, Item, User
+from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, User
 from app.services import audit, gold
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import first_applying
@@ -98,9 +98,8 @@ def claim_json(session: Session, claimed: queue.Claim, stage_id: int) -> bytes:
 def upcoming_images(session: Session, stage_id: int, user_id: int, current_item: int) -> list[str]:
     """The image hashes of the item the annotator will most likely claim after `current_item`
     (a guess: nothing is leased), each once, in the item's order."""
-    ids = queue.upcoming(session, stage_id, user_id, current_item)
-    assets = session.scalars(sa.select(Item.assets).where(Item.id.in_(ids)).order_by(Item.id))
-    return list(dict.fromkeys(sha for data in assets for sha in (data or {}).values()))
+    upcoming = queue.upcoming(session, stage_id, user_id, current_item)
+    return list(dict.fromkeys(sha for _, assets in upcoming for sha in (assets or {}).values()))
 
 
 # A submit in three round trips: lock the assignment and its item (the stage comes along), read what

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, BackgroundTasks, Body, Depends, File, Query, Request, Response, UploadFile
+from fastapi import BackgroundTasks, Body, Depends, File, Query, Request, Response, UploadFile
 from fastapi.responses import FileResponse
 
 from app.errors import NotFound
@@ -12,7 +12,7 @@ from app.models import Export, Role
 from app.services import agreement, annotation, export, projects, splits, targets
 from app.services import users as users_service
 from app.web.deps import Bearer, BigId, Db, Id, Principal, api_role, api_user, api_work
-from app.web.limits import LimitedJsonRoute
+from app.web.limits import ApiRouter
 from app.web.schemas import (
     FILE,
     AgreementReport,
@@ -35,7 +35,7 @@ from app.web.schemas import (
 )
 from app.web.uploads import run_upload_import
 
-router = APIRouter(prefix="/api/v1", tags=["api"], route_class=LimitedJsonRoute)
+router = ApiRouter(tags=["api"])
 admin = api_role(Role.admin)
 
 

@@ -3,7 +3,7 @@ read the project's settings, stream its finished records, and fetch stored image
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, File, HTTPException, Query, Request, Response, UploadFile
+from fastapi import Depends, File, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 
 from app.datasets import get_task
@@ -14,11 +14,11 @@ from app.services import finals, items, projects, review
 from app.services.pipeline import submitted_annotations
 from app.web.assets import CACHE, _lookup
 from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
-from app.web.limits import LimitedJsonRoute
+from app.web.limits import ApiRouter
 from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
 from app.web.uploads import run_upload_import
 
-router = APIRouter(prefix="/api/v1", tags=["items"], route_class=LimitedJsonRoute)
+router = ApiRouter(tags=["items"])
 admin = api_role(Role.admin)
 reviewer = api_role(Role.reviewer)
 

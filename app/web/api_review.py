@@ -3,15 +3,15 @@ sending an item back to its annotators (the same services and checks as the revi
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import Depends, Query
 
 from app.models import Role
 from app.services import review
 from app.web.deps import BigId, Db, Id, Principal, api_role
-from app.web.limits import LimitedJsonRoute
+from app.web.limits import ApiRouter
 from app.web.schemas import ReviewIn, ReviewOut, ReviewRow, SendBackIn
 
-router = APIRouter(prefix="/api/v1", tags=["review"], route_class=LimitedJsonRoute)
+router = ApiRouter(tags=["review"])
 reviewer = api_role(Role.reviewer)
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import Depends
 
 from app.models import Role
 from app.services import suggestion_push
 from app.web.deps import Db, Id, Principal, api_role
-from app.web.limits import LimitedJsonRoute
+from app.web.limits import ApiRouter
 from app.web.schemas import SuggestionsIn, SuggestionsOut
 
-router = APIRouter(prefix="/api/v1", tags=["suggestions"], route_class=LimitedJsonRoute)
+router = ApiRouter(tags=["suggestions"])
 
 
 @router.post("/stages/{stage_id}/suggestions", response_model=SuggestionsOut)

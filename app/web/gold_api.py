@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 
-from fastapi import APIRouter, Body, Depends, File, Query, Request, UploadFile
+from fastapi import Body, Depends, File, Query, Request, UploadFile
 from pydantic import BaseModel, Field
 
 from app.models import Role
 from app.services import gold
 from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, api_role
-from app.web.limits import LimitedJsonRoute
+from app.web.limits import ApiRouter
 from app.web.schemas import GoldAccuracy, LeakReport
 from app.web.uploads import spooled
 
-router = APIRouter(prefix="/api/v1", tags=["api"], route_class=LimitedJsonRoute)
+router = ApiRouter(tags=["api"])
 
 
 class GoldImported(BaseModel):
