@@ -238,6 +238,13 @@ def _stage_floors(session: Session) -> dict[int, tuple[int, float, float]]:
     return floors
 
 
+def forget_floors() -> None:
+    """Forget every stage's floor in this process: for a database emptied and filled anew under the
+    same engine (the tests do it between tests; ids start again, and a floor kept from before would
+    hold the new stage's lowest items back for up to FULL_FLOOR_SECONDS)."""
+    _floors.clear()
+
+
 def lower_floor(session: Session, stage_id: int, item_id: int) -> None:
     """An item of the stage became claimable: this process's claims walk from it at once."""
     floors = _stage_floors(session)

@@ -3,14 +3,7 @@
 -- GET /assignments/{id} (the annotation screen, with the page session's cookie; left out in mode
 -- "no-screen"), POST submit with the next answer of the payloads file (one JSON payload a line, taken
 -- in turn), and again. "items" counts submits answered 200; anything else that is not 200 is an error.
-local threads = {}
-local counter = 0
-
-function setup(thread)
-  counter = counter + 1
-  thread:set("n", counter)
-  table.insert(threads, thread)
-end
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "wrk_common.lua")  -- setup() and done()
 
 function init(args)
   mode, stage = args[1], args[2]
@@ -61,16 +54,4 @@ function response(status, hdrs, body)
     if status == 200 then items = items + 1 else failed(status, body) end
     state = "claim"
   end
-end
-
-function done(summary, latency, requests)
-  local items_sum, errors_sum = 0, 0
-  for _, t in ipairs(threads) do
-    items_sum = items_sum + t:get("items")
-    errors_sum = errors_sum + t:get("errors")
-    if t:get("first_error") ~= "" then io.write("ERROR " .. t:get("first_error") .. "\n") end
-  end
-  io.write(string.format('RESULT {"requests": %d, "seconds": %f, "items": %d, "errors": %d, "p50_ms": %f, "p99_ms": %f}\n',
-    summary.requests, summary.duration / 1e6, items_sum, errors_sum,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
 end

@@ -3,14 +3,7 @@
 -- mode "fresh": claim, then release the claimed item, and again (every claim takes a fresh item);
 -- mode "cycle": claim, then submit the claimed item, and again. "items" counts fresh claims (fresh)
 -- or submits (cycle).
-local threads = {}
-local counter = 0
-
-function setup(thread)
-  counter = counter + 1
-  thread:set("n", counter)
-  table.insert(threads, thread)
-end
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "wrk_common.lua")  -- setup() and done()
 
 function init(args)
   mode, stage = args[1], args[2]
@@ -52,15 +45,4 @@ function response(status, hdrs, body)
     if status == 200 then items = items + 1 end
     state = "claim"
   end
-end
-
-function done(summary, latency, requests)
-  local items_sum, errors_sum = 0, 0
-  for _, t in ipairs(threads) do
-    items_sum = items_sum + t:get("items")
-    errors_sum = errors_sum + t:get("errors")
-  end
-  io.write(string.format('RESULT {"requests": %d, "seconds": %f, "items": %d, "errors": %d, "p50_ms": %f, "p99_ms": %f}\n',
-    summary.requests, summary.duration / 1e6, items_sum, errors_sum,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
 end

@@ -8,14 +8,7 @@
 --   claimed and rendered in the same request; then the two fragments the new screen loads: the
 --   stage's bar (HX-Request) and the prefetch links for the item after it (HX-Request); and again.
 -- "items" counts submits answered 200 with the next item's screen; anything else is an error.
-local threads = {}
-local counter = 0
-
-function setup(thread)
-  counter = counter + 1
-  thread:set("n", counter)
-  table.insert(threads, thread)
-end
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "wrk_common.lua")  -- setup() and done()
 
 function init(args)
   stage = args[2]
@@ -80,16 +73,4 @@ function response(status, hdrs, body)
   else
     if status == 200 then state = "submit" else failed(status, body) end
   end
-end
-
-function done(summary, latency, requests)
-  local items_sum, errors_sum = 0, 0
-  for _, t in ipairs(threads) do
-    items_sum = items_sum + t:get("items")
-    errors_sum = errors_sum + t:get("errors")
-    if t:get("first_error") ~= "" then io.write("ERROR " .. t:get("first_error") .. "\n") end
-  end
-  io.write(string.format('RESULT {"requests": %d, "seconds": %f, "items": %d, "errors": %d, "p50_ms": %f, "p99_ms": %f}\n',
-    summary.requests, summary.duration / 1e6, items_sum, errors_sum,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
 end
