@@ -114,6 +114,19 @@ def test_item_text_is_escaped_and_a_bad_filter_says_why(client, project):
     assert client.get("/projects/999999/items").status_code == 404
 
 
+def test_a_text_search_after_the_largest_ids_finds_nothing_instead_of_failing(client, project):
+    """Where a search's page stops is held to bigint's range (found by the API fuzzer: a 500)."""
+    login(client, "rev")
+    for after in (2**63 - 2, 2**63 - 1):
+        page = _get(client, project, q="heron", after=after)
+        assert _rows(page) == [] and _link(page, "next") is None
+    with transaction(client.app.state.sessions) as s:
+        token = factories.token(s, s.scalar(sa.text("SELECT id FROM users WHERE username = 'boss'")))
+    r = client.get(f"/api/v1/projects/{project['id']}/items", params={"text": "heron", "after": 2**63 - 2},
+                   headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 200 and r.json()["items"] == [] and r.json()["next"] is None
+
+
 def test_a_text_search_reads_a_window_of_items_per_page_and_searches_on(app, project):
     from app.services import items
 
