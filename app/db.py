@@ -23,6 +23,9 @@ from app.settings import Settings
 log = logging.getLogger(__name__)
 
 EMBEDDED_DATABASE = "vlcurate"
+# The ranges of the id columns: integer (projects, stages, users, ...) and bigint (items, assignments, annotations).
+INT4_MAX = 2**31 - 1
+INT8_MAX = 2**63 - 1
 _embedded_lock = threading.Lock()
 _embedded_servers: dict[Path, object] = {}
 

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
+from app.db import INT8_MAX
 from app.errors import Invalid
 from app.lifecycle import ItemStatus
 from app.models import Assignment, Item, Stage, User
@@ -153,9 +154,6 @@ def list_items(
     return ItemPage(rows, nxt, prev, searched_to=edge if edge is not None and not more else None)
 
 
-_LAST_ID = 2**63 - 1  # the largest bigint
-
-
 def _window_edge(session: Session, project_id: int, after: int | None, before: int | None, backwards: bool, window: int) -> int | None:
     """Where a text search's page stops reading: `window` ids on from where the page starts (ids within
     a project are near dense: items are imported in bulk), or None when the project has no item beyond."""
@@ -172,7 +170,7 @@ def _window_edge(session: Session, project_id: int, after: int | None, before: i
     if start is None:
         return None
     # Held to bigint's range: a page after an id near its top would otherwise stop past it (a 500).
-    edge = min(start + window - (0 if after is not None else 1), _LAST_ID)
+    edge = min(start + window - (0 if after is not None else 1), INT8_MAX)
     return edge if probe(Item.id > edge) is not None else None
 
 

@@ -14,7 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
-from app.db import transaction
+from app.db import INT4_MAX, INT8_MAX, transaction
 from app.errors import Invalid
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
@@ -40,8 +40,6 @@ Db = Annotated[Session, Depends(db, scope="function")]
 # column's range) is answered 422 before any query runs, instead of PostgreSQL refusing the parameter
 # with a 500; 0 is let through and finds nothing ("after item 0": from the start). Every integer a
 # route takes has an upper bound, ids by these two types (a test walks the routes).
-INT4_MAX = 2**31 - 1
-INT8_MAX = 2**63 - 1
 Id = Annotated[int, annotated_types.Interval(ge=0, le=INT4_MAX)]  # projects, stages, users, tokens, exports
 BigId = Annotated[int, annotated_types.Interval(ge=0, le=INT8_MAX)]  # items, assignments, annotations
 
