@@ -255,6 +255,13 @@ class Fleet:
     def log(self, name: str) -> str:
         return self.procs[name][1].read_text()
 
+    def state(self, sessions) -> str:
+        """The queue's jobs and the tail of every process's log, for a failure's message."""
+        with transaction(sessions) as s:
+            rows = s.execute(sa.text("SELECT id, task_name, status, lock, worker_id, attempts FROM procrastinate_jobs ORDER BY id")).all()
+        logs = "\n".join(f"--- {name}\n{self.log(name)[-3000:]}" for name in self.procs)
+        return "jobs: " + "\n".join(map(str, rows)) + "\n" + logs
+
     def data_dirs(self) -> list[Path]:
         return [self.root / name for name in self.procs]
 
@@ -300,13 +307,14 @@ class RoundRobin:
         return self.request("POST", path, **kw)
 
 
-def wait_until(predicate, what: str, timeout: float = 90):
+def wait_until(predicate, what: str, timeout: float = 90, detail=None):
+    """Poll until `predicate` is truthy; on timeout, fail with what `detail()` says about the state."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if found := predicate():
             return found
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f"\n{detail()}" if detail else ""))
 
 
 def scalar(sessions, sql: str, **params):
@@ -386,7 +394,8 @@ def test_two_replicas_and_two_workers_with_no_shared_disk_survive_kills(committe
                    "worker-1's heartbeat to go stale", timeout=60)
         fleet.start("worker-1b", "worker")
         wait_until(lambda: scalar(committed, "SELECT count(*) FROM procrastinate_jobs WHERE id = ANY(:ids) AND status = 'succeeded'", ids=suggest_jobs) == n,
-                   "every suggestion job to succeed", timeout=240)  # a busy machine loads torch slowly
+                   "every suggestion job to succeed", timeout=240,  # a busy machine loads torch slowly
+                   detail=lambda: fleet.state(committed))
         annotate(1, filter_id, {"choice_1": 1, "choice_2": 3})
         annotate(0, recaption_id, {"caption_1": "A red kitten in a grey coat.", "caption_2": "A grey kitten in a red coat."})
         assert len(set(lb.served)) == 3  # app-a, app-b and app-a2 all answered

@@ -330,13 +330,42 @@ def defer_batches(app: App, batches: list[Batch]) -> list[int]:
     return ids
 
 
-async def retry_stalled(manager, seconds: int) -> int:
+def requeue_stalled(session: Session, job_id: int) -> bool:
+    """Put one stalled job back in the queue; False if it is no longer running (another worker
+    requeued it first).
+
+    A job keeps its queueing lock while it runs, so reconcile may meanwhile have queued a copy of
+    the same batch (its items still lack the suggestion). That copy waits behind the running job's
+    lock, and the running job, once requeued, would clash with it on the queueing lock: neither
+    would ever run. The copy is dropped in the same transaction, and the stalled job runs again."""
+    lock = session.execute(
+        sa.text("SELECT queueing_lock FROM procrastinate_jobs WHERE id = :id AND status = 'doing' FOR UPDATE"), {"id": job_id}
+    ).first()
+    if lock is None:
+        return False
+    if lock.queueing_lock is not None:
+        session.execute(
+            sa.text("DELETE FROM procrastinate_jobs WHERE status = 'todo' AND queueing_lock = :lock AND id <> :id"),
+            {"lock": lock.queueing_lock, "id": job_id},
+        )
+    session.execute(sa.text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
+    return True
+
+
+async def retry_stalled(manager, sessions: sessionmaker[Session], seconds: int) -> int:
     """Put back in the queue the jobs of workers that stopped sending heartbeats (killed, crashed)."""
     stalled = list(await manager.get_stalled_jobs(seconds_since_heartbeat=seconds))
+
+    def requeue(job_id: int) -> bool:
+        with transaction(sessions) as s:
+            return requeue_stalled(s, job_id)
+
+    requeued = 0
     for job in stalled:
-        log.warning("re-running job %s (%s): its worker stopped", job.id, job.task_name)
-        await manager.retry_job(job)
-    return len(stalled)
+        if await asyncio.to_thread(requeue, job.id):
+            log.warning("re-running job %s (%s): its worker stopped", job.id, job.task_name)
+            requeued += 1
+    return requeued
 
 
 def recover_stalled(settings: Settings) -> int:
@@ -345,7 +374,7 @@ def recover_stalled(settings: Settings) -> int:
     async def run() -> int:
         app = make_app(settings)
         async with app.open_async():
-            return await retry_stalled(app.job_manager, settings.worker_stalled_seconds)
+            return await retry_stalled(app.job_manager, session_factory(get_engine(settings)), settings.worker_stalled_seconds)
 
     return asyncio.run(run())
 
@@ -376,7 +405,7 @@ def prune_periodic_runs(session: Session, task_name: str, keep_seconds: int = KE
 @blueprint.task(name="reconcile", queue="maintenance", pass_context=True, queueing_lock="reconcile")
 async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
     e = env()
-    stalled = await retry_stalled(context.app.job_manager, e.settings.worker_stalled_seconds)
+    stalled = await retry_stalled(context.app.job_manager, e.sessions, e.settings.worker_stalled_seconds)
 
     def find() -> list[Batch]:
         with transaction(e.sessions) as s:

@@ -204,6 +204,39 @@ def test_a_worker_killed_mid_job_is_replaced_and_stores_once(committed, settings
     assert run.status == "succeeded" and run.attempts == 2
 
 
+def test_a_stalled_job_whose_batch_was_queued_again_runs_again_instead_of_blocking_both(committed, settings, storage):
+    # A worker is killed mid-job; before its heartbeat is stale, reconcile queues the batch again
+    # (its items still lack the suggestion). The copy waits behind the dead job's lock, and putting
+    # the dead job back used to clash with the copy's queueing lock: neither ever ran.
+    import asyncio
+
+    records, files = colorswap_records(2)
+    project_id, _ = _import(committed, settings, storage, "stall", ["colorswap.filter"], records, files)
+    one = _with(settings, worker_batch_size=1)
+    with transaction(committed) as s:
+        batches = jobs.missing_batches(s, one, project_id=project_id, available_only=False)
+    queue = jobs.make_app(settings)
+    with queue.open():
+        dead, waiting = jobs.defer_batches(queue, batches)
+    with transaction(committed) as s:
+        worker = s.scalar(sa.text("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '1 hour') RETURNING id"))
+        s.execute(sa.text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w WHERE id = :id"), {"w": worker, "id": dead})
+    with queue.open():
+        (copy,) = jobs.defer_batches(queue, batches)  # the waiting batch's copy is refused, the running one's is not
+
+    async def retry() -> int:
+        async with queue.open_async():
+            return await jobs.retry_stalled(queue.job_manager, committed, seconds=60)
+
+    assert asyncio.run(retry()) == 1
+    assert asyncio.run(retry()) == 0  # already back in the queue
+    assert _job_status(committed, [dead, waiting]) == {dead: "todo", waiting: "todo"}
+    with transaction(committed) as s:
+        assert s.scalar(sa.text("SELECT count(*) FROM procrastinate_jobs WHERE id = :id"), {"id": copy}) == 0
+        fetched = [s.scalar(sa.text("SELECT id FROM procrastinate_fetch_job_v2(ARRAY['suggest']::varchar[], NULL)")) for _ in range(3)]
+    assert fetched == [dead, waiting, None]  # the dead job runs again, and nothing waits forever
+
+
 def test_wikido_fit_and_unsupported_spans_reach_the_screen(committed, settings, storage, app, client, tiny_clip):
     from tests.conftest import png_bytes
 
