@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import secrets
 import time
@@ -40,6 +41,8 @@ from app.web import (
 from app.web.deps import Db, LoginRequired
 from app.web.static_files import STATIC, VersionedStaticFiles
 from app.web.templating import is_htmx, render
+
+log = logging.getLogger(__name__)
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -224,6 +227,15 @@ def _install_error_handlers(app: FastAPI) -> None:
         response = _error_page(request, exc.status_code, str(exc.detail))
         for k, v in (exc.headers or {}).items():
             response.headers[k] = v
+        return response
+
+    # The database went away under a request (a restart, a failover, a lost network) or could not
+    # serve it in time: nothing was committed, and the same request sent again will do.
+    @app.exception_handler(sa.exc.OperationalError)
+    async def database_unavailable(request: Request, exc: sa.exc.OperationalError):
+        log.warning("answered 503 to %s %s: %s", request.method, request.url.path, str(exc.orig).splitlines()[0] if exc.orig else exc)
+        response = _error_page(request, 503, "The database is not available right now. Try again in a moment.")
+        response.headers["Retry-After"] = "1"
         return response
 
     @app.exception_handler(RequestValidationError)

@@ -45,3 +45,20 @@ def test_embedded_postgres_starts_migrates_and_stops(tmp_path):
     assert (tmp_path / "postgres" / "PG_VERSION").exists()
     # Stopped cleanly when the process exited: no server holds the data directory.
     assert not (tmp_path / "postgres" / "postmaster.pid").exists()
+
+
+
+def test_a_request_while_the_database_is_unreachable_answers_503_and_asks_to_retry(settings):
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.conftest import csrf_from, free_port
+
+    down = settings.model_copy(update={"database_url": f"postgresql://postgres@127.0.0.1:{free_port()}/vlcurate"})
+    client = TestClient(create_app(down))  # no lifespan: nothing connects before the request
+    api = client.get("/api/v1/projects", headers={"Authorization": "Bearer vlc_x"})
+    assert api.status_code == 503 and api.headers["retry-after"] == "1"
+    assert api.json() == {"detail": "The database is not available right now. Try again in a moment."}
+    form = client.get("/login")  # no database needed to show the form; logging in needs one
+    page = client.post("/login", data={"username": "ann", "password": "pw", "csrf_token": csrf_from(form.text), "next": "/"})
+    assert page.status_code == 503 and "The database is not available right now" in page.text
