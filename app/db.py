@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -75,9 +76,46 @@ def database_url(settings: Settings) -> URL:
     return start_embedded(settings.data_dir / "postgres")
 
 
+# How long a pooled connection keeps the query plans it cached (see `replan_every`).
+REPLAN_EVERY_S = 1.0
+
+
 @lru_cache(maxsize=8)
 def _engine_for(url: str, pool_size: int, max_overflow: int) -> sa.Engine:
-    return sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+    engine = sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+    replan_every(engine, REPLAN_EVERY_S)
+    return engine
+
+
+def replan_every(engine: sa.Engine, seconds: float) -> None:
+    """Drop a pooled connection's cached query plans when it is handed out, at most every `seconds`.
+
+    The hot statements are prepared once per connection (psycopg, after a few runs), and PostgreSQL
+    then keeps one generic plan for them until something invalidates it (an ANALYZE, a schema
+    change). A plan made while `assignments` or `annotations` held a few hundred rows scans them
+    whole, and kept after thousands more came in (a stage finished fast, a bulk write, autovacuum
+    off or behind), it made a claim and a submit two to three times slower until the next ANALYZE.
+    A new plan is made with the tables' current sizes, whatever the statistics say, so plans
+    dropped every second follow the data. `DISCARD PLANS` keeps the prepared statements: each is
+    planned again once, on its next run."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _connected(dbapi_connection, record) -> None:
+        record.info["planned_at"] = time.monotonic()
+
+    @sa.event.listens_for(engine, "checkout")
+    def _checked_out(dbapi_connection, record, proxy) -> None:
+        now = time.monotonic()
+        if now - record.info.get("planned_at", now) < seconds:
+            return
+        record.info["planned_at"] = now
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        try:
+            dbapi_connection.execute("DISCARD PLANS")
+            dbapi_connection.autocommit = autocommit
+        except Exception as exc:  # a dead connection: the pool replaces it and tries again
+            raise sa.exc.DisconnectionError(f"a pooled connection failed: {exc}") from exc
 
 
 def get_engine(settings: Settings) -> sa.Engine:
