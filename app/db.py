@@ -110,7 +110,7 @@ def replan_on_growth(engine: sa.Engine, check_every_s: float) -> None:
     PostgreSQL's activity statistics (no table is opened or locked). If one has doubled or halved
     since the plans were last dropped, every connection runs `DISCARD PLANS` at its next checkout:
     it keeps the prepared statements, each planned again once on its next run. Dropping them every
-    second instead, whatever the data did, cost a tenth of the claim rate at 32 clients."""
+    second instead, whatever the data did, gave a tenth fewer claims at 32 clients in one run."""
     state = {"checked": 0.0, "rows": None, "epoch": 0}
     lock = threading.Lock()
 
