@@ -48,7 +48,6 @@ class Item(Base):
             "id",
             postgresql_where=sa.text(f"status = '{ItemStatus.active}' AND slots_left > 0"),
         ),
-        sa.Index("ix_items_project_stage_status", "project_id", "stage_id", "status"),
         # The items page: one page of a project's items in id order, whole, by stage or by status.
         sa.Index("ix_items_project_id", "project_id", "id"),
         sa.Index("ix_items_stage_id", "stage_id", "id"),
