@@ -88,7 +88,7 @@ def _engine_for(url: str, pool_size: int, max_overflow: int) -> sa.Engine:
 
 
 # A table's rows (live and dead, as PostgreSQL's statistics count them as they change, without ANALYZE).
-_TABLE_ROWS = sa.text("SELECT relid::bigint, n_live_tup + n_dead_tup FROM pg_stat_user_tables")
+_TABLE_ROWS = "SELECT relid::bigint, n_live_tup + n_dead_tup FROM pg_stat_user_tables"
 
 
 def _grew(before: int, now: int) -> bool:
@@ -115,7 +115,7 @@ def replan_on_growth(engine: sa.Engine, check_every_s: float) -> None:
     lock = threading.Lock()
 
     def look(dbapi_connection) -> None:
-        rows = dict(dbapi_connection.execute(str(_TABLE_ROWS)).fetchall())
+        rows = dict(dbapi_connection.execute(_TABLE_ROWS).fetchall())
         if state["rows"] is None:
             state["rows"] = rows
         elif any(_grew(state["rows"].get(table, 0), n) for table, n in rows.items()):
@@ -125,28 +125,30 @@ def replan_on_growth(engine: sa.Engine, check_every_s: float) -> None:
     def _connected(dbapi_connection, record) -> None:
         record.info["plan_epoch"] = state["epoch"]
 
+    def stale(record) -> bool:
+        return record.info.get("plan_epoch", state["epoch"]) != state["epoch"]
+
     @sa.event.listens_for(engine, "checkout")
     def _checked_out(dbapi_connection, record, proxy) -> None:
         now = time.monotonic()
         due = now - state["checked"] >= check_every_s and lock.acquire(blocking=False)
-        stale = record.info.get("plan_epoch", state["epoch"]) != state["epoch"]
-        if not due and not stale:
+        if not due and not stale(record):
             return
-        autocommit = dbapi_connection.autocommit
         try:
+            autocommit = dbapi_connection.autocommit
             dbapi_connection.autocommit = True
             if due:
-                try:
-                    state["checked"] = now
-                    look(dbapi_connection)
-                finally:
-                    lock.release()
-            if record.info.get("plan_epoch", state["epoch"]) != state["epoch"]:
+                state["checked"] = now
+                look(dbapi_connection)
+            if stale(record):
                 dbapi_connection.execute("DISCARD PLANS")
                 record.info["plan_epoch"] = state["epoch"]
             dbapi_connection.autocommit = autocommit
         except Exception as exc:  # a dead connection: the pool replaces it and tries again
             raise sa.exc.DisconnectionError(f"a pooled connection failed: {exc}") from exc
+        finally:
+            if due:
+                lock.release()
 
 
 def get_engine(settings: Settings) -> sa.Engine:
