@@ -230,10 +230,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         return response
 
     # The database went away under a request (a restart, a failover, a lost network) or could not
-    # serve it in time: nothing was committed, and the same request sent again will do.
+    # serve it in time: its transaction is rolled back, and the same request sent again (a submit
+    # with its idempotency key) does what it would have done.
     @app.exception_handler(sa.exc.OperationalError)
     async def database_unavailable(request: Request, exc: sa.exc.OperationalError):
-        log.warning("answered 503 to %s %s: %s", request.method, request.url.path, str(exc.orig).splitlines()[0] if exc.orig else exc)
+        why = (str(exc.orig or exc).splitlines() or ["(no message)"])[0]
+        log.warning("answered 503 to %s %s: %s", request.method, request.url.path, why)
         response = _error_page(request, 503, "The database is not available right now. Try again in a moment.")
         response.headers["Retry-After"] = "1"
         return response

@@ -338,15 +338,15 @@ def requeue_stalled(session: Session, job_id: int) -> bool:
     the same batch (its items still lack the suggestion). That copy waits behind the running job's
     lock, and the running job, once requeued, would clash with it on the queueing lock: neither
     would ever run. The copy is dropped in the same transaction, and the stalled job runs again."""
-    lock = session.execute(
+    job = session.execute(
         sa.text("SELECT queueing_lock FROM procrastinate_jobs WHERE id = :id AND status = 'doing' FOR UPDATE"), {"id": job_id}
     ).first()
-    if lock is None:
+    if job is None:
         return False
-    if lock.queueing_lock is not None:
+    if job.queueing_lock is not None:
         session.execute(
             sa.text("DELETE FROM procrastinate_jobs WHERE status = 'todo' AND queueing_lock = :lock AND id <> :id"),
-            {"lock": lock.queueing_lock, "id": job_id},
+            {"lock": job.queueing_lock, "id": job_id},
         )
     session.execute(sa.text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
     return True
