@@ -47,7 +47,6 @@ def test_embedded_postgres_starts_migrates_and_stops(tmp_path):
     assert not (tmp_path / "postgres" / "postmaster.pid").exists()
 
 
-
 def test_a_request_while_the_database_is_unreachable_answers_503_and_asks_to_retry(settings):
     from fastapi.testclient import TestClient
 
