@@ -9,13 +9,17 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 - fresh: claim, then release the item, and again: claims/s, each of a fresh item (the honest
   claim figure: a fresh claim does the full SKIP LOCKED pick);
 - cycle: claim, then submit the item (generic.choice), and again: items/s;
-- matrix: one client on a stage of N items at 0 % and at 90 % done (the 90 % written in one
-  transaction over 32 annotators with autovacuum off, measured right after it, no ANALYZE):
-  p50 of claim, the annotation screen (with "you did N"), submit, the project's progress (API), the
-  project page, its progress fragment (the page's poll) and the stage's progress bar.
+- matrix: one client on a stage of each size N at 0 % and at 90 % done (all the stages in one
+  database; each 90 % written in one transaction over 32 annotators with autovacuum off, measured
+  right after the writes, no ANALYZE): p50 of claim, the annotation screen (with "you did N"),
+  submit, the project's progress (API), the project page, its progress fragment (the page's poll)
+  and the stage's progress bar. The sizes are measured in turn, a few cycles each, so that the
+  machine's own ups and downs weigh on every size alike; it prints each column's spread (slowest
+  row over fastest) and whether every column stays within 20 %.
 
     python bench/http_bench.py [--clients 32] [--seconds 10] [--throughput-items 200000]
-                               [--matrix 10000,1000000] [--skip-throughput] [--workers 1,2]
+                               [--matrix 10000,1000000,10000000] [--matrix-cycles 200] [--matrix-rounds 10]
+                               [--skip-throughput] [--workers 1,2]
 
 Uses DATABASE_URL's server when set, else an embedded PostgreSQL; needs `wrk` on PATH
 (Debian: apt-get install wrk). Load generator and servers share the machine: say how many cores.
@@ -186,15 +190,16 @@ def page_cookie(port: int, username: str) -> str:
         return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
 
 
-def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: int) -> dict[str, float]:
-    """p50 (ms) for one client over n cycles: claim and submit (API), the annotation screen (the
-    page an annotator opens for the claimed item), and every fifth cycle the project's progress
-    (API), project page, its progress fragment (the page's 10 s poll) and the stage's bar."""
+def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: int, first: int = 0) -> dict[str, list[float]]:
+    """Request times (ms) for one client over n cycles: claim and submit (API), the annotation screen
+    (the page an annotator opens for the claimed item), and every fifth cycle (counting from `first`)
+    the project's progress (API), project page, its progress fragment (the page's 10 s poll) and the
+    stage's bar."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     api = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     page = {"Cookie": cookie}
     fragment = {**page, "HX-Request": "true", "HX-Target": "progress"}
-    times: dict[str, list[float]] = {k: [] for k in ("claim", "screen", "submit", "progress", "page", "fragment", "bar")}
+    times: dict[str, list[float]] = {k: [] for k in MATRIX}
 
     def call(kind: str, method: str, path: str, headers: dict, body: dict | None = None):
         t0 = time.perf_counter()
@@ -206,7 +211,7 @@ def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: 
             raise SystemExit(f"{method} {path}: {r.status} {data[:300]!r}")
         return json.loads(data) if data and headers is api else None
 
-    for i in range(n):
+    for i in range(first, first + n):
         claimed = call("claim", "POST", f"/api/v1/stages/{stage}/claim", api)
         if claimed is None:
             break
@@ -218,7 +223,64 @@ def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: 
             call("page", "GET", f"/projects/{project}", page)
             call("fragment", "GET", f"/projects/{project}", fragment)
             call("bar", "GET", f"/stages/{stage}/bar", page)
-    return {k: statistics.median(v) for k, v in times.items() if v}
+    conn.close()
+    return times
+
+
+MATRIX_TABLES = ("items", "assignments", "annotations", "item_results")
+
+
+def matrix(conn, url, data_dir: Path, sizes: list[int], users: list[int], tokens: list[str], cycles: int, rounds: int) -> None:
+    """The one-client matrix: a stage of each size, all in one database, measured at 0 % done, then
+    again right after 90 % of each was written (largest first; autovacuum off on the tables
+    throughout, no ANALYZE after the writes). The sizes are measured in turn, `rounds` times
+    `cycles / rounds` cycles each, so that what the machine does meanwhile weighs on every size alike;
+    each column's spread is its largest p50 over its smallest."""
+    stages = {}
+    for size in sizes:
+        t0 = time.perf_counter()
+        stages[size] = make_stage(conn, f"m{size}", size)
+        print(f"stage of {size:,} items written in {time.perf_counter() - t0:.0f} s", flush=True)
+    conn.execute("ANALYZE")
+    for table in MATRIX_TABLES:
+        conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    server = vlcurate_server(url, 1, data_dir)
+    rows: list[tuple[int, int, dict[str, float]]] = []
+    try:
+        cookie = page_cookie(server.port, "bench0")
+        for done in (0.0, 0.9):
+            if done:
+                for size in sorted(sizes, reverse=True):
+                    t0 = time.perf_counter()
+                    finish_most(conn, stages[size][1], done, users)
+                    print(f"90 % of the {size:,} items stage written in {time.perf_counter() - t0:.0f} s", flush=True)
+            times: dict[int, dict[str, list[float]]] = {size: {k: [] for k in MATRIX} for size in sizes}
+            per_round = max(1, cycles // rounds)
+            for r in range(rounds):
+                for size in sizes:
+                    project, stage = stages[size]
+                    try:
+                        got = one_client(server.port, tokens[0], cookie, project, stage, per_round, first=r * per_round)
+                    except SystemExit:
+                        print(server.tail())
+                        raise
+                    for k, v in got.items():
+                        times[size][k] += v
+            rows += [(size, int(done * 100), {k: statistics.median(v) for k, v in times[size].items() if v}) for size in sizes]
+    finally:
+        server.stop()
+        for table in MATRIX_TABLES:
+            conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
+    print(f"\none client, `serve --workers 1`; p50 ms of {cycles} cycles per row, the sizes measured in turn "
+          f"({rounds} rounds); 90 % measured right after the writes, no ANALYZE")
+    print(f"{'items':>10} {'done':>5} " + " ".join(f"{k:>8}" for k in MATRIX))
+    for size, done, r in rows:
+        print(f"{size:>10,} {done:>4}% " + " ".join(f"{r[k]:>8.1f}" for k in MATRIX))
+    spread = {k: max(r[k] for *_, r in rows) / min(r[k] for *_, r in rows) for k in MATRIX}
+    print(f"{'spread':>16} " + " ".join(f"{100 * (v - 1):>7.0f}%" for v in spread.values()))
+    worst = max(spread, key=spread.get)
+    verdict = "met" if spread[worst] <= 1.2 else "not met"
+    print(f"every column within 20 % from the fastest row to the slowest: {verdict} (widest: {worst}, {100 * (spread[worst] - 1):.0f} %)")
 
 
 def main() -> None:
@@ -228,7 +290,8 @@ def main() -> None:
     parser.add_argument("--throughput-items", type=int, default=200_000)
     parser.add_argument("--workers", default="1,2", help="vlcurate serve --workers values to measure")
     parser.add_argument("--matrix", default="10000,1000000", help="stage sizes for the one-client matrix ('' for none)")
-    parser.add_argument("--matrix-cycles", type=int, default=200)
+    parser.add_argument("--matrix-cycles", type=int, default=200, help="cycles per stage size and progress")
+    parser.add_argument("--matrix-rounds", type=int, default=10, help="turns the sizes take, each of matrix-cycles / rounds cycles")
     parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
     if shutil.which("wrk") is None and not args.skip_throughput:
@@ -268,32 +331,7 @@ def main() -> None:
                 print(f"{mode:<8} {who:<10} {r['rate']:>9,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['errors']:>7} "
                       f"{100 * r['rate'] / base[mode]:>6.1f}%", flush=True)
         if sizes:
-            server = vlcurate_server(url, 1, tmp / "data")
-            print("\none client, `serve --workers 1`; p50 ms; 90 % measured right after the work, no ANALYZE")
-            cookie = page_cookie(server.port, "bench0")
-            print(f"{'items':>10} {'done':>5} " + " ".join(f"{k:>8}" for k in MATRIX), flush=True)
-            try:
-                for size in sizes:
-                    project, stage = make_stage(conn, f"m{size}", size)
-                    conn.execute("ANALYZE")
-                    for table in ("items", "assignments", "annotations", "item_results"):
-                        conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
-                    for done in (0.0, 0.9):
-                        if done:
-                            t0 = time.perf_counter()
-                            finish_most(conn, stage, done, users)
-                            print(f"{'':>10} (90 % written in {time.perf_counter() - t0:.0f} s)", flush=True)
-                        try:
-                            r = one_client(server.port, tokens[0], cookie, project, stage, args.matrix_cycles)
-                        except SystemExit:
-                            print(server.tail())
-                            raise
-                        print(f"{size:>10,} {int(done * 100):>4}% " + " ".join(f"{r[k]:>8.1f}" for k in MATRIX), flush=True)
-                    for table in ("items", "assignments", "annotations", "item_results"):
-                        conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
-            finally:
-                server.stop()
-
+            matrix(conn, url, tmp / "data", sizes, users, tokens, args.matrix_cycles, args.matrix_rounds)
 
 if __name__ == "__main__":
     main()
