@@ -6,13 +6,13 @@ on one scratch database, the bare stack's `cycle` (bench/bare_app.py, as bench/h
 it) and `vlcurate serve --workers N` are driven by wrk (bench/cycle_bench.lua), one annotator a
 connection, each with an API token and a page session logged in through POST /login:
 
-- screen: POST /api/v1/stages/{id}/claim -> GET /assignments/{id} (the annotation screen's HTML)
-  -> POST /api/v1/assignments/{id}/submit with a valid answer, and again;
+- screen: POST /api/v1/stages/{id}/claim -> GET /assignments/{id} (the annotation screen's HTML,
+  with its stage's bar and the next item's prefetch links) -> POST /api/v1/assignments/{id}/submit
+  with a valid answer, and again;
 - no screen: claim -> submit, so that the screen's cost shows;
 - pages: the loop of an annotator's browser (bench/pages_cycle.lua): POST /assignments/{id}/submit,
   the screen's plain form, answered with the next item's screen claimed and rendered in the same
-  request, then the two fragments that screen loads (the stage's bar and the next item's prefetch
-  links), and again.
+  request, whole (its bar and prefetch links in it), and again.
 
 Prints items/s (submits answered 200), p50/p99 of a request, errors (any answer that is not 200,
 and a claim that found nothing), the ratio to the bare stack's cycle measured in the same run, and

@@ -11,9 +11,9 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 - cycle: claim, then submit the item (generic.choice), and again: items/s;
 - matrix: one client on a stage of each size N at 0 % and at 90 % done (all the stages in one
   database; each 90 % written in one transaction over 32 annotators with autovacuum off, measured
-  right after the writes, no ANALYZE): p50 of claim, the annotation screen (with "you did N"),
-  submit, the project's progress (API), the project page, its progress fragment (the page's poll)
-  and the stage's progress bar. The sizes are measured in turn, a few cycles each, so that the
+  right after the writes, no ANALYZE): p50 of claim, the annotation screen (with "you did N" and
+  the stage's progress bar), submit, the project's progress (API), the project page and its
+  progress fragment (the page's poll). The sizes are measured in turn, a few cycles each, so that the
   machine's own ups and downs weigh on every size alike; it prints each column's spread (slowest
   row over fastest) and whether every column stays within 20 %.
 
@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
 ANNOTATORS = 32
 MODES = ("claim", "fresh", "cycle")
-MATRIX = ("claim", "screen", "submit", "progress", "page", "fragment", "bar")  # the matrix's columns
+MATRIX = ("claim", "screen", "submit", "progress", "page", "fragment")  # the matrix's columns
 
 
 def dsn(url) -> str:
@@ -192,9 +192,9 @@ def page_cookie(port: int, username: str) -> str:
 
 def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: int, first: int = 0) -> dict[str, list[float]]:
     """Request times (ms) for one client over n cycles: claim and submit (API), the annotation screen
-    (the page an annotator opens for the claimed item), and every fifth cycle (counting from `first`)
-    the project's progress (API), project page, its progress fragment (the page's 10 s poll) and the
-    stage's bar."""
+    (the page an annotator opens for the claimed item, with its stage's bar), and every fifth cycle
+    (counting from `first`) the project's progress (API), project page and its progress fragment
+    (the page's 10 s poll)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     api = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     page = {"Cookie": cookie}
@@ -222,7 +222,6 @@ def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: 
             call("progress", "GET", f"/api/v1/projects/{project}", api)
             call("page", "GET", f"/projects/{project}", page)
             call("fragment", "GET", f"/projects/{project}", fragment)
-            call("bar", "GET", f"/stages/{stage}/bar", page)
     conn.close()
     return times
 

@@ -70,7 +70,7 @@ def time_stage(page, stage_id: int, key: str, items: int, think_ms: int) -> tupl
         page.wait_for_url("**/assignments/*")
         page.wait_for_function("() => document.activeElement && document.activeElement !== document.body")
         # An annotator looks at an item for a second or more: by then the next item's images,
-        # named after the screen loaded, have been fetched.
+        # named in the screen, have been fetched.
         page.wait_for_function("() => window.__ahead === true")
         page.wait_for_timeout(think_ms)
         # A swapped-in screen keeps the page's window: clear what the probe left there.

@@ -27,11 +27,12 @@ document.addEventListener("vlcurate:swapped", () => requestAnimationFrame(() => 
   window.__swapped = true;
   sessionStorage.removeItem("submitAt");
 }));
-// The next item's images, named after the screen loaded: window.__ahead once they are fetched.
-document.addEventListener("htmx:afterSettle", (e) => {
-  if (!(e.detail.pathInfo && /\/upcoming/.test(e.detail.pathInfo.requestPath || ""))) return;
+// The next item's images, named in the screen itself: window.__ahead once the browser fetched them.
+function waitAhead() {
   const links = [...document.querySelectorAll("link[rel=prefetch]")];
   const done = () => links.every((l) => performance.getEntriesByName(l.href).some((x) => x.responseEnd > 0));
   const poll = () => (done() ? (window.__ahead = true) : setTimeout(poll, 10));
   poll();
-});
+}
+window.addEventListener("load", waitAhead);
+document.addEventListener("vlcurate:swapped", waitAhead);

@@ -5,8 +5,9 @@
 --   GET /stages/{id}/annotate (303 to the claimed item's screen), GET /assignments/{id}, then
 --   POST /assignments/{id}/submit, the plain form (CSRF token, idempotency key, the answer of the
 --   answers file, one URL-encoded form a line, taken in turn), answered with the next item's screen,
---   claimed and rendered in the same request; then the two fragments the new screen loads: the
---   stage's bar (HX-Request) and the prefetch links for the item after it (HX-Request); and again.
+--   claimed and rendered in the same request, whole (its stage's bar and the prefetch links for the
+--   item after it are in it); and again. (The prefetched images are not fetched: they are static
+--   files, cached by the browser, and served by the asset route, not the annotation path.)
 -- "items" counts submits answered 200 with the next item's screen; anything else is an error.
 dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "wrk_common.lua")  -- setup() and done()
 
@@ -17,16 +18,15 @@ function init(args)
   local cookie = people[(n - 1) % #people + 1]:match("[^\t]+\t(.+)")
   page = {["Cookie"] = cookie}
   form = {["Cookie"] = cookie, ["Content-Type"] = "application/x-www-form-urlencoded", ["Accept"] = "text/html"}
-  htmx = {["Cookie"] = cookie, ["HX-Request"] = "true"}
   answers = {}
   for line in io.lines(args[4]) do table.insert(answers, line) end
-  state, aid, csrf, key, opened, upcoming, items, errors, k, first_error = "start", nil, nil, nil, nil, nil, 0, 0, 0, ""
+  state, aid, csrf, key, opened, items, errors, k, first_error = "start", nil, nil, nil, nil, 0, 0, 0, ""
 end
 
 local function failed(status, body)
   errors = errors + 1
   local missing = ""
-  for name, value in pairs({form = aid, csrf_token = csrf, idempotency_key = key, opened_at = opened, prefetch = upcoming}) do
+  for name, value in pairs({form = aid, csrf_token = csrf, idempotency_key = key, opened_at = opened, bar = bar}) do
     if not value then missing = missing .. " " .. name end
   end
   if missing ~= "" then missing = "(not found on the screen:" .. missing .. ") " end
@@ -35,21 +35,19 @@ local function failed(status, body)
   state = "start"
 end
 
--- What the browser reads off a screen: the form's address and hidden fields, and the prefetch fragment's address.
+-- What the browser reads off a screen: the form's address and hidden fields (and the screen must hold its stage's bar).
 local function read_screen(body)
   aid = body:match('action="/assignments/(%d+)/submit"')
   csrf = body:match('name="csrf_token" value="([^"]+)"')
   key = body:match('name="idempotency_key" value="([^"]+)"')
   opened = body:match('name="opened_at" value="([^"]+)"')
-  upcoming = body:match('hx%-get="(/stages/%d+/upcoming%?after=%d+)"')
-  return aid and csrf and key and opened and upcoming
+  bar = body:find('<div class="stage-bar"', 1, true)
+  return aid and csrf and key and opened and bar
 end
 
 function request()
   if state == "start" then return wrk.format("GET", "/stages/" .. stage .. "/annotate", page) end
   if state == "screen" then return wrk.format("GET", "/assignments/" .. aid, page) end
-  if state == "bar" then return wrk.format("GET", "/stages/" .. stage .. "/bar", htmx) end
-  if state == "upcoming" then return wrk.format("GET", upcoming, htmx) end
   k = k + 1
   local body = "csrf_token=" .. csrf .. "&idempotency_key=" .. key .. "&opened_at=" .. opened .. "&" .. answers[(n + k) % #answers + 1]
   return wrk.format("POST", "/assignments/" .. aid .. "/submit", form, body)
@@ -64,13 +62,8 @@ function response(status, hdrs, body)
   elseif state == "submit" then
     if status == 200 and read_screen(body) and not body:find('<div class="error" role="alert">', 1, true) then
       items = items + 1
-      state = "bar"
     else
       failed(status, body)
     end
-  elseif state == "bar" then
-    if status == 200 then state = "upcoming" else failed(status, body) end
-  else
-    if status == 200 then state = "submit" else failed(status, body) end
   end
 end

@@ -79,39 +79,14 @@ def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
     }
 
 
-# The screen's two fragments (the bar and the prefetch links) are asked for by every screen, so they
-# run as the screen does (deps.page_work: one threadpool hop within the pool's bound); as plain sync
-# routes with 32 annotators they took four hops each and made the pool open a PostgreSQL backend
-# for most requests past its size.
-
-
-@router.get("/stages/{stage_id}/bar")
-async def stage_bar(request: Request, stage_id: Id):
-    """The stage's progress bar, loaded after the screen so that counting never delays an item.
-    Counts are shared for a few seconds: with many items and annotators they are the costly part."""
-
-    def work(session: Session, user: Principal):
-        cache = request.app.state.progress_cache
-        hit = cache.get(stage_id)
-        if hit is None or time.monotonic() - hit[0] > BAR_TTL_SECONDS:
-            hit = cache[stage_id] = (time.monotonic(), projects.stage_progress(session, stage_id))
-        return render(request, "projects/_bar.html", {"s": hit[1]})
-
-    return await page_work(request, work)
-
-
-@router.get("/stages/{stage_id}/upcoming")
-async def upcoming(request: Request, stage_id: Id, after: BigId):
-    """Prefetch links for the images of the item the annotator will most likely get next, loaded
-    while they work on the current one: the next screen then draws from the browser's cache.
-    Holds no item: nothing is leased before the current item is submitted."""
-
-    def work(session: Session, user: Principal):
-        shas = annotation.upcoming_images(session, stage_id, user.id, after)[:MAX_PREFETCH]
-        links = "".join(f'<link rel="prefetch" as="image" href="/assets/{sha}/thumb">' for sha in shas)
-        return HTMLResponse(links, headers={"Cache-Control": "no-store"})
-
-    return await page_work(request, work)
+def stage_bar(request: Request, session: Session, stage_id: int):
+    """The stage's progress for the screen's bar, shared by this process's screens for
+    BAR_TTL_SECONDS (a submit drops it, so that the annotator sees their own submit counted)."""
+    cache = request.app.state.progress_cache
+    hit = cache.get(stage_id)
+    if hit is None or time.monotonic() - hit[0] > BAR_TTL_SECONDS:
+        hit = cache[stage_id] = (time.monotonic(), projects.stage_progress(session, stage_id))
+    return hit[1]
 
 
 @router.get("/assignments/{assignment_id}")
@@ -122,9 +97,20 @@ async def screen(request: Request, assignment_id: BigId):
 def _screen_page(request: Request, session: Session, assignment_id: int, user: Principal):
     """The screen of an assignment. Also the answer to a submit or skip that led to it: the page
     names its own address (`page_url`), which the browser puts in place of the POST's, so a reload
-    asks for the screen with a GET and Back finds the item before."""
+    asks for the screen with a GET and Back finds the item before.
+
+    The screen comes whole, in one request: the stage's progress bar (`stage_bar`) and prefetch
+    links for the images of the item a claim would most likely give next (nothing is leased; the
+    browser fetches them at its lowest priority while the annotator works, and the next screen
+    draws them from its cache). They were two fragments the screen asked for once shown: two more
+    requests per item, each with its own threadpool hop, session cookie, connection checkout and
+    transaction, about a third of the browser loop's app CPU for two one-row reads
+    (bench/cycle_bench.py --modes pages)."""
     ctx = _screen_context(session, assignment_id, user)
-    response = render(request, "annotate/screen.html", {**ctx, "page_url": f"/assignments/{assignment_id}"})
+    stage_id, item_id = ctx["stage"].id, ctx["item_id"]
+    ahead = annotation.upcoming_images(session, stage_id, user.id, item_id)[:MAX_PREFETCH]
+    ctx.update(page_url=f"/assignments/{assignment_id}", bar=stage_bar(request, session, stage_id), ahead=ahead)
+    response = render(request, "annotate/screen.html", ctx)
     # Never shown again from a cache: Back to a submitted item asks anew and says it was submitted.
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -151,6 +137,7 @@ async def submit(request: Request, assignment_id: BigId, answer: Answer):
                 stage_id = _submit(session, assignment_id, user, answer)
         except (Invalid, Conflict) as exc:
             ctx = _screen_context(session, assignment_id, user, answer.values)
+            ctx["bar"] = stage_bar(request, session, ctx["stage"].id)
             # A revision of a submitted item goes in under a new key; anything else keeps the posted one.
             keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
             return render_error(request, "annotate/screen.html", ctx, exc, **keep)

@@ -91,10 +91,9 @@ def test_annotating_with_plain_forms(client, app, settings, annotator):
     assert page.status_code == 200 and 'name="choice" value="b"' in page.text
     # Reopening the stage resumes the same item (a closed tab loses nothing).
     assert client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"] == screen_url
-    # The progress bar comes after the item, as its own fragment.
-    assert f'hx-get="/stages/{stage_id}/bar" hx-trigger="load"' in page.text
-    bar = client.get(f"/stages/{stage_id}/bar", headers={"HX-Request": "true"}).text
-    assert bar.lstrip().startswith('<div class="stage-bar"') and "0</span> / 2 finished" in bar
+    # The screen comes whole: the stage's progress bar is in it, no request after it.
+    assert '<div id="stage-bar"><div class="stage-bar"' in page.text and "0</span> / 2 finished" in page.text
+    assert "hx-get" not in page.text.split('<form id="annotation-form"')[0]
     key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
     form = {"csrf_token": csrf_from(page.text), "idempotency_key": key, "choice": "b"}
     bad = client.post(f"{screen_url}/submit", data={**form, "choice": "zzz"})
@@ -108,10 +107,10 @@ def test_annotating_with_plain_forms(client, app, settings, annotator):
     again = client.post(f"{screen_url}/submit", data=form, follow_redirects=False)  # a double click
     assert led_to(again) == next_url
     assert client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"] == next_url
-    # While the annotator works, the next item's images are named for prefetching; nothing is leased.
-    assert client.get(f"/stages/{stage_id}/upcoming", params={"after": 0}).text == ""  # the last item is leased already
+    # The last item is on screen: nothing is left to name for prefetching.
+    assert 'rel="prefetch"' not in r.text
     # Counts are shared for a few seconds, but never hide the annotator's own submit.
-    assert "1</span> / 2 finished" in client.get(f"/stages/{stage_id}/bar").text
+    assert "1</span> / 2 finished" in r.text and "1</span> / 2 finished" in client.get(next_url).text
     detail = client.get(f"/projects/{project_id}").text
     assert "1</span> / 2 finished" in detail
 
@@ -212,19 +211,23 @@ def test_the_next_items_images_are_named_ahead_without_a_lease(client, app, sett
 
     project_id, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 3, name="ahead")
     login(client, "ann")
-    screen = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
-    page = client.get(screen).text
     with transaction(app.state.sessions) as s:
         first, second, third = s.execute(sa.select(Item.id, Item.assets).where(Item.project_id == project_id).order_by(Item.id)).all()
         s.execute(sa.update(Item).where(Item.id == second.id).values(assets={"/image": "b" * 64}))
-    assert f'hx-get="/stages/{stage_id}/upcoming?after={first.id}"' in page
-    ahead = client.get(f"/stages/{stage_id}/upcoming", params={"after": first.id}).text
-    assert ahead == f'<link rel="prefetch" as="image" href="/assets/{"b" * 64}/thumb">'
+    screen = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    page = client.get(screen).text
+    # The screen of the first item names the second's image (the one a claim would give next) for
+    # the browser to fetch while the annotator works, in the screen itself: no request after it.
+    assert re.findall(r'<link rel="prefetch"[^>]*>', page) == [f'<link rel="prefetch" as="image" href="/assets/{"b" * 64}/thumb">']
     with transaction(app.state.sessions) as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(Assignment)) == 1  # only the item on screen is held
-    # Seen from the second item: the first is held already, so the third comes next.
-    ahead = client.get(f"/stages/{stage_id}/upcoming", params={"after": second.id}).text
-    assert ahead == f'<link rel="prefetch" as="image" href="/assets/{third.assets["/image"]}/thumb">'
+    # Once the second is held by someone else, the first's screen names the third instead.
+    from app import queue
+
+    with transaction(app.state.sessions) as s:
+        assert queue.claim_next(s, stage_id, factories.user(s, "other")).item_id == second.id
+    page = client.get(screen).text
+    assert re.findall(r'<link rel="prefetch"[^>]*>', page) == [f'<link rel="prefetch" as="image" href="/assets/{third.assets["/image"]}/thumb">']
 
 
 def test_nothing_left_here_leads_to_the_stage_where_work_waits(client, app, settings, annotator, tmp_path):
