@@ -129,22 +129,43 @@ def _submit(session: Session, assignment_id: int, user: Principal, answer: Answe
     return stage_id
 
 
+class _Refused(Exception):
+    """A page submit the service refused (`Invalid`, `Conflict`), raised out of its unit of work so
+    that the work's transaction is rolled back whole."""
+
+    def __init__(self, error: Invalid | Conflict):
+        self.error = error
+
+
 @router.post("/assignments/{assignment_id}/submit")
 async def submit(request: Request, assignment_id: BigId, answer: Answer):
+    """Store the answer, then claim and render the next item's screen (see `_next_screen`). A refused
+    answer rolls the submit's transaction back and is answered, in a transaction of its own, with
+    the same screen, the error and what was posted. (A savepoint around the submit did the same in
+    one transaction, at two more round trips on every submit, not only on the refused ones.)"""
+
     def work(session: Session, user: Principal):
         try:
-            with savepoint(session):
-                stage_id = _submit(session, assignment_id, user, answer)
+            stage_id = _submit(session, assignment_id, user, answer)
         except (Invalid, Conflict) as exc:
-            ctx = _screen_context(session, assignment_id, user, answer.values)
-            ctx["bar"] = stage_bar(request, session, ctx["stage"].id)
-            # A revision of a submitted item goes in under a new key; anything else keeps the posted one.
-            keep = {} if isinstance(exc, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
-            return render_error(request, "annotate/screen.html", ctx, exc, **keep)
+            raise _Refused(exc) from exc
         request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
         return Then(lambda session, user: _next_screen(request, session, stage_id, user))
 
-    return await page_work(request, work)
+    try:
+        return await page_work(request, work)
+    except _Refused as refused:
+        error = refused.error
+    return await page_work(request, lambda session, user: _refused_screen(request, session, assignment_id, user, answer, error))
+
+
+def _refused_screen(request: Request, session: Session, assignment_id: int, user: Principal, answer: AnswerForm, error: Invalid | Conflict):
+    """The screen again after a refused submit: the error, and the fields as they were posted."""
+    ctx = _screen_context(session, assignment_id, user, answer.values)
+    ctx["bar"] = stage_bar(request, session, ctx["stage"].id)
+    # A revision of a submitted item goes in under a new key; anything else keeps the posted one.
+    keep = {} if isinstance(error, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
+    return render_error(request, "annotate/screen.html", ctx, error, **keep)
 
 
 @router.post("/assignments/{assignment_id}/skip")

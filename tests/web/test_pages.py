@@ -149,6 +149,38 @@ def test_a_page_submit_commits_the_answer_before_it_claims_and_renders_the_next_
     assert seen == [(1, 1)]
 
 
+def test_a_refused_page_submit_keeps_nothing_it_wrote_and_shows_the_screen_with_the_error(client, app, settings, annotator, monkeypatch):
+    """A submit refused after it wrote (no write of the service does so today, a later one might):
+    its transaction is rolled back whole, and the screen comes again with the error and the key."""
+    import sqlalchemy as sa
+
+    from app.errors import Invalid
+    from app.models import Assignment
+    from app.services import annotation
+
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="refused")
+    login(client, "ann")
+    screen_url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    page = client.get(screen_url)
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
+    assignment_id = int(screen_url.rsplit("/", 1)[1])
+    lease = sa.select(Assignment.lease_until).where(Assignment.id == assignment_id)
+    with transaction(app.state.sessions) as s:
+        before = s.scalar(lease)
+
+    def write_then_refuse(session, assignment, *args, **kwargs):
+        session.execute(sa.update(Assignment).where(Assignment.id == assignment).values(lease_until=sa.func.now() + sa.text("interval '9 days'")))
+        raise Invalid("Refused after a write.")
+
+    monkeypatch.setattr(annotation, "submit", write_then_refuse)
+    r = client.post(f"{screen_url}/submit", data={"csrf_token": csrf_from(page.text), "idempotency_key": key, "choice": "b"})
+    assert r.status_code == 422 and "Refused after a write." in r.text
+    assert f'name="idempotency_key" value="{key}"' in r.text and f'action="{screen_url}/submit"' in r.text
+    assert '<div class="stage-bar"' in r.text
+    with transaction(app.state.sessions) as s:
+        assert s.scalar(lease) == before
+
+
 def test_a_submitted_item_opened_again_says_so_and_takes_a_revision(client, app, settings, annotator):
     import sqlalchemy as sa
 
