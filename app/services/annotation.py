@@ -37,6 +37,7 @@ class SubmitResult:
     revision: int
     replayed: bool
     item_status: str
+    stage_id: int  # the assignment's stage
 
 
 def claim(session: Session, stage_id: int, user_id: int, *, resume: bool = False, answer: bool = False) -> queue.Claim | None:
@@ -203,9 +204,12 @@ def submit(
     idempotency_key: str,
     *,
     seconds_spent: float | None = None,
+    form: bool = False,
 ) -> SubmitResult:
     """Store one annotation. The same (user, idempotency key) always yields the same annotation,
-    however often and however concurrently it is posted."""
+    however often and however concurrently it is posted. With `form`, `payload` is what an
+    annotation page posted, turned into the answer by the stage's workflow (`form_to_payload`)
+    once the assignment is locked: the page learns the workflow in the same round trip."""
     if not idempotency_key or len(idempotency_key) > MAX_KEY_LENGTH:
         raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
     # The row lock on the assignment serializes concurrent posts of the same submit.
@@ -225,6 +229,8 @@ def submit(
 
     results = {name: result for name, result, position in finals or () if visible(position)}
     task = get_task(stage.workflow)
+    if form:
+        payload = task.form_to_payload(payload)
     if earlier is not None:
         earlier_id, earlier_assignment, earlier_payload, earlier_revision = earlier
         if earlier_assignment != assignment_id:
@@ -237,13 +243,13 @@ def submit(
                 "nothing was changed. Submit again to store this answer as a new revision."
             )
         status = gold.shown_status(session, stage) if item_status == ItemStatus.gold else item_status  # never tell a honeypot apart
-        return SubmitResult(earlier_id, earlier_revision, True, status)
+        return SubmitResult(earlier_id, earlier_revision, True, status, stage.id)
 
     if gold_here:  # a honeypot: scored, never finalized
         assignment = session.get(Assignment, assignment_id)
         item = SimpleNamespace(id=item_id, data=data)
         annotation_id, revision = gold.submit_answer(session, assignment, item, stage, payload, idempotency_key, seconds_spent)
-        return SubmitResult(annotation_id, revision, False, gold.shown_status(session, stage))
+        return SubmitResult(annotation_id, revision, False, gold.shown_status(session, stage), stage.id)
     if item_stage != stage.id or item_status not in (ItemStatus.active, ItemStatus.review):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
     clean = task.validate_annotation(data, payload, stage.config, results)
@@ -282,7 +288,7 @@ def submit(
     annotation_id = session.execute(_write_statement(bool(outcomes), final is not None, changed), write).scalar_one()
     if new_stage != item_stage:
         queue.lower_floor(session, new_stage, item_id)  # the next stage's claims find it at once
-    return SubmitResult(annotation_id, write["revision"], False, new_status)
+    return SubmitResult(annotation_id, write["revision"], False, new_status, stage.id)
 
 
 def _routes_to_review(session: Session, stage: _StageRow, item_id: int, flagged: list[int] | None) -> bool:

@@ -118,15 +118,13 @@ def _screen_page(request: Request, session: Session, assignment_id: int, user: P
 
 def _submit(session: Session, assignment_id: int, user: Principal, answer: AnswerForm) -> int:
     """Submit the posted answer; returns the stage's id."""
-    stage_id, workflow = annotation.assignment_stage(session, assignment_id, user.id)
     opened_at = answer.meta.get("opened_at")
     try:
         spent = max(0.0, time.time() - float(opened_at or 0)) if opened_at else None
     except ValueError:
         spent = None
-    payload = get_task(workflow).form_to_payload(answer.values)
-    annotation.submit(session, assignment_id, user.id, payload, answer.meta.get("idempotency_key") or "", seconds_spent=spent)
-    return stage_id
+    key = answer.meta.get("idempotency_key") or ""
+    return annotation.submit(session, assignment_id, user.id, answer.values, key, seconds_spent=spent, form=True).stage_id
 
 
 class _Refused(Exception):

@@ -90,7 +90,8 @@ async def submit(assignment_id: BigId, body: SubmitIn, request: Request, token: 
         return annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
 
     result = await api_work(request, token, work)
-    return Response(SubmitOut(**result.__dict__).model_dump_json(), media_type="application/json")
+    out = SubmitOut(annotation_id=result.annotation_id, revision=result.revision, replayed=result.replayed, item_status=result.item_status)
+    return Response(out.model_dump_json(), media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/skip", status_code=204, response_class=Response)
