@@ -153,3 +153,38 @@ def test_counts_stay_exact_on_either_side_of_the_small_statement_size(committed,
             ), {"tag": f"n{size}-%"})
             s.execute(sa.text("DELETE FROM items WHERE external_id LIKE :tag || '%'"), {"tag": f"n{size}-%"})
             assert_exact(s)
+
+
+def test_counting_a_final_reads_only_the_items_own_finals_when_the_statistics_are_stale(engine):
+    """A final record's counting trigger asks whether its item had a final in the stage before. With
+    statistics taken while `item_results` was empty and a stage's finals bulk-written since (no
+    ANALYZE), the planner combined the item's index entries with every entry of the stage: each
+    submit then read all of the stage's finals (migration 0016fence). The plan of that lookup, as
+    the trigger runs it (auto_explain, sent to this client), must use the item's own index only."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("DELETE FROM item_results")  # the test's own transaction: rolled back at its end
+        conn.exec_driver_sql("ANALYZE item_results")
+        project = conn.exec_driver_sql("INSERT INTO projects (name) VALUES ('stale') RETURNING id").scalar_one()
+        stage = conn.exec_driver_sql(
+            f"INSERT INTO stages (project_id, position, name, workflow) VALUES ({project}, 0, 's', 'generic.choice') RETURNING id"
+        ).scalar_one()
+        conn.exec_driver_sql(
+            f"INSERT INTO items (project_id, external_id, data, stage_id, status) SELECT {project}, g::text, '{{}}', {stage}, 'done'"
+            " FROM generate_series(1, 200001) g"
+        )
+        conn.exec_driver_sql(
+            f"INSERT INTO item_results (item_id, stage_id, payload, source) SELECT id, {stage}, '{{}}', 'auto' FROM items"
+            f" WHERE stage_id = {stage} ORDER BY id LIMIT 200000"
+        )
+        last = conn.exec_driver_sql(f"SELECT max(id) FROM items WHERE stage_id = {stage}").scalar_one()
+        plans: list[str] = []
+        raw = conn.connection.driver_connection
+        raw.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+        for setting in ("LOAD 'auto_explain'", "SET LOCAL auto_explain.log_min_duration = 0", "SET LOCAL auto_explain.log_nested_statements = on",
+                        "SET LOCAL auto_explain.log_level = notice", "SET LOCAL client_min_messages = notice"):
+            conn.exec_driver_sql(setting)
+        conn.exec_driver_sql(f"INSERT INTO item_results (item_id, stage_id, payload, source) VALUES ({last}, {stage}, '{{}}', 'auto')")
+        conn.rollback()
+    counted = [p for p in plans if "INSERT INTO stage_counts" in p]
+    assert counted, plans
+    assert all("ix_item_results_item_id" in p and "ix_item_results_stage_id" not in p for p in counted), counted
