@@ -227,12 +227,14 @@ def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: 
 
 
 MATRIX_TABLES = ("items", "assignments", "annotations", "item_results")
+WARM_UP = 10  # cycles per size and level before the measured ones
 
 
 def matrix(conn, url, data_dir: Path, sizes: list[int], users: list[int], tokens: list[str], cycles: int, rounds: int) -> None:
     """The one-client matrix: a stage of each size, all in one database, measured at 0 % done, then
     again right after 90 % of each was written (largest first; autovacuum off on the tables
-    throughout, no ANALYZE after the writes). The sizes are measured in turn, `rounds` times
+    throughout, no ANALYZE after the writes; a CHECKPOINT and WARM_UP cycles per size before each
+    level's measurement). The sizes are measured in turn, `rounds` times
     `cycles / rounds` cycles each, so that what the machine does meanwhile weighs on every size alike;
     each column's spread is its largest p50 over its smallest."""
     stages = {}
@@ -253,6 +255,11 @@ def matrix(conn, url, data_dir: Path, sizes: list[int], users: list[int], tokens
                     t0 = time.perf_counter()
                     finish_most(conn, stages[size][1], done, users)
                     print(f"90 % of the {size:,} items stage written in {time.perf_counter() - t0:.0f} s", flush=True)
+            # The writes' dirty pages are flushed first, so that a checkpoint started by them does not
+            # fall on one level's measurement and not the other's (no statistics are taken: no ANALYZE).
+            conn.execute("CHECKPOINT")
+            for size in sizes:  # a few cycles first: the server's first requests on a stage are not its usual ones
+                one_client(server.port, tokens[0], cookie, *stages[size], WARM_UP, first=-WARM_UP)
             times: dict[int, dict[str, list[float]]] = {size: {k: [] for k in MATRIX} for size in sizes}
             per_round = max(1, cycles // rounds)
             for r in range(rounds):
