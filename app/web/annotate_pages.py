@@ -36,7 +36,7 @@ def next_item(request: Request, stage_id: Id, session: Db, user: Principal = Dep
     return render(request, "annotate/done.html", {"project": progress, "stage_id": stage_id, "done": done, "waiting": waiting})
 
 
-def _screen_context(session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
+def _screen_context(request: Request, session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     screen = annotation.open_assignment(session, assignment_id, user.id)
     workflow = get_task(screen.stage.workflow)
     item, config = screen.item.data, screen.stage.config
@@ -52,6 +52,7 @@ def _screen_context(session: Session, assignment_id: int, user: Principal, value
         "assignment": screen.assignment,
         "project": {"id": screen.stage.project_id, "name": screen.project_name},
         "mine": screen.mine,
+        "bar": stage_bar(request, session, screen.stage.id),
         "returned": screen.returned,
         # A submitted item takes a revision while it is still open in this stage.
         "revisable": screen.item.stage_id == screen.stage.id and screen.item.status == ItemStatus.active,
@@ -106,10 +107,9 @@ def _screen_page(request: Request, session: Session, assignment_id: int, user: P
     requests per item, each with its own threadpool hop, session cookie, connection checkout and
     transaction, for two one-row reads: without them the browser loop's app CPU an item fell by a
     fifth to a third (bench/cycle_bench.py --modes pages)."""
-    ctx = _screen_context(session, assignment_id, user)
-    stage_id, item_id = ctx["stage"].id, ctx["item_id"]
-    ahead = annotation.upcoming_images(session, stage_id, user.id, item_id)[:MAX_PREFETCH]
-    ctx.update(page_url=f"/assignments/{assignment_id}", bar=stage_bar(request, session, stage_id), ahead=ahead)
+    ctx = _screen_context(request, session, assignment_id, user)
+    ahead = annotation.upcoming_images(session, ctx["stage"].id, user.id, ctx["item_id"])[:MAX_PREFETCH]
+    ctx.update(page_url=f"/assignments/{assignment_id}", ahead=ahead)
     response = render(request, "annotate/screen.html", ctx)
     # Never shown again from a cache: Back to a submitted item asks anew and says it was submitted.
     response.headers["Cache-Control"] = "no-store"
@@ -159,8 +159,7 @@ async def submit(request: Request, assignment_id: BigId, answer: Answer):
 
 def _refused_screen(request: Request, session: Session, assignment_id: int, user: Principal, answer: AnswerForm, error: Invalid | Conflict):
     """The screen again after a refused submit: the error, and the fields as they were posted."""
-    ctx = _screen_context(session, assignment_id, user, answer.values)
-    ctx["bar"] = stage_bar(request, session, ctx["stage"].id)
+    ctx = _screen_context(request, session, assignment_id, user, answer.values)
     # A revision of a submitted item goes in under a new key; anything else keeps the posted one.
     keep = {} if isinstance(error, annotation.AlreadySubmitted) else {"idempotency_key": answer.meta.get("idempotency_key")}
     return render_error(request, "annotate/screen.html", ctx, error, **keep)
