@@ -37,6 +37,8 @@ class ItemFilter:
         for name, value in (("stage", stage), ("annotator", annotator)):
             if value and not value.isdigit():
                 raise Invalid(f"The {name} filter is an id.")
+        if "\x00" in text:  # PostgreSQL takes no NUL in a text parameter (it would answer a 500)
+            raise Invalid("The text filter holds a NUL character (\\u0000), which no item can hold.")
         return cls(int(stage) if stage else None, ItemStatus(status) if status else None,
                    int(annotator) if annotator else None, text.strip())
 

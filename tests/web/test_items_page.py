@@ -127,6 +127,17 @@ def test_a_text_search_after_the_largest_ids_finds_nothing_instead_of_failing(cl
     assert r.status_code == 200 and r.json()["items"] == [] and r.json()["next"] is None
 
 
+def test_a_text_search_for_a_nul_character_says_why_instead_of_failing(client, project):
+    """PostgreSQL takes no NUL in a text parameter (found by the API fuzzer: a 500)."""
+    login(client, "rev")
+    page = client.get(f"/projects/{project['id']}/items", params={"q": "he\x00ron"})
+    assert page.status_code == 422 and "NUL character" in page.text
+    with transaction(client.app.state.sessions) as s:
+        token = factories.token(s, s.scalar(sa.text("SELECT id FROM users WHERE username = 'boss'")))
+    r = client.get(f"/api/v1/projects/{project['id']}/items", params={"text": "\x01\x00\nu"}, headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 422 and "NUL character" in r.json()["detail"]
+
+
 def test_a_text_search_reads_a_window_of_items_per_page_and_searches_on(app, project):
     from app.services import items
 
