@@ -83,8 +83,32 @@ REPLAN_CHECK_S = 1.0
 @lru_cache(maxsize=8)
 def _engine_for(url: str, pool_size: int, max_overflow: int) -> sa.Engine:
     engine = sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+    without_jit(engine)
     replan_on_growth(engine, REPLAN_CHECK_S)
     return engine
+
+
+def without_jit(engine: sa.Engine) -> None:
+    """Turn PostgreSQL's JIT compilation off on the pool's connections, once each, when opened.
+
+    The server compiles a statement whose estimated cost passes `jit_above_cost` (100,000 by
+    default): about 20 ms of compiling for statements that run in a fraction of a millisecond. The
+    estimates that pass it are the wrong ones: with statistics taken before a bulk write (no ANALYZE
+    since), the submit's read of an item's finals was costed as if every item had 26,000 of them, and
+    every submit on every stage took 24 ms instead of 3 once a 10M-item stage was 90 % done
+    (bench/http_bench.py's matrix; `auto_explain` showed 23.7 ms of JIT for 0.5 ms of execution).
+    The app's statements read a few rows through indexes; exports and reports stream rows and gain
+    little from compiled expressions. Set per session, not in the connection's startup options, which
+    a PgBouncer in front refuses unless configured to ignore them."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _connected(dbapi_connection, record) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        try:
+            dbapi_connection.execute("SET jit = off")
+        finally:
+            dbapi_connection.autocommit = autocommit
 
 
 # A table's rows (live and dead, as PostgreSQL's statistics count them as they change, without ANALYZE).

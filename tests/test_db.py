@@ -115,3 +115,30 @@ def test_plans_cached_while_a_table_was_small_are_made_again_once_it_grew(db_url
             pool.dispose()
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE {table}")
+
+
+def test_the_apps_connections_never_compile_a_statement_with_jit(db_url, engine):
+    """A statement costed past `jit_above_cost` (here every statement: the threshold is set to 0 on
+    both connections) is compiled on a plain connection and not on the app's: with statistics gone
+    stale after a bulk write, a submit's sub-millisecond read was costed past the default threshold
+    and spent 20 ms compiling (app.db.without_jit)."""
+    import sqlalchemy as sa
+
+    from app.db import without_jit
+
+    query = "EXPLAIN (ANALYZE, FORMAT TEXT) SELECT sum(g * 2) FROM generate_series(1, 1000) g"
+    with engine.connect() as conn:
+        if not conn.scalar(sa.text("SELECT pg_jit_available()")):
+            pytest.skip("this PostgreSQL server has no JIT provider")
+        conn.exec_driver_sql("SET jit_above_cost = 0")
+        assert "JIT:" in "\n".join(conn.exec_driver_sql(query).scalars())
+    pool = sa.create_engine(db_url, pool_size=1, max_overflow=0)
+    without_jit(pool)
+    try:
+        for _ in range(2):  # the setting outlives the first transaction (a rolled-back SET would not)
+            with pool.connect() as conn:
+                conn.exec_driver_sql("SET LOCAL jit_above_cost = 0")
+                assert "JIT:" not in "\n".join(conn.exec_driver_sql(query).scalars())
+                conn.rollback()
+    finally:
+        pool.dispose()
