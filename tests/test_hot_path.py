@@ -124,16 +124,9 @@ def test_a_claim_after_most_items_finished_reads_few_pages_before_vacuum(committ
     _, stage_id = make_choice_project(committed, settings, storage, 3)
     user = factories_user(committed)
     with transaction(committed) as s:
-        s.execute(sa.text("ALTER TABLE items SET (autovacuum_enabled = false)"))
-        s.execute(sa.text(
-            "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
-            " SELECT project_id, 'x' || g, '{}', stage_id, 'active', 1 FROM items, generate_series(1, 20000) g"
-            " WHERE id = (SELECT min(id) FROM items)"
-        ))
+        _add_claimable_copies(s)
     with transaction(committed) as s:
-        last = s.scalar(sa.text("SELECT max(id) FROM items WHERE stage_id = :s"), {"s": stage_id})
-        s.execute(sa.text("UPDATE items SET status = 'done', slots_left = 0 WHERE stage_id = :s AND id < :last - 10"),
-                  {"s": stage_id, "last": last})
+        last = _finish_all_but_the_last_ten(s, stage_id)
     try:
         with transaction(committed) as s:
             claimed = annotation.claim(s, stage_id, user)
@@ -160,19 +153,11 @@ def test_the_floor_read_from_the_start_walks_the_claimable_index_with_stale_stat
 
     _, stage_id = make_choice_project(committed, settings, storage, 3)
     with transaction(committed) as s:
-        s.execute(sa.text("ALTER TABLE items SET (autovacuum_enabled = false)"))
-        s.execute(sa.text(
-            "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
-            " SELECT project_id, 'x' || g, jsonb_build_object('question', repeat('x', 200)), stage_id, 'active', 1"
-            " FROM items, generate_series(1, 20000) g"
-            " WHERE id = (SELECT min(id) FROM items)"
-        ))
+        _add_claimable_copies(s, data="jsonb_build_object('question', repeat('x', 200))")
         s.execute(sa.text("ANALYZE items"))
     try:
         with transaction(committed) as s:
-            last = s.scalar(sa.text("SELECT max(id) FROM items WHERE stage_id = :s"), {"s": stage_id})
-            s.execute(sa.text("UPDATE items SET status = 'done', slots_left = 0 WHERE stage_id = :s AND id < :last - 10"),
-                      {"s": stage_id, "last": last})
+            last = _finish_all_but_the_last_ten(s, stage_id)
         with transaction(committed) as s:
             params = {"stage": stage_id, "since": 0}
             assert s.scalar(queue._LOWEST_CLAIMABLE, params) == last - 10
@@ -181,6 +166,25 @@ def test_the_floor_read_from_the_start_walks_the_claimable_index_with_stale_stat
     finally:
         with transaction(committed) as s:
             s.execute(sa.text("ALTER TABLE items RESET (autovacuum_enabled)"))
+
+
+def _add_claimable_copies(session, data: str = "'{}'") -> None:
+    """20,000 claimable copies of the first item, in its stage, with autovacuum off on `items`
+    (the test resets it); `data` is their data as an SQL expression."""
+    session.execute(sa.text("ALTER TABLE items SET (autovacuum_enabled = false)"))
+    session.execute(sa.text(
+        "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
+        f" SELECT project_id, 'x' || g, {data}, stage_id, 'active', 1 FROM items, generate_series(1, 20000) g"
+        " WHERE id = (SELECT min(id) FROM items)"
+    ))
+
+
+def _finish_all_but_the_last_ten(session, stage_id: int) -> int:
+    """Mark every item of the stage done but its last ten, in one statement; the stage's last item id."""
+    last = session.scalar(sa.text("SELECT max(id) FROM items WHERE stage_id = :s"), {"s": stage_id})
+    session.execute(sa.text("UPDATE items SET status = 'done', slots_left = 0 WHERE stage_id = :s AND id < :last - 10"),
+                    {"s": stage_id, "last": last})
+    return last
 
 
 def factories_user(sessions) -> int:
