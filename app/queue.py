@@ -167,7 +167,8 @@ _MINE = sa.text(
 # keeps stage_id in that order (with `=` the planner drops a constant column from it). With
 # statistics taken while the stage's items were claimable and most of them finished since, the
 # planner otherwise read min(id) through the primary key, visiting every finished row: 260 ms on
-# a 1M-item stage at 90 % done, against 6 ms walking the index (bench/http_bench.py's matrix).
+# a 1M-item stage at 90 % done, against 6 ms walking the index (EXPLAIN ANALYZE on the state
+# bench/http_bench.py's matrix leaves).
 _LOWEST_CLAIMABLE = sa.text(
     f"""
     SELECT coalesce((
@@ -224,8 +225,8 @@ class Claim:
 def _floor(session: Session, stage_id: int) -> int:
     """An item id below which no item of the stage is claimable, or was not a moment ago: the lowest
     claimable id, moved up from where it was every FLOOR_SECONDS and read from the start every
-    FULL_FLOOR_SECONDS per process (with statistics gone stale the planner may read it through the
-    primary key, visiting every finished row), lowered at once by this process's give-backs,
+    FULL_FLOOR_SECONDS per process (a walk of the partial index from the stage's start, stepping
+    over the entries of items finished since the last VACUUM), lowered at once by this process's give-backs,
     expiries and routings. An item that becomes claimable below it elsewhere (another process's
     release, for one) is found at the next read from the start, or at once when nothing is left
     above the floor (the pick then walks from the start): it comes later than in strict id order,
