@@ -98,8 +98,9 @@ def without_jit(engine: sa.Engine) -> None:
     every submit on every stage took 24 ms instead of 3 once a 10M-item stage was 90 % done
     (bench/http_bench.py's matrix; `auto_explain` showed 23.7 ms of JIT for 0.5 ms of execution).
     The app's statements read a few rows through indexes; exports stream rows and gained nothing
-    measurable from it (bench/export_bench.py, 200,000 records: within a few percent). Set per session, not in the connection's startup options, which
-    a PgBouncer in front refuses unless configured to ignore them."""
+    measurable from it (bench/export_bench.py, 200,000 records: within a few percent). Set per
+    session, not in the connection's startup options, which a PgBouncer in front refuses unless
+    configured to ignore them."""
 
     @sa.event.listens_for(engine, "connect")
     def _connected(dbapi_connection, record) -> None:
