@@ -141,6 +141,18 @@ _RENEW = sa.text(
     " FROM stages s WHERE a.id = :id AND s.id = a.stage_id RETURNING a.id, a.lease_until"
 )
 
+# A column for the first statement of a hot transaction (a claim, an annotation screen): the rest of
+# the transaction runs its prepared statements from their generic plans, made once per connection,
+# instead of planning them anew on every run. PostgreSQL picks a custom plan per run while the
+# custom plans it made look cheaper than the generic one, and the pick and the screen's look-ahead
+# kept doing so for some stages: with statistics taken before a stage's 90 % was done, the pick of a
+# 10K-item stage was planned on every claim, 0.67 ms of planning for 0.43 ms of running, while the
+# same statement for a 1M-item stage ran its generic plan (pg_stat_statements with track_planning, on
+# bench/http_bench.py's matrix). Every statement of those transactions finds its rows through a key
+# or an index that serves any value of it, so one plan fits every stage. Local to the transaction
+# (`set_config(..., true)`): other routes' statements, with skewed parameters, keep custom plans.
+PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
+
 # The annotator's live lease in the stage (if any) and whether a reviewer sent anything back to
 # them, in one look at their assignments (index ix_assignments_annotator_stage); the stage's gold
 # share; and whether any lease of the stage ran out (index ix_assignments_leases), so that the
@@ -152,7 +164,8 @@ _MINE = sa.text(
         SELECT 1 FROM assignments r
         WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}'),
         coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0),
-        EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now())
+        EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now()),
+        {PLAN_ONCE}
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -278,7 +291,7 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     `answer` (an SQL expression over the leased item `i`, which may use :stage), a fresh pick
     computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
-    live_id, live_item, live_until, sent_back, gold_share, ran_out = session.execute(_MINE, params).one()
+    live_id, live_item, live_until, sent_back, gold_share, ran_out, _ = session.execute(_MINE, params).one()
     if resume and live_id is not None:
         return Claim(live_id, live_item, live_until)
     if ran_out:

@@ -168,6 +168,51 @@ def test_the_floor_read_from_the_start_walks_the_claimable_index_with_stale_stat
             s.execute(sa.text("ALTER TABLE items RESET (autovacuum_enabled)"))
 
 
+def test_claims_and_screens_run_generic_plans_and_leave_the_other_transactions_alone(committed, settings, storage):
+    """A claim and an annotation screen run their prepared statements from a generic plan, made once
+    per connection, from the first run on: left to choose, PostgreSQL planned the pick of one stage
+    anew on every claim (0.67 ms of planning for 0.43 ms of running, bench/http_bench.py's matrix).
+    A submit, in a transaction of its own, still starts with the custom plans PostgreSQL makes first."""
+    from app import queue
+    from app.db import normalize_url, session_factory
+
+    stages = [make_choice_project(committed, settings, storage, 12)[1] for _ in range(2)]
+    user = factories_user(committed)
+    engine = sa.create_engine(normalize_url(settings.database_url), pool_size=1, max_overflow=0)  # one connection: one plan cache
+    try:
+        sessions = session_factory(engine)
+        for n in range(20):
+            stage = stages[n % 2]
+            with transaction(sessions) as s:
+                claimed = annotation.claim(s, stage, user, answer=True)
+                annotation.claim_json(s, claimed, stage)
+            with transaction(sessions) as s:
+                annotation.open_assignment(s, claimed.assignment_id, user)
+                annotation.upcoming_images(s, stage, user, claimed.item_id)
+            with transaction(sessions) as s:
+                annotation.submit(s, claimed.assignment_id, user, {"choice": "a"}, f"k{n}")
+        with engine.connect() as conn:
+            plans = {sql: (generic, custom) for sql, generic, custom in conn.execute(sa.text(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE NOT from_sql"))}
+    finally:
+        engine.dispose()
+
+    def counts(statement: sa.TextClause) -> tuple[int, int]:
+        return next(v for sql, v in plans.items() if _same(sql, statement.text))
+
+    # The pick and the look-ahead run after the statement that sets it (the claim's first, the screen's).
+    for statement in (queue._take_fresh(annotation._ITEM_ANSWER), queue._PEEK_FRESH):
+        generic, custom = counts(statement)
+        assert custom == 0 and generic > 0, (statement.text[:80], generic, custom)
+    _, custom = counts(annotation._LOCK_FOR_SUBMIT)
+    assert custom > 0, "the submit's transaction ran under the claim's setting"
+
+
+def _same(prepared: str, text: str) -> bool:
+    """Whether `prepared` (as PostgreSQL holds it, $1, $2, ...) is `text` (with :names)."""
+    return re.sub(r"\$\d+", "?", prepared).split() == re.sub(r"(?<!:):(\w+)", "?", text).split()
+
+
 def _add_claimable_copies(session, data: str = "'{}'") -> None:
     """20,000 claimable copies of the first item, in its stage, with autovacuum off on `items`
     (the test resets it); `data` is their data as an SQL expression."""

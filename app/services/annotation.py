@@ -405,7 +405,8 @@ _SCREEN = sa.text(
            (SELECT payload FROM annotations WHERE assignment_id = a.id ORDER BY revision DESC LIMIT 1),
            COALESCE((SELECT submitted FROM annotator_counts WHERE stage_id = s.id AND annotator_id = :user), 0),
            {_RESULTS_JSON},
-           {_SUGGESTIONS_JSON.format(stage="s.id")}
+           {_SUGGESTIONS_JSON.format(stage="s.id")},
+           {queue.PLAN_ONCE}
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     JOIN projects p ON p.id = s.project_id
     WHERE a.id = :assignment
