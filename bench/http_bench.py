@@ -9,14 +9,13 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 - fresh: claim, then release the item, and again: claims/s, each of a fresh item (the honest
   claim figure: a fresh claim does the full SKIP LOCKED pick);
 - cycle: claim, then submit the item (generic.choice), and again: items/s;
-- matrix: one client on a stage of each size N at 0 % and at 90 % done (all the stages in one
-  database; each 90 % written in one transaction over 32 annotators with autovacuum off, measured
-  right after the writes, no ANALYZE): p50 of claim, the annotation screen (with "you did N" and
+- matrix: one client on stages of each size N at 0 % and at 90 % done (all the stages in one
+  database; each 90 % written in one transaction over 32 annotators with autovacuum off; all rows
+  measured right after the writes, no ANALYZE): p50 of claim, the annotation screen (with "you did N" and
   the stage's progress bar), submit, the project's progress (API), the project page and its
-  progress fragment (the page's poll). The sizes are measured in turn, a few cycles each, so that the
-  machine's own ups and downs weigh on every size alike; it prints each column's spread (slowest
-  row over fastest) and whether every column stays within 20 %, read against the bare stack's claim
-  timed in the same rounds (see `matrix`).
+  progress fragment (the page's poll). The rows are measured in turn, a few cycles each, so that the
+  machine's own ups and downs weigh on every row alike; it prints each column's spread (slowest
+  row over fastest) and whether every column stays within 20 %.
 
     python bench/http_bench.py [--clients 32] [--seconds 10] [--throughput-items 200000]
                                [--matrix 10000,1000000,10000000] [--matrix-cycles 200] [--matrix-rounds 10]
@@ -227,108 +226,70 @@ def one_client(port: int, token: str, cookie: str, project: int, stage: int, n: 
     return times
 
 
-def bare_claims(port: int, stage: int, n: int) -> list[float]:
-    """Request times (ms) of n claims on the bare stack, each followed by its submit: the machine's
-    own pace at that moment, the reference the matrix's rows are read against."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        conn.request("POST", f"/api/v1/stages/{stage}/claim")
-        r = conn.getresponse()
-        claimed = json.loads(r.read())
-        times.append((time.perf_counter() - t0) * 1000)
-        conn.request("POST", f"/api/v1/assignments/{claimed['assignment_id']}/submit", body=json.dumps({"payload": {"choice": "a"}}))
-        conn.getresponse().read()
-    conn.close()
-    return times
-
-
 MATRIX_TABLES = ("items", "assignments", "annotations", "item_results")
 WARM_UP = 10  # cycles per size and level before the measured ones
 
 
 def matrix(conn, url, data_dir: Path, sizes: list[int], users: list[int], tokens: list[str], cycles: int, rounds: int) -> None:
-    """The one-client matrix: a stage of each size, all in one database, measured at 0 % done, then
-    again right after 90 % of each was written (largest first; autovacuum off on the tables
-    throughout, no ANALYZE after the writes; a CHECKPOINT and WARM_UP cycles per size before each
-    level's measurement). The sizes are measured in turn, `rounds` times
-    `cycles / rounds` cycles each, so that what the machine does meanwhile weighs on every size alike;
-    each column's spread is its largest p50 over its smallest.
+    """The one-client matrix: two stages of each size, all in one database; 90 % of one of each is
+    written (largest first; autovacuum off on the tables throughout, no ANALYZE after the writes),
+    the other is left at 0 % done. Right after the writes (a CHECKPOINT, then WARM_UP cycles on each
+    stage), the six rows are measured in turn, `rounds` times `cycles / rounds` cycles each, so that
+    what the machine does meanwhile weighs on every row alike; each column's spread is its largest
+    p50 over its smallest.
 
-    The two levels are measured half an hour apart or more (the 90 % of a 10M stage takes that long
-    to write), and a shared machine's pace moves more than that between them (every column 10 %
-    slower at 0 % than at 90 % in one run, on every size alike). So each round also times claims on
-    the bare stack (bench/bare_app.py, its own stage in the same database), and each row is read
-    against the bare stack's claim p50 of its level as well: the verdict is on that reading, the
-    brief's rule for speed (a ratio to the bare stack measured in the same run); the plain spread is
-    printed beside it."""
-    stages = {}
+    Measured at 0 % before the writes and at 90 % after them instead, the two levels were half an
+    hour apart with a 10M stage, and the machine's pace moved more than the rows differed: every
+    column 10 % slower at 0 % than at 90 % in one run, 40 % in another, on every size alike (and
+    the bare stack's own claim by 12 % and 22 % between the same rounds)."""
+    rows_stages: dict[tuple[int, int], tuple[int, int]] = {}
     for size in sizes:
-        t0 = time.perf_counter()
-        stages[size] = make_stage(conn, f"m{size}", size)
-        print(f"stage of {size:,} items written in {time.perf_counter() - t0:.0f} s", flush=True)
-    per_round = max(1, cycles // rounds)
-    _, reference_stage = make_stage(conn, "bare reference", 2 * (WARM_UP + rounds * per_round) + 100)
+        for done in (0, 90):
+            t0 = time.perf_counter()
+            rows_stages[size, done] = make_stage(conn, f"m{size}-{done}", size)
+            print(f"stage of {size:,} items written in {time.perf_counter() - t0:.0f} s", flush=True)
     conn.execute("ANALYZE")
     for table in MATRIX_TABLES:
         conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    for size in sorted(sizes, reverse=True):
+        t0 = time.perf_counter()
+        finish_most(conn, rows_stages[size, 90][1], 0.9, users)
+        print(f"90 % of a {size:,} items stage written in {time.perf_counter() - t0:.0f} s", flush=True)
+    # The writes' dirty pages are flushed first, so that a checkpoint they start does not fall on the
+    # measurement (no statistics are taken: no ANALYZE).
+    conn.execute("CHECKPOINT")
     server = vlcurate_server(url, 1, data_dir)
-    bare = bare_server(url, reference_stage)
-    rows: list[tuple[int, int, dict[str, float]]] = []
-    reference: dict[int, float] = {}
+    order = [(size, done) for done in (0, 90) for size in sizes]
+    times: dict[tuple[int, int], dict[str, list[float]]] = {row: {k: [] for k in MATRIX} for row in order}
     try:
         cookie = page_cookie(server.port, "bench0")
-        for done in (0.0, 0.9):
-            if done:
-                for size in sorted(sizes, reverse=True):
-                    t0 = time.perf_counter()
-                    finish_most(conn, stages[size][1], done, users)
-                    print(f"90 % of the {size:,} items stage written in {time.perf_counter() - t0:.0f} s", flush=True)
-            # The writes' dirty pages are flushed first, so that a checkpoint started by them does not
-            # fall on one level's measurement and not the other's (no statistics are taken: no ANALYZE).
-            conn.execute("CHECKPOINT")
-            for size in sizes:  # a few cycles first: the server's first requests on a stage are not its usual ones
-                one_client(server.port, tokens[0], cookie, *stages[size], WARM_UP, first=-WARM_UP)
-            bare_claims(bare.port, reference_stage, WARM_UP)
-            times: dict[int, dict[str, list[float]]] = {size: {k: [] for k in MATRIX} for size in sizes}
-            bare_times: list[float] = []
-            for r in range(rounds):
-                bare_times += bare_claims(bare.port, reference_stage, per_round)
-                for size in sizes:
-                    project, stage = stages[size]
-                    try:
-                        got = one_client(server.port, tokens[0], cookie, project, stage, per_round, first=r * per_round)
-                    except SystemExit:
-                        print(server.tail())
-                        raise
-                    for k, v in got.items():
-                        times[size][k] += v
-            rows += [(size, int(done * 100), {k: statistics.median(v) for k, v in times[size].items() if v}) for size in sizes]
-            reference[int(done * 100)] = statistics.median(bare_times)
+        for row in order:  # a few cycles first: the server's first requests on a stage are not its usual ones
+            one_client(server.port, tokens[0], cookie, *rows_stages[row], WARM_UP, first=-WARM_UP)
+        per_round = max(1, cycles // rounds)
+        for r in range(rounds):
+            for row in order:
+                try:
+                    got = one_client(server.port, tokens[0], cookie, *rows_stages[row], per_round, first=r * per_round)
+                except SystemExit:
+                    print(server.tail())
+                    raise
+                for k, v in got.items():
+                    times[row][k] += v
     finally:
         server.stop()
-        bare.stop()
         for table in MATRIX_TABLES:
             conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
-    print(f"\none client, `serve --workers 1`; p50 ms of {cycles} cycles per row, the sizes measured in turn "
-          f"({rounds} rounds); 90 % measured right after the writes, no ANALYZE")
+    rows = [(size, done, {k: statistics.median(v) for k, v in times[size, done].items() if v}) for size, done in order]
+    print(f"\none client, `serve --workers 1`; p50 ms of {cycles} cycles per row, the rows measured in turn "
+          f"({rounds} rounds), right after the 90 % were written, no ANALYZE")
     print(f"{'items':>10} {'done':>5} " + " ".join(f"{k:>8}" for k in MATRIX))
     for size, done, r in rows:
         print(f"{size:>10,} {done:>4}% " + " ".join(f"{r[k]:>8.1f}" for k in MATRIX))
     spread = _spread(rows)
     print(f"{'spread':>16} " + " ".join(f"{100 * (v - 1):>7.0f}%" for v in spread.values()))
-    print("\nthe bare stack's claim p50 in the same rounds: " + ", ".join(f"{reference[d]:.2f} ms at {d} %" for d in reference)
-          + "; each row over it:")
-    relative = [(size, done, {k: v / reference[done] for k, v in r.items()}) for size, done, r in rows]
-    for size, done, r in relative:
-        print(f"{size:>10,} {done:>4}% " + " ".join(f"{r[k]:>8.2f}" for k in MATRIX))
-    spread = _spread(relative)
-    print(f"{'spread':>16} " + " ".join(f"{100 * (v - 1):>7.0f}%" for v in spread.values()))
     worst = max(spread, key=spread.get)
     verdict = "met" if spread[worst] <= 1.2 else "not met"
-    print(f"every column within 20 % from the fastest row to the slowest, read against the bare stack: {verdict} "
-          f"(widest: {worst}, {100 * (spread[worst] - 1):.0f} %)")
+    print(f"every column within 20 % from the fastest row to the slowest: {verdict} (widest: {worst}, {100 * (spread[worst] - 1):.0f} %)")
 
 
 def _spread(rows: list[tuple[int, int, dict[str, float]]]) -> dict[str, float]:
