@@ -285,16 +285,11 @@ def matrix(conn, url, data_dir: Path, sizes: list[int], users: list[int], tokens
     print(f"{'items':>10} {'done':>5} " + " ".join(f"{k:>8}" for k in MATRIX))
     for size, done, r in rows:
         print(f"{size:>10,} {done:>4}% " + " ".join(f"{r[k]:>8.1f}" for k in MATRIX))
-    spread = _spread(rows)
+    spread = {k: max(r[k] for *_, r in rows) / min(r[k] for *_, r in rows) for k in MATRIX}
     print(f"{'spread':>16} " + " ".join(f"{100 * (v - 1):>7.0f}%" for v in spread.values()))
     worst = max(spread, key=spread.get)
     verdict = "met" if spread[worst] <= 1.2 else "not met"
     print(f"every column within 20 % from the fastest row to the slowest: {verdict} (widest: {worst}, {100 * (spread[worst] - 1):.0f} %)")
-
-
-def _spread(rows: list[tuple[int, int, dict[str, float]]]) -> dict[str, float]:
-    """Each column's largest value over its smallest."""
-    return {k: max(r[k] for *_, r in rows) / min(r[k] for *_, r in rows) for k in MATRIX}
 
 
 def main() -> None:
