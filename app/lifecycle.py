@@ -38,6 +38,7 @@ class ItemEvent(StrEnum):
     send_back = "send_back"  # a reviewer returns it to its annotators
     take_back = "take_back"  # a reviewer brings a sent-back item back to review
     make_gold = "make_gold"  # an admin makes it a gold item of a stage (its correct answer is known)
+    recheck = "recheck"  # its annotator was flagged for low gold accuracy: the automatic final waits for a reviewer
 
 
 class AssignmentStatus(StrEnum):
@@ -78,6 +79,9 @@ ITEM_TRANSITIONS: Mapping[tuple[ItemStatus, ItemEvent], ItemStatus] = {
     **{(s, _IE.discard): _I.discarded for s in (_I.active, _I.review)},
     (_I.review, _IE.send_back): _I.active,
     (_I.active, _IE.take_back): _I.review,
+    # A finished item goes back to review when an annotator it was finished by is flagged; the
+    # reviewer's final is appended after the automatic one (nothing is rewritten).
+    (_I.done, _IE.recheck): _I.review,
     # A gold item's answer may be corrected by marking it gold again.
     **{(s, _IE.make_gold): _I.gold for s in (_I.active, _I.review, _I.done, _I.gold)},
 }

@@ -38,6 +38,7 @@ MOVES = [
     (I.review, IE.discard, I.discarded),
     (I.review, IE.send_back, I.active),
     (I.active, IE.take_back, I.review),
+    (I.done, IE.recheck, I.review),  # a flagged annotator's finished work goes back to review
     (A.returned, AE.claim, A.active),  # a sent-back item comes first in its annotator's queue
     (A.skipped, AE.claim, A.active),
     (A.released, AE.claim, A.active),
@@ -92,8 +93,10 @@ def test_an_unknown_status_is_an_illegal_move():
 def test_every_event_moves_something_and_done_and_discarded_are_final():
     assert {e for _, e in ITEM_TRANSITIONS} == set(ItemEvent)
     assert {e for _, e in ASSIGNMENT_TRANSITIONS} == set(AssignmentEvent)
-    # Only making an item gold leaves a finished item (its final becomes the truth of a gold item).
-    assert {s for s, e in ITEM_TRANSITIONS if e != IE.make_gold} == {I.active, I.review}
+    # Only making an item gold (its final becomes the truth of a gold item) and a flagged annotator's
+    # recheck (its automatic final waits for a reviewer) leave a finished item.
+    assert {s for s, e in ITEM_TRANSITIONS if e not in (IE.make_gold, IE.recheck)} == {I.active, I.review}
+    assert {s for s, e in ITEM_TRANSITIONS if e == IE.recheck} == {I.done}
     assert set(ITEM_TRANSITIONS.values()) | {lifecycle.ITEM_START} == set(ItemStatus)
     assert set(ASSIGNMENT_TRANSITIONS.values()) | {lifecycle.ASSIGNMENT_START} == set(AssignmentStatus)
     assert {(s, e, t) for (s, e), t in {**ITEM_TRANSITIONS, **ASSIGNMENT_TRANSITIONS}.items()} >= set(MOVES)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -58,6 +58,11 @@ class StageConfig(BaseModel):
     gold_min_items: int = Field(default=10, ge=1, description="gold answers an annotator needs before a flag")
     gold_route_to_review: bool = Field(
         default=False, description="send a flagged annotator's work in this stage to review instead of finalizing it"
+    )
+    gold_route_earlier: Literal["since_passing", "all", "none"] = Field(
+        default="since_passing",
+        description="with routing, which of their finished items go back to review when an annotator is flagged: those "
+        "finished after their last passing window of gold answers, all, or none",
     )
     # The leakage report (app.services.leaks) reads the first stage's.
     duplicate_image_distance: int = Field(

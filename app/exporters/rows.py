@@ -20,7 +20,6 @@ from app.models import SplitDefinition
 BATCH = 500
 ALL = "all"  # the one split of an export without a split definition
 DONE = ItemStatus.done.value
-GOLD = ItemStatus.gold.value  # made gold after its split version was saved: never data
 FINISHED = sql_values((ItemStatus.done, ItemStatus.discarded))
 
 
@@ -73,7 +72,8 @@ def _stream(session: Session, sql: str, params: dict[str, Any], split: str | Non
 
 
 def split_rows(session: Session, project_id: int, definition: SplitDefinition | None, split: str, *, provenance: bool = False) -> Iterator[list[Row]]:
-    """Batches of the split's finished items in import order."""
+    """Batches of the split's finished items in import order. A split version's item that is no longer
+    done is left out: made gold since (never data), or back in review (its annotator was flagged)."""
     extra = _PROVENANCE if provenance else ""
     if definition is None:
         sql = f"""SELECT i.id, i.external_id, i.data, i.source, i.assets, {_RESULTS}{extra}
@@ -81,7 +81,7 @@ def split_rows(session: Session, project_id: int, definition: SplitDefinition | 
         return _stream(session, sql, {"project": project_id}, split, provenance)
     sql = f"""SELECT i.id, i.external_id, i.data, i.source, i.assets, {_RESULTS}{extra}
               FROM item_splits s JOIN items i ON i.id = s.item_id
-              WHERE s.definition_id = :definition AND s.split = :split AND i.status <> '{GOLD}' ORDER BY s.item_id"""
+              WHERE s.definition_id = :definition AND s.split = :split AND i.status = '{DONE}' ORDER BY s.item_id"""
     return _stream(session, sql, {"definition": definition.id, "split": split}, split, provenance)
 
 

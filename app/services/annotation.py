@@ -242,14 +242,17 @@ def submit(
                 f"You already submitted this item with another answer (revision {earlier_revision}); "
                 "nothing was changed. Submit again to store this answer as a new revision."
             )
-        status = gold.shown_status(session, stage) if item_status == ItemStatus.gold else item_status  # never tell a honeypot apart
+        status = item_status
+        if item_status == ItemStatus.gold:  # never tell a honeypot apart
+            status = _as_ordinary(stage, task, data, results, later, earlier_payload, others, other_payloads, user_id in (flagged or ()))
         return SubmitResult(earlier_id, earlier_revision, True, status, stage.id)
 
     if gold_here:  # a honeypot: scored, never finalized
         assignment = session.get(Assignment, assignment_id)
         item = SimpleNamespace(id=item_id, data=data)
-        annotation_id, revision = gold.submit_answer(session, assignment, item, stage, payload, idempotency_key, seconds_spent)
-        return SubmitResult(annotation_id, revision, False, gold.shown_status(session, stage), stage.id)
+        scored = gold.submit_answer(session, assignment, item, stage, payload, idempotency_key, seconds_spent)
+        status = _as_ordinary(stage, task, data, results, later, scored.payload, others, other_payloads, scored.flagged)
+        return SubmitResult(scored.annotation_id, scored.revision, False, status, stage.id)
     if item_stage != stage.id or item_status not in (ItemStatus.active, ItemStatus.review):
         raise Conflict("This item has already left this stage; the annotation is no longer needed.")
     clean = task.validate_annotation(data, payload, stage.config, results)
@@ -298,6 +301,23 @@ def _routes_to_review(session: Session, stage: _StageRow, item_id: int, flagged:
         return False
     audit.record(session, "gold.routed_to_review", target=f"item:{item_id}", stage=stage.id, annotators=sorted(flagged))
     return True
+
+
+def _as_ordinary(stage: _StageRow, task, data, results, later, clean, others: int, other_payloads, flagged: bool) -> str:
+    """The item status a gold item's submit answers: what an ordinary item's submit of the same
+    answer by this annotator would answer now, so that the response never marks a honeypot. Its
+    answerers are taken in groups of the stage's overlap (a sample stage's items outside the sample
+    need one): the answer that completes a group is consolidated with the group's others and routed
+    as an ordinary item's would be, to review when the stage routes this annotator's work there.
+    Later stages see the answer as the item's final, as they would see an ordinary one's."""
+    required = stage.required(False)
+    if (others + 1) % required:
+        return ItemStatus.active
+    payloads = [p for _, p in other_payloads or ()]
+    outcome = task.consolidate([*payloads[max(0, len(payloads) - required + 1):], clean], stage.config)
+    if outcome.needs_review or outcome.final is None or (flagged and gold.setting(stage, "gold_route_to_review")):
+        return ItemStatus.review
+    return _route(stage, data, results, later, outcome.final, outcome.discard, ItemStatus.active, lambda _: True)[0]
 
 
 def _route(stage: _StageRow, data, results, later, final, discard: bool, status: str, visible) -> tuple[str, int, int]:

@@ -30,7 +30,7 @@ _COLUMNS = """i.id, i.external_id, i.data::text, i.source::text, i.assets::text,
        FROM item_results r JOIN stages st ON st.id = r.stage_id WHERE r.item_id = i.id)::text"""
 _PROJECT = f"SELECT {_COLUMNS} FROM items i WHERE i.project_id = %(project)s AND i.status = '{DONE}' ORDER BY i.id"
 _SPLIT = f"""SELECT {_COLUMNS} FROM item_splits s JOIN items i ON i.id = s.item_id
-              WHERE s.definition_id = %(definition)s AND s.split = %(split)s ORDER BY s.item_id"""
+              WHERE s.definition_id = %(definition)s AND s.split = %(split)s AND i.status = '{DONE}' ORDER BY s.item_id"""
 
 
 def check_split(session: Session, project_id: int, split: str | None, version: int | None = None):

@@ -13,6 +13,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,11 +23,12 @@ from sqlalchemy.orm import Session
 from app.agreement import gold as scoring
 from app.datasets import get_task
 from app.errors import Invalid, NotFound
-from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
+from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, target, transition
 from app.models import (
     Annotation,
     AnnotatorFlag,
     Assignment,
+    AuditEvent,
     Draft,
     GoldItem,
     Item,
@@ -38,7 +40,8 @@ from app.services import audit
 from app.services.projects import get_stage
 
 MAX_GOLD_LINES = 100_000
-DEFAULTS = {"gold_threshold": 0.7, "gold_min_items": 10, "gold_route_to_review": False}
+DEFAULTS = {"gold_threshold": 0.7, "gold_min_items": 10, "gold_route_to_review": False, "gold_route_earlier": "since_passing"}
+ROUTED = "routed: annotator below gold accuracy"  # why the review queue holds a flagged annotator's item
 
 
 def setting(stage: Stage, key: str) -> Any:
@@ -185,10 +188,9 @@ def submit_answer(
     payload: dict[str, Any],
     idempotency_key: str,
     seconds_spent: float | None,
-) -> tuple[int, int]:
+) -> GoldSubmit:
     """Store an annotator's answer to a gold item (validated as any annotation; an expired lease
-    still counts, since a gold item has no slots); score it and update the annotator's flag.
-    Returns (annotation id, revision)."""
+    still counts, since a gold item has no slots); score it and update the annotator's flag."""
     clean = get_task(stage.workflow).validate_annotation(item.data, payload, stage.config, earlier_results(session, item.id, stage))
     revision = (
         session.scalar(sa.select(sa.func.max(Annotation.revision)).where(Annotation.assignment_id == assignment.id)) or 0
@@ -202,17 +204,16 @@ def submit_answer(
     assignment.submitted_at = sa.func.now()
     session.execute(sa.delete(Draft).where(Draft.assignment_id == assignment.id))
     session.flush()
-    rescore(session, stage, assignment.annotator_id)
-    return annotation.id, revision
+    flagged_now = rescore(session, stage, assignment.annotator_id)
+    return GoldSubmit(annotation.id, revision, clean, flagged_now)
 
 
-def shown_status(session: Session, stage: Stage) -> str:
-    """The item status a submit reports for a gold item: what an ordinary item of the stage most
-    often reports after one answer, so that the response does not mark it."""
-    if stage.overlap > 1 and stage.sample_size is None:
-        return ItemStatus.active.value
-    later = session.scalar(sa.select(sa.func.count()).select_from(Stage).where(Stage.project_id == stage.project_id, Stage.position > stage.position))
-    return (ItemStatus.active if later else ItemStatus.done).value
+@dataclass(frozen=True)
+class GoldSubmit:
+    annotation_id: int
+    revision: int
+    payload: dict[str, Any]  # the answer as validated
+    flagged: bool  # the annotator's flag in the stage once this answer is scored (the submit's answer reads it)
 
 
 @dataclass
@@ -221,7 +222,12 @@ class GoldAnswer:
     annotator: str
     item_id: int
     score: float
-    day: str
+    at: datetime
+    annotation_id: int
+
+    @property
+    def day(self) -> str:
+        return self.at.date().isoformat()
 
 
 def scored_answers(session: Session, stage: Stage, annotator_id: int | None = None) -> list[GoldAnswer]:
@@ -237,7 +243,8 @@ def scored_answers(session: Session, stage: Stage, annotator_id: int | None = No
         latest = latest.where(Annotation.annotator_id == annotator_id)
     latest = latest.subquery()
     rows = session.execute(
-        sa.select(Annotation.annotator_id, User.username, Annotation.item_id, Annotation.payload, GoldItem.answer, Annotation.created_at)
+        sa.select(Annotation.annotator_id, User.username, Annotation.item_id, Annotation.payload, GoldItem.answer, Annotation.created_at,
+                  Annotation.id)
         .join(latest, sa.and_(Annotation.assignment_id == latest.c.assignment_id, Annotation.revision == latest.c.revision))
         .join(Assignment, Assignment.id == Annotation.assignment_id)
         .join(GoldItem, sa.and_(GoldItem.item_id == Annotation.item_id, GoldItem.stage_id == Annotation.stage_id))
@@ -246,15 +253,19 @@ def scored_answers(session: Session, stage: Stage, annotator_id: int | None = No
         .order_by(Annotation.id)
     )
     return [
-        GoldAnswer(uid, name, item_id, scoring.answer_score(task.facets, task.facet_values(truth), task.facet_values(payload)), at.date().isoformat())
-        for uid, name, item_id, payload, truth, at in rows
+        GoldAnswer(uid, name, item_id, scoring.answer_score(task.facets, task.facet_values(truth), task.facet_values(payload)), at,
+                   annotation_id)
+        for uid, name, item_id, payload, truth, at, annotation_id in rows
     ]
 
 
-def rescore(session: Session, stage: Stage, annotator_id: int) -> None:
+def rescore(session: Session, stage: Stage, annotator_id: int) -> bool:
     """Flag the annotator in the stage when their gold accuracy is below the stage's threshold over
-    at least its minimum of gold answers; lift the flag when it is no longer. Both are audit events."""
-    scores = [a.score for a in scored_answers(session, stage, annotator_id)]
+    at least its minimum of gold answers; lift the flag when it is no longer. Both are audit events.
+    A new flag in a stage that routes to review sends their earlier finished work there too
+    (`route_earlier`). Returns whether the annotator is flagged now."""
+    answers = scored_answers(session, stage, annotator_id)
+    scores = [a.score for a in answers]
     n = len(scores)
     accuracy = sum(scores) / n if n else 1.0
     below = n >= int(setting(stage, "gold_min_items")) and accuracy < float(setting(stage, "gold_threshold"))
@@ -263,16 +274,81 @@ def rescore(session: Session, stage: Stage, annotator_id: int) -> None:
     if below and flag is None:
         session.add(AnnotatorFlag(stage_id=stage.id, annotator_id=annotator_id, accuracy=accuracy, items=n))
         audit.record(session, "gold.flagged", target=f"user:{annotator_id}", **detail)
+        session.flush()
+        route_earlier(session, stage, annotator_id, answers)
     elif below:
         flag.accuracy, flag.items = accuracy, n
     elif flag is not None:
         session.delete(flag)
         audit.record(session, "gold.unflagged", target=f"user:{annotator_id}", **detail)
     session.flush()
+    return below
+
+
+def last_pass(answers: list[GoldAnswer], window: int, threshold: float) -> int | None:
+    """Where the annotator last stood clear: the annotation id of the last answer of their newest
+    run of `window` consecutive gold answers scoring at least `threshold` on average; None if no run
+    did. (Annotation ids order answers across transactions; their times are each transaction's start.)"""
+    for end in range(len(answers), window - 1, -1):
+        run = answers[end - window:end]
+        if sum(a.score for a in run) / window >= threshold:
+            return run[-1].annotation_id
+    return None
+
+
+def route_earlier(session: Session, stage: Stage, annotator_id: int, answers: list[GoldAnswer]) -> list[int]:
+    """Send the newly flagged annotator's finished work in the stage back to review, as routing
+    would have sent it had the flag been there: items done in this stage whose final is the automatic
+    consolidation of answers that include theirs, finished since their last passing window (the
+    stage's `gold_route_earlier`: "since_passing", "all" or "none"). A reviewer's final stays, and
+    items that moved on to a later stage stay there (others build on them). The automatic final is
+    kept (the reviewer's is appended after it); each item gets a `gold.routed_to_review` event.
+    Returns the items' ids."""
+    if not setting(stage, "gold_route_to_review") or setting(stage, "gold_route_earlier") == "none":
+        return []
+    theirs = sa.select(Assignment.item_id).where(
+        Assignment.annotator_id == annotator_id, Assignment.stage_id == stage.id, Assignment.status == AssignmentStatus.submitted
+    )
+    if setting(stage, "gold_route_earlier") == "since_passing":
+        since = last_pass(answers, int(setting(stage, "gold_min_items")), float(setting(stage, "gold_threshold")))
+        if since is not None:
+            theirs = theirs.where(sa.exists().where(Annotation.assignment_id == Assignment.id, Annotation.id > since))
+    newest_final = (
+        sa.select(ItemResult.source).where(ItemResult.item_id == Item.id, ItemResult.stage_id == stage.id)
+        .order_by(ItemResult.id.desc()).limit(1).scalar_subquery()
+    )
+    moved = session.scalars(
+        sa.update(Item)
+        .where(Item.id.in_(theirs), Item.stage_id == stage.id, Item.status == ItemStatus.done, newest_final == "auto")
+        .values(status=target(ItemEvent.recheck, ItemStatus.done))
+        .returning(Item.id)
+        .execution_options(synchronize_session="fetch")
+    ).all()
+    if moved:
+        session.execute(sa.insert(AuditEvent), [
+            {"action": "gold.routed_to_review", "target": f"item:{item_id}",
+             "detail": {"stage": stage.id, "annotators": [annotator_id], "earlier": True}}
+            for item_id in sorted(moved)
+        ])
+    return sorted(moved)
 
 
 def flagged(session: Session, stage_id: int) -> dict[int, AnnotatorFlag]:
     return {f.annotator_id: f for f in session.scalars(sa.select(AnnotatorFlag).where(AnnotatorFlag.stage_id == stage_id))}
+
+
+def routed_accuracy(session: Session, stage: Stage, item_ids: list[int]) -> dict[int, float]:
+    """Of `item_ids`, those the stage routes to review for a flagged annotator, each with the lowest
+    gold accuracy among its flagged annotators (the review queue's reason and order)."""
+    if not item_ids or not setting(stage, "gold_route_to_review"):
+        return {}
+    rows = session.execute(
+        sa.select(Assignment.item_id, sa.func.min(AnnotatorFlag.accuracy))
+        .join(AnnotatorFlag, sa.and_(AnnotatorFlag.annotator_id == Assignment.annotator_id, AnnotatorFlag.stage_id == Assignment.stage_id))
+        .where(Assignment.stage_id == stage.id, Assignment.item_id.in_(item_ids), Assignment.status == AssignmentStatus.submitted)
+        .group_by(Assignment.item_id)
+    )
+    return dict(rows.all())
 
 
 def routes_to_review(session: Session, item: Item, stage: Stage) -> bool:

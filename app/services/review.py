@@ -31,6 +31,7 @@ from app.models import (
     Suggestion,
     User,
 )
+from app.services import gold
 from app.services.annotation import sent_back_note
 from app.services.audit import record
 from app.services.pipeline import (
@@ -47,11 +48,20 @@ class ReviewRow:
     item_id: int
     external_id: str
     annotations: int
-    agreement: float  # mean pairwise agreement by the workflow's comparison; lowest first
+    agreement: float  # mean pairwise agreement by the workflow's comparison
+    reason: str | None = None  # gold.ROUTED when a flagged annotator's work was routed here
+    accuracy: float | None = None  # then: the lowest gold accuracy among its flagged annotators
+
+    @property
+    def doubt(self) -> float:
+        """The queue's order, lowest first: the agreement, or a routed item's accuracy when lower
+        (a lone answer agrees with itself; its annotator's accuracy says how far to trust it)."""
+        return self.agreement if self.accuracy is None else min(self.agreement, self.accuracy)
 
 
 def review_queue(session: Session, stage_id: int, limit: int = 500) -> list[ReviewRow]:
-    """Items of the stage waiting for review, the ones annotators disagree on most first."""
+    """Items of the stage waiting for review, the ones annotators disagree on most, or whose flagged
+    annotator is least accurate, first."""
     stage = get_stage(session, stage_id)
     workflow = get_task(stage.workflow)
     items = session.execute(
@@ -62,7 +72,11 @@ def review_queue(session: Session, stage_id: int, limit: int = 500) -> list[Revi
         payloads = [s.payload for s in submitted_annotations(session, item_id, stage_id)]
         pairs = [workflow.compare(a, b) for a, b in itertools.combinations(payloads, 2)]
         rows.append(ReviewRow(item_id, external_id, len(payloads), sum(pairs) / len(pairs) if pairs else 1.0))
-    rows.sort(key=lambda r: (r.agreement, r.item_id))
+    routed = gold.routed_accuracy(session, stage, [r.item_id for r in rows])
+    for r in rows:
+        if r.item_id in routed:
+            r.reason, r.accuracy = gold.ROUTED, routed[r.item_id]
+    rows.sort(key=lambda r: (r.doubt, r.item_id))
     return rows
 
 

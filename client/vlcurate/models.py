@@ -264,7 +264,9 @@ class ReviewRow(BaseModel):
     item_id: int
     external_id: str
     annotations: int
-    agreement: float = Field(description="Mean pairwise agreement of its annotations; the queue is lowest first")
+    agreement: float = Field(description="Mean pairwise agreement of its annotations")
+    reason: str | None = Field(default=None, description='Why it waits besides disagreement: "routed: annotator below gold accuracy"')
+    accuracy: float | None = Field(default=None, description="When routed: the lowest gold accuracy among its flagged annotators")
 
 
 class ReviewIn(BaseModel):

@@ -91,6 +91,7 @@ def test_planted_accuracies_are_measured_flagged_and_routed(session, settings, s
     users = {name: factories.user(session, f"{name}-{uuid.uuid4().hex[:4]}") for name in PLANTED}
     served: dict[str, list[int]] = {name: [] for name in PLANTED}
     after_flag: list[int] = []  # ordinary items the careless annotator submitted once flagged
+    before_flag: list[int] = []  # and before
     for name, user_id in users.items():
         previous_gold = False
         while len(served[name]) < N_GOLD:
@@ -107,8 +108,9 @@ def test_planted_accuracies_are_measured_flagged_and_routed(session, settings, s
                 answer = case["ordinary"]
             result = annotations.submit(session, c.assignment_id, user_id, answer, uuid.uuid4().hex)
             assert result.item_status != "gold"
-            if not is_gold and name == "careless" and session.get(AnnotatorFlag, (stage_id, user_id)) is not None:
-                after_flag.append(c.item_id)
+            if not is_gold and name == "careless":
+                flagged_now = session.get(AnnotatorFlag, (stage_id, user_id)) is not None
+                (after_flag if flagged_now else before_flag).append(c.item_id)
 
     report = gold.accuracy_report(session, stage_id)
     for name, p in PLANTED.items():
@@ -120,12 +122,13 @@ def test_planted_accuracies_are_measured_flagged_and_routed(session, settings, s
         assert row["flagged"] is (name == "careless")
         assert sum(d["items"] for d in row["trend"]) == N_GOLD
 
-    # The careless annotator was flagged at their 10th gold answer; their later work waits for review.
-    assert after_flag
-    statuses = set(session.scalars(sa.select(Item.status).where(Item.id.in_(after_flag))))
+    # The careless annotator was flagged at their 10th gold answer; their later work waits for review,
+    # and so does their earlier work (no run of 10 gold answers of theirs passed).
+    assert after_flag and before_flag
+    statuses = set(session.scalars(sa.select(Item.status).where(Item.id.in_(after_flag + before_flag))))
     assert statuses == {ItemStatus.review}
     events = dict(session.execute(sa.select(AuditEvent.action, sa.func.count()).where(AuditEvent.action.like("gold.%")).group_by(AuditEvent.action)).all())
-    assert events["gold.flagged"] == 1 and events["gold.routed_to_review"] == len(after_flag)
+    assert events["gold.flagged"] == 1 and events["gold.routed_to_review"] == len(after_flag) + len(before_flag)
     assert events["gold.marked"] == N_GOLD
 
     # Gold items stay gold: never finalized, never in agreement.
@@ -185,3 +188,74 @@ def test_without_a_share_no_gold_item_is_served(session, settings, storage, tmp_
         got.append(c.item_id)
         annotations.submit(session, c.assignment_id, user_id, {"choice": "a"}, uuid.uuid4().hex)
     assert not set(got) & gold.gold_item_ids(session, stage_id) and len(got) == 2
+
+
+def annotate(session, stage_id, user_id, gold_ids, right: list[bool]) -> list[tuple[int, bool, str]]:
+    """Claim and submit until the annotator has answered len(right) gold items, the k-th one right or
+    wrong as right[k] (ordinary items are answered "a"). Returns (item id, gold?, answered status) per submit."""
+    done, answered = [], 0
+    while answered < len(right):
+        c = annotations.claim(session, stage_id, user_id)
+        is_gold = c.item_id in gold_ids
+        answer = {"choice": "a" if not is_gold or right[answered] else "b"}
+        answered += is_gold
+        done.append((c.item_id, is_gold, annotations.submit(session, c.assignment_id, user_id, answer, uuid.uuid4().hex).item_status))
+    return done
+
+
+def gold_project(session, settings, storage, tmp_path, n_gold=20, n=80, **config):
+    project_id, stage_id = make_project(
+        session, settings, storage, tmp_path, "generic.choice", n,
+        gold_share=0.5, gold_min_items=4, gold_threshold=0.7, gold_route_to_review=True, **config,
+    )
+    gold.import_answers(session, stage_id, gold_file([f"it-{i}" for i in range(n - n_gold, n)], {"choice": "a"}), actor_id=None)
+    return project_id, stage_id, gold.gold_item_ids(session, stage_id)
+
+
+@pytest.mark.parametrize("earlier", ["since_passing", "all", "none"])
+def test_a_flag_sends_earlier_finished_work_back_to_review(session, settings, storage, tmp_path, earlier):
+    from app.exporters.rows import ALL, split_rows
+    from app.models import ItemResult
+    from app.services import splits
+
+    project_id, stage_id, gold_ids = gold_project(session, settings, storage, tmp_path, gold_route_earlier=earlier)
+    user_id = factories.user(session)
+    # Four right (a passing run of four), one wrong: 4/5 still passes. Then ordinary work, and a second
+    # wrong answer flags them (4/6 < 0.7); their newest passing run ends at the first wrong answer.
+    before_window = [i for i, g, _ in annotate(session, stage_id, user_id, gold_ids, [True] * 4 + [False]) if not g]
+    definition = splits.save_definition(session, project_id, {"ratios": {"train": 0.5, "test": 0.5}, "seed": 1})
+    flagging = annotate(session, stage_id, user_id, gold_ids, [False])
+    after_window = [i for i, g, _ in flagging if not g]
+    assert before_window and after_window and session.get(AnnotatorFlag, (stage_id, user_id)) is not None
+    assert flagging[-1][1] and flagging[-1][2] == "review"  # as their next ordinary item answers
+    later = [i for i, g, _ in annotate(session, stage_id, user_id, gold_ids, [False]) if not g]
+    routed = {"since_passing": after_window + later, "all": before_window + after_window + later, "none": later}[earlier]
+    kept = sorted(set(before_window + after_window + later) - set(routed))
+    status = dict(session.execute(sa.select(Item.id, Item.status).where(Item.id.in_(before_window + after_window + later))).all())
+    assert {i for i, s in status.items() if s == ItemStatus.review} == set(routed)
+    assert {i for i, s in status.items() if s == ItemStatus.done} == set(kept)
+    # Nothing is rewritten: the automatic finals are still there; each item says why it went back.
+    finals = session.scalar(sa.select(sa.func.count()).select_from(ItemResult).where(ItemResult.item_id.in_(routed)))
+    assert finals == len(set(routed) - set(later))
+    events = session.scalars(sa.select(AuditEvent.target).where(AuditEvent.action == "gold.routed_to_review")).all()
+    assert sorted(events) == sorted(f"item:{i}" for i in routed)
+    # Not exported as final: neither among the finished items nor from the split saved before the flag.
+    exported = {r.item_id for batch in split_rows(session, project_id, None, ALL) for r in batch}
+    in_split = {r.item_id for name in ("train", "test") for batch in split_rows(session, project_id, definition, name) for r in batch}
+    session.connection().execution_options(stream_results=False)  # the readers stream on the session's connection
+    assert not exported & set(routed) and not in_split & set(routed)
+    assert set(kept) <= exported and set(kept) & set(before_window) <= in_split
+
+
+def test_the_review_queue_says_why_and_puts_the_least_accurate_first(session, settings, storage, tmp_path):
+    from app.services import review
+
+    _, stage_id, gold_ids = gold_project(session, settings, storage, tmp_path, gold_route_earlier="all")
+    half = factories.user(session, "half")  # 0.5 accuracy: works first, so their items have the lower ids
+    none = factories.user(session, "none")  # 0.0
+    half_items = [i for i, g, _ in annotate(session, stage_id, half, gold_ids, [True, False] * 2) if not g]
+    none_items = [i for i, g, _ in annotate(session, stage_id, none, gold_ids, [False] * 4) if not g]
+    rows = review.review_queue(session, stage_id)
+    assert [r.item_id for r in rows] == sorted(none_items) + sorted(half_items)
+    assert {r.reason for r in rows} == {gold.ROUTED} == {"routed: annotator below gold accuracy"}
+    assert [r.accuracy for r in rows] == [0.0] * len(none_items) + [0.5] * len(half_items)

@@ -161,3 +161,47 @@ def test_make_this_final_gold_on_the_history_page_and_through_the_api(client, ap
     assert up.status_code == 422 and "line 1" in up.text
     with transaction(sessions) as s:
         assert dict(s.execute(sa.select(GoldItem.item_id, GoldItem.answer)).all()) == {first: {"choice": "b"}, second: {"choice": "c"}}
+
+
+def test_a_gold_submit_answers_what_an_ordinary_one_would_flagged_or_not(client, app, settings, storage):
+    """Through the API: every gold submit answers the status the annotator's next ordinary submit answers,
+    before the flag ("done") and after it, once their work is routed to review ("review")."""
+    sessions = app.state.sessions
+    _, stage_id = make_choice_project(sessions, settings, storage, 60)
+    set_config(app, stage_id, gold_share=0.5, gold_min_items=3, gold_threshold=0.7, gold_route_to_review=True)
+    with transaction(sessions) as s:
+        gold.import_answers(s, stage_id, gold_lines([f"it-{i}" for i in range(40, 60)]), actor_id=None)
+        gold_ids = gold.gold_item_ids(s, stage_id)
+        factories.user(s, "rita", "reviewer")
+        tokens = {name: factories.token(s, factories.user(s, name)) for name in ("careful", "careless")}
+    answered: dict[str, list[tuple[bool, str]]] = {}
+    for name, token in tokens.items():
+        headers = {"Authorization": f"Bearer {token}"}
+        answered[name] = []
+        while sum(g for g, _ in answered[name]) < 6:
+            claim = client.post(f"/api/v1/stages/{stage_id}/claim", headers=headers).json()
+            is_gold = claim["item_id"] in gold_ids
+            choice = "b" if is_gold and name == "careless" else "a"
+            r = client.post(f"/api/v1/assignments/{claim['assignment_id']}/submit", headers=headers,
+                            json={"payload": {"choice": choice}, "idempotency_key": uuid.uuid4().hex})
+            assert r.status_code == 200
+            answered[name].append((is_gold, r.json()["item_status"]))
+        answered[name].append((False, client.post(  # one more ordinary item, after the last gold one
+            f"/api/v1/assignments/{client.post(f'/api/v1/stages/{stage_id}/claim', headers=headers).json()['assignment_id']}/submit",
+            headers=headers, json={"payload": {"choice": "a"}, "idempotency_key": uuid.uuid4().hex}).json()["item_status"]))
+        for n, (is_gold, status) in enumerate(answered[name]):
+            if is_gold:
+                following = next(s for g, s in answered[name][n + 1:] if not g)
+                assert status == following, (name, answered[name])
+    assert {s for _, s in answered["careful"]} == {"done"}
+    gold_statuses = [s for g, s in answered["careless"] if g]
+    assert gold_statuses[:2] == ["done", "done"] and set(gold_statuses[2:]) == {"review"}  # flagged at the third
+
+    # The reviewer sees why those items wait, with the annotator's accuracy.
+    login(client, "rita")
+    page = client.get(f"/stages/{stage_id}/review").text
+    assert "routed: annotator below gold accuracy (0%)" in page
+    with transaction(sessions) as s:
+        tok = factories.token(s, factories.user(s, "rev2", "reviewer"))
+    rows = client.get(f"/api/v1/stages/{stage_id}/review", headers={"Authorization": f"Bearer {tok}"}).json()
+    assert rows and {(r["reason"], r["accuracy"]) for r in rows} == {("routed: annotator below gold accuracy", 0.0)}
