@@ -206,7 +206,7 @@ def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:
     if config.stratify:
         params["stratum_field"] = config.stratify
         stratum = "min(e.data ->> :stratum_field)"
-    case = f"CASE {' '.join(cuts)} END" if cuts else "NULL"
+    case = _case(cuts)
     assigned = f"assigned AS (SELECT r.unit, {case} AS split FROM ranked r)"
     if config.counts is not None and sizes:
         assigned = _exact_counts(len(sizes), case, cuts)
@@ -233,6 +233,16 @@ def _assignment_sql(config: SplitConfig) -> tuple[str, dict[str, Any]]:
     return sql, params
 
 
+def _case(cuts: list[str]) -> str:
+    """The CASE over the cuts; a lone ELSE (one split takes everything) is its value alone, as
+    PostgreSQL refuses a CASE without a WHEN."""
+    if not cuts:
+        return "NULL"
+    if len(cuts) == 1 and cuts[0].startswith("ELSE "):
+        return cuts[0].removeprefix("ELSE ")
+    return f"CASE {' '.join(cuts)} END"
+
+
 def _exact_counts(k: int, case: str, cuts: list[str]) -> str:
     """Counts with groups, exact wherever the groups allow it. Cut by cumulative size as ratios
     are, a group that crosses a cut would overshoot its split by up to its size - 1. So groups are
@@ -252,7 +262,7 @@ def _exact_counts(k: int, case: str, cuts: list[str]) -> str:
         ), assigned AS (
             SELECT g.unit, g.split FROM groups_placed g
             UNION ALL
-            SELECT r.unit, CASE {' '.join(held + fill + rest)} END FROM ranked r CROSS JOIN capacity c WHERE r.n = 1
+            SELECT r.unit, {_case(held + fill + rest)} FROM ranked r CROSS JOIN capacity c WHERE r.n = 1
         )"""
 
 

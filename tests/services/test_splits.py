@@ -68,6 +68,14 @@ def test_a_fixed_size_sample_and_the_rest(committed, settings, storage, tmp_path
     assert counts == {"eval": 30, "train": 70}
 
 
+def test_one_split_takes_every_item(committed, settings, storage, tmp_path):
+    project_id = finished_project(committed, settings, storage, tmp_path, 12, group_size=5)
+    _, _, counts = save(committed, project_id, {"ratios": {"train": 1.0}})
+    assert counts == {"train": 12}
+    _, _, counts = save(committed, project_id, {"counts": {"train": 4}, "rest": "test"})
+    assert counts["train"] >= 4 and sum(counts.values()) == 12
+
+
 def test_groups_never_straddle_splits(committed, settings, storage, tmp_path):
     project_id = finished_project(committed, settings, storage, tmp_path, 300, group_size=7)
     definition, _, counts = save(committed, project_id, {"ratios": {"train": 0.6, "validation": 0.2, "test": 0.2}, "seed": 1})
