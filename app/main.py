@@ -7,6 +7,8 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -117,9 +119,24 @@ def secret_key(settings: Settings) -> str:
     return path.read_text().strip()
 
 
+@asynccontextmanager
+async def job_queue(app: FastAPI) -> AsyncIterator[None]:
+    """The job queue's pool, opened once at start-up and shared by every request's defer (each
+    request opening and closing it closed the pool under the others' defers), closed at shutdown."""
+    from app.worker import jobs
+
+    try:
+        jobs.open_queue(app.state.settings)
+    except Exception as exc:  # the first defer opens it; until then the reconcile job has the requests
+        log.warning("the job queue is not open yet (%s: %s)", type(exc).__name__, exc)
+    yield
+    jobs.close_queue()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     app = FastAPI(
+        lifespan=job_queue,
         title="vlcurate",
         version=__version__,
         description="Curate vision-language datasets with humans in the loop.",

@@ -7,7 +7,7 @@ from app.models.counts import AnnotatorCount, ItemCount, StageCount
 from app.models.exports import Export, ItemSplit, SplitDefinition
 from app.models.gold import AnnotatorFlag, GoldItem, ImageHash, LeakReport
 from app.models.items import Asset, Item, ItemResult
-from app.models.jobs import AgreementReport, JobRun
+from app.models.jobs import AgreementReport, JobRequest, JobRun
 from app.models.projects import Project, Stage, StageSample
 from app.models.suggestions import Suggestion, SuggestionOutcome
 from app.models.users import ApiToken, LoginThrottle, Role, User
@@ -30,6 +30,7 @@ __all__ = [
     "ItemCount",
     "ItemResult",
     "ItemSplit",
+    "JobRequest",
     "JobRun",
     "LeakReport",
     "LoginThrottle",

@@ -1,4 +1,5 @@
-"""What the worker reports: each background job's progress, outcome and error; stored agreement reports."""
+"""What the worker reports: each background job's progress, outcome and error; stored agreement reports;
+leak and agreement reports asked for and not yet taken by a job."""
 
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,17 @@ class JobRun(Base):
     error: Mapped[str | None] = mapped_column(sa.Text)
     started_at: Mapped[datetime] = created_at()
     finished_at: Mapped[datetime | None]
+
+
+class JobRequest(Base):
+    """A leak or agreement report asked for and not yet started: the job deletes it when it starts,
+    and the reconcile job queues again any that is left (its defer failed)."""
+
+    __tablename__ = "job_requests"
+
+    task: Mapped[str] = mapped_column(sa.String(32), primary_key=True)  # leaks, agreement
+    key: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)  # the project or stage id
+    requested_at: Mapped[datetime] = created_at()
 
 
 class AgreementReport(Base):

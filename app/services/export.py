@@ -36,7 +36,7 @@ from app.exporters import (
 from app.exporters.rows import count_items
 from app.models import Export, Project, SplitDefinition
 from app.services.audit import record
-from app.services.targets import check_target
+from app.services.targets import check_target, check_writable
 from app.storage import Opened, Storage
 
 __all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "locate", "run_export", "zip_stream"]
@@ -143,6 +143,8 @@ def create_export(
         if has_any or version is not None:
             definition = splits.get_definition(session, project_id, version)
     target = check_target(target, directories=True)
+    if target:
+        check_writable(target)
     row = Export(project_id=project_id, definition_id=definition.id if definition else None, format=fmt, target=target or "", gold=gold, created_by=actor_id)
     session.add(row)
     session.flush()

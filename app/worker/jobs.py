@@ -3,9 +3,10 @@
 `suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
 stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
 twice). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
-(a killed worker), enqueues batches for items that lack a suggestion a stage reads, and drops its
-own succeeded runs older than a day. A defer cannot share the caller's transaction; reconcile is
-what makes the queue catch up regardless.
+(a killed worker), enqueues batches for items that lack a suggestion a stage reads, queues again
+the exports, leak reports and agreement reports that were asked for but have no job (their defer
+failed), and drops its own succeeded runs older than a day. A defer cannot share the caller's
+transaction; reconcile is what makes the queue catch up regardless.
 Jobs report their progress and errors in `job_runs`, which the jobs page shows.
 """
 
@@ -14,13 +15,15 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from procrastinate import App, Blueprint, JobContext, PsycopgConnector, RetryStrategy
-from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.exceptions import AlreadyEnqueued, AppNotOpen
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.datasets import get_task, producers
@@ -28,7 +31,7 @@ from app.datasets.suggest import ItemInput
 from app.db import QUEUE_POOL_SIZE, database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
-from app.models import Asset, Item, JobRun, Stage, Suggestion
+from app.models import Asset, Export, Item, JobRequest, JobRun, Stage, Suggestion
 from app.services import imports
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import results_by_stage
@@ -74,19 +77,43 @@ def env() -> Env:
 
 
 _apps: dict[str, App] = {}
+# Parallel first requests of a fresh process must not build two apps: the second registration
+# would namespace the shared tasks again (`vlcurate:vlcurate:export`, which no worker knows).
+_apps_lock = threading.Lock()
 
 
 def make_app(settings: Settings) -> App:
     """The procrastinate App for this database, one per process: registering the blueprint's
-    tasks renames them in place, so it must happen once."""
+    tasks renames them in place, so it happens once, under a lock."""
     url = database_url(settings).set(drivername="postgresql").render_as_string(hide_password=False)
-    if url not in _apps:
-        if _apps:
-            raise RuntimeError("one process serves the job queue of one database")
-        app = App(connector=PsycopgConnector(conninfo=url, min_size=1, max_size=QUEUE_POOL_SIZE))
-        app.add_tasks_from(blueprint, namespace="vlcurate")
-        _apps[url] = app
-    return _apps[url]
+    with _apps_lock:
+        if url not in _apps:
+            if _apps:
+                raise RuntimeError("one process serves the job queue of one database")
+            app = App(connector=PsycopgConnector(conninfo=url, min_size=1, max_size=QUEUE_POOL_SIZE))
+            app.add_tasks_from(blueprint, namespace="vlcurate")
+            _apps[url] = app
+        return _apps[url]
+
+
+def open_queue(settings: Settings) -> App:
+    """This process's App, open for synchronous defers: the web process opens it at start-up and
+    every request's defer shares its pool (thread-safe); anything else opens it on first use. A
+    worker that ran in this process (tests) leaves it closed, so it is reopened when found closed."""
+    app = make_app(settings)
+    with _apps_lock:
+        try:
+            app.connector.get_sync_connector().pool
+        except AppNotOpen:
+            app.open()
+    return app
+
+
+def close_queue() -> None:
+    """Close this process's queue pool (the web process's shutdown)."""
+    with _apps_lock:
+        for app in _apps.values():
+            app.close()
 
 
 # -- reporting ----------------------------------------------------------------------------------------
@@ -166,6 +193,7 @@ def suggest(context: JobContext, stage_id: int, kind: str, item_ids: list[int]) 
 @blueprint.task(name="agreement", queue="maintenance", pass_context=True, retry=RETRY)
 def agreement(context: JobContext, stage_id: int, samples: int = 1000, seed: int = 0) -> int:
     """Compute a stage's agreement report and store it with its time (the dashboard reads it)."""
+    taken("agreement", stage_id)
     with report(context.job.id, "agreement", f"stage {stage_id}", 1):
         return compute_agreement(stage_id, samples=samples, seed=seed)
 
@@ -176,6 +204,12 @@ def export(context: JobContext, export_id: int) -> int:
     from app.services import export as export_service
 
     e = env()
+    with transaction(e.sessions) as s:
+        status = s.scalar(sa.select(Export.status).where(Export.id == export_id))
+    if status not in (None, "queued") and not context.job.attempts:
+        # A second copy (the request's defer and reconcile's crossed): the first ran or runs it.
+        # A stalled run put back in the queue comes with attempts > 0 and runs again.
+        return 0
     with report(context.job.id, "export", f"export {export_id}", 0):
         try:
             manifest = export_service.run_export(e.sessions, e.storage, e.settings, export_id)
@@ -190,6 +224,7 @@ def leaks(context: JobContext, project_id: int, version: int | None = None) -> i
     from app.services import leaks as leaks_service
 
     e = env()
+    taken("leaks", project_id)
     with report(context.job.id, "leaks", f"project {project_id}", 1):
         embedders = leak_embedders(e.settings)
         with transaction(e.sessions) as s:
@@ -222,19 +257,64 @@ def leak_embedders(settings: Settings):
 
 
 def defer_leaks(settings: Settings, project_id: int) -> int | None:
-    """Queue the leaks job for the project's newest split version; None when one already waits."""
-    app = make_app(settings)
-    with app.open():
-        try:
-            return leaks.configure(queueing_lock=f"leaks:{project_id}").defer(project_id=project_id)
-        except AlreadyEnqueued:
-            return None
+    """Queue the leaks job for the project's newest split version; None when one already waits
+    or the queue could not take it now (reconcile queues it then)."""
+    return defer_requested(settings, "leaks", project_id)
 
 
-def defer_export(settings: Settings, export_id: int) -> int:
-    app = make_app(settings)
-    with app.open():
-        return export.defer(export_id=export_id)
+def defer_export(settings: Settings, export_id: int) -> int | None:
+    """Queue a recorded export (after its row is committed); None when a copy already waits or the
+    queue could not take it now: the row stays "queued" and reconcile queues it."""
+    try:
+        open_queue(settings)
+        return export_job(export_id).defer(export_id=export_id)
+    except AlreadyEnqueued:
+        return None
+    except Exception as exc:  # the queue's connection or pool: the row is what reconcile goes by
+        log.warning("export %s not queued now (%s); the reconcile job queues it", export_id, why(exc))
+        return None
+
+
+def why(exc: BaseException) -> str:
+    """One line naming what failed (procrastinate wraps the pool's error as "Database error.")."""
+    cause = exc.__cause__ or exc
+    return f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0]}"
+
+
+def export_job(export_id: int):
+    """The export task keyed by its row: one copy waits at a time, and copies never run together."""
+    lock = f"export:{export_id}"
+    return export.configure(queueing_lock=lock, lock=lock)
+
+
+def defer_requested(settings: Settings, task: str, key: int) -> int | None:
+    """Record that `task` was asked for `key` (committed first, on a connection of its own, so that
+    reconcile finds the request should the defer fail), then queue it. The job takes the request
+    when it starts (`taken`); a request made while one runs is queued again."""
+    with transaction(session_factory(get_engine(settings))) as s:
+        s.execute(insert(JobRequest).values(task=task, key=key)
+                  .on_conflict_do_update(index_elements=["task", "key"], set_={"requested_at": sa.func.now()}))
+    try:
+        open_queue(settings)
+        job, kwargs = requested_job(task, key)
+        return job.defer(**kwargs)
+    except AlreadyEnqueued:
+        return None
+    except Exception as exc:
+        log.warning("%s %s not queued now (%s); the reconcile job queues it", task, key, why(exc))
+        return None
+
+
+def requested_job(task: str, key: int):
+    """The job a recorded request stands for, with its queueing lock, and its arguments."""
+    job, argument = {"leaks": (leaks, "project_id"), "agreement": (agreement, "stage_id")}[task]
+    return job.configure(queueing_lock=f"{task}:{key}"), {argument: key}
+
+
+def taken(task: str, key: int) -> None:
+    """A job took its request: reconcile no longer needs to queue it."""
+    with transaction(env().sessions) as s:
+        s.execute(sa.delete(JobRequest).where(JobRequest.task == task, JobRequest.key == key))
 
 
 def compute_agreement(stage_id: int, *, samples: int = 1000, seed: int = 0) -> int:
@@ -261,13 +341,9 @@ def soft_match_embedder(workflow: str):
 
 
 def defer_agreement(settings: Settings, stage_id: int) -> int | None:
-    """Queue an agreement job for the stage (from a web request or the CLI); None when one waits."""
-    app = make_app(settings)
-    with app.open():
-        try:
-            return agreement.configure(queueing_lock=f"agreement:{stage_id}").defer(stage_id=stage_id)
-        except AlreadyEnqueued:
-            return None
+    """Queue an agreement job for the stage (from a web request or the CLI); None when one waits
+    or the queue could not take it now (reconcile queues it then)."""
+    return defer_requested(settings, "agreement", stage_id)
 
 
 # -- finding work ------------------------------------------------------------------------------------------
@@ -328,6 +404,43 @@ def defer_batches(app: App, batches: list[Batch]) -> list[int]:
         except AlreadyEnqueued:
             continue
     return ids
+
+
+def unqueued_requests(session: Session) -> tuple[list[int], list[tuple[str, int]]]:
+    """What was asked for but has no job: exports still "queued" with no copy waiting or running
+    (their defer failed), and recorded leak and agreement requests (a waiting copy refuses a second
+    by its queueing lock)."""
+    exports = session.scalars(sa.text(
+        """
+        SELECT e.id FROM exports e
+         WHERE e.status = 'queued'
+           AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j
+                            WHERE j.task_name = 'vlcurate:export' AND j.status IN ('todo', 'doing')
+                              AND j.args->>'export_id' = e.id::text)
+         ORDER BY e.id
+        """
+    )).all()
+    requests = session.execute(sa.select(JobRequest.task, JobRequest.key).order_by(JobRequest.requested_at)).all()
+    return list(exports), [(r.task, r.key) for r in requests]
+
+
+async def requeue_requests(sessions: sessionmaker[Session]) -> int:
+    """Queue again what `unqueued_requests` finds; returns how many jobs were queued."""
+
+    def find() -> tuple[list[int], list[tuple[str, int]]]:
+        with transaction(sessions) as s:
+            return unqueued_requests(s)
+
+    exports, requests = await asyncio.to_thread(find)
+    pending = [(export_job(i), {"export_id": i}) for i in exports] + [requested_job(task, key) for task, key in requests]
+    queued = 0
+    for job, kwargs in pending:
+        try:
+            await job.defer_async(**kwargs)
+            queued += 1
+        except AlreadyEnqueued:
+            pass
+    return queued
 
 
 def requeue_stalled(session: Session, job_id: int) -> bool:
@@ -416,6 +529,7 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
             return prune_periodic_runs(s, context.job.task_name)
 
     pruned = await asyncio.to_thread(prune)
+    requeued = await requeue_requests(e.sessions)
     swept = await asyncio.to_thread(imports.sweep_staging, e.storage)
     deferred = 0
     for b in await asyncio.to_thread(find):
@@ -424,4 +538,4 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
             deferred += 1
         except AlreadyEnqueued:
             pass
-    return {"stalled": stalled, "deferred": deferred, "pruned": pruned, "swept": swept}
+    return {"stalled": stalled, "deferred": deferred, "requeued": requeued, "pruned": pruned, "swept": swept}
