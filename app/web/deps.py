@@ -152,7 +152,7 @@ def bearer_token(request: Request) -> str:
 
 
 def token_user(session: Session, token: str) -> Principal:
-    """Who the token speaks for (cached per process, see users.token_owner), or a 401."""
+    """Who the token speaks for (read on every request, see users.token_owner), or a 401."""
     owner = users_service.token_owner(session, token)
     if owner is None:
         raise HTTPException(401, "Invalid or revoked token.", headers={"WWW-Authenticate": "Bearer"})
