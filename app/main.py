@@ -87,17 +87,22 @@ class SecurityHeaders:
 
 
 class PageSessions:
-    """Cookie sessions for the pages. An API request with a bearer token skips them: no cookie is
-    verified or signed; it gets an empty session that is never sent back."""
+    """Cookie sessions for the pages: a signed cookie naming the session's row (app.services.web_sessions)
+    and the CSRF token. An API request with a bearer token skips them: no cookie is verified or
+    signed; it gets an empty session that is never sent back. The cookie is `Secure` when `secure`
+    says so, and on any request that came over HTTPS."""
 
-    def __init__(self, app: ASGIApp, **options) -> None:
+    def __init__(self, app: ASGIApp, *, secure: bool, **options) -> None:
         self.app = app
-        self.with_sessions = SessionMiddleware(app, **options)
+        self.with_secure_cookie = SessionMiddleware(app, https_only=True, **options)
+        self.with_sessions = self.with_secure_cookie if secure else SessionMiddleware(app, https_only=False, **options)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith("/api/") and _bearer(scope):
             scope["session"] = {}
             await self.app(scope, receive, send)
+        elif scope.get("scheme") in ("https", "wss"):
+            await self.with_secure_cookie(scope, receive, send)
         else:
             await self.with_sessions(scope, receive, send)
 
@@ -157,7 +162,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         session_cookie="vlcurate_session",
         max_age=settings.session_max_age_seconds,
         same_site="lax",
-        https_only=settings.session_https_only,
+        secure=settings.secure_cookies,
     )
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so its timing covers the rest
 

@@ -34,10 +34,31 @@ class Settings(BaseSettings):
         default=None,
         description="Signs session cookies. Absent: generated once and kept in DATA_DIR/secret_key.",
     )
-    session_https_only: bool = Field(
-        default=False, description="Send the session cookie over HTTPS only (set behind TLS)."
+    public_url: str | None = Field(
+        default=None,
+        description="The address users open the app at (`https://curate.example.org`); when it is https, the session "
+        "cookie is sent over HTTPS only.",
     )
-    session_max_age_seconds: int = Field(default=14 * 24 * 3600, description="Session lifetime.")
+    session_https_only: bool = Field(
+        default=False,
+        description="Send the session cookie over HTTPS only, whatever VLCURATE_PUBLIC_URL says (it is anyway on a request "
+        "that came over HTTPS).",
+    )
+    session_max_age_seconds: int = Field(
+        default=14 * 24 * 3600, ge=1, description="How long a login lasts (from the login, not the last request)."
+    )
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_is_http(cls, value: str | None) -> str | None:
+        if value and not value.lower().startswith(("http://", "https://")):
+            raise ValueError("VLCURATE_PUBLIC_URL starts with https:// or http://")
+        return value
+
+    @property
+    def secure_cookies(self) -> bool:
+        """Whether the session cookie carries `Secure` on every answer."""
+        return self.session_https_only or (self.public_url or "").lower().startswith("https://")
 
     storage_backend: Literal["local", "s3"] = Field(
         default="local", description="Where images and export files live: `local` (DATA_DIR/storage) or `s3`."

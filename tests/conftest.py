@@ -104,15 +104,13 @@ QUEUE_TABLES = ("procrastinate_jobs", "procrastinate_events", "procrastinate_per
 
 def truncate_all(engine: sa.Engine) -> None:
     """Empty every table, ids starting again; and forget what this process keeps of the data it held
-    (each stage's claim floor, the cached token and session owners), as ids now name new rows."""
+    (each stage's claim floor), as ids now name new rows."""
     from app import queue
-    from app.services.users import forget_tokens
 
     tables = ", ".join([f'"{t.name}"' for t in Base.metadata.sorted_tables] + list(QUEUE_TABLES))
     with engine.begin() as conn:
         conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     queue.forget_floors()
-    forget_tokens()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRequest, JobRun
 from app.models.projects import Project, Stage, StageSample
 from app.models.suggestions import Suggestion, SuggestionOutcome
-from app.models.users import ApiToken, LoginThrottle, Role, User
+from app.models.users import ApiToken, LoginThrottle, Role, User, WebSession
 
 __all__ = [
     "AgreementReport",
@@ -43,4 +43,5 @@ __all__ = [
     "Suggestion",
     "SuggestionOutcome",
     "User",
+    "WebSession",
 ]

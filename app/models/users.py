@@ -1,7 +1,8 @@
-"""Users, their roles and their API tokens."""
+"""Users, their roles, their API tokens and their page sessions."""
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
@@ -43,6 +44,22 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
     created_at: Mapped[datetime] = created_at()
     revoked_at: Mapped[datetime | None]
+
+
+class WebSession(Base):
+    """A logged-in browser. The cookie holds a random key, this row only its sha256, so that ending a
+    session (logout, a password change, deactivation) is deleting rows, which every replica sees on
+    the session's next request."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)  # sha256 hex of the cookie's key
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = created_at()
+    expires_at: Mapped[datetime]
+    # A one-time notice for the session's next users page (a new password or API token): kept here
+    # rather than in the cookie, and removed when shown.
+    notice: Mapped[dict[str, Any] | None]
 
 
 class LoginThrottle(Base):

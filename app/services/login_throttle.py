@@ -89,6 +89,12 @@ def refusal(session: Session, username: str, address: str | None) -> Refusal | N
     return Refusal(float(seconds), "address" if name == ANY_USER else "account")
 
 
+def admit(session: Session, username: str, address: str | None) -> Refusal | None:
+    """Whether an attempt for this username from this address may check its password now: None if
+    so (it then holds `serialize`'s lock until the transaction ends), else why not."""
+    return refusal(session, username, address) if serialize(session, username, address) else BUSY
+
+
 def _count_failure(session: Session, username: str, address: str, free: int, since, policy: Policy) -> None:
     """One more failure for the row; a count whose `since` column is a window old starts again."""
     stale = since < _now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, policy.window_seconds)

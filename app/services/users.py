@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -16,7 +12,7 @@ from sqlalchemy.orm import Session
 from app import security
 from app.errors import Conflict, Invalid, NotFound
 from app.models import ApiToken, Role, User
-from app.services import login_throttle
+from app.services import login_throttle, web_sessions
 from app.services.audit import record
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{2,64}$")
@@ -73,7 +69,7 @@ def reset_password(session: Session, user: User, *, actor_id: int | None = None)
     password = security.new_password()
     user.password_hash = security.hash_password(password)
     user.must_change_password = True
-    forget_tokens(session)
+    web_sessions.end_all(session, user.id)
     record(session, "user.password_reset", actor_id=actor_id, target=f"user:{user.id}")
     return password
 
@@ -100,7 +96,7 @@ def set_password(session: Session, user: User, password: str, *, actor_id: int |
     check_password_strength(password)
     user.password_hash = security.hash_password(password)
     user.must_change_password = False
-    forget_tokens(session)
+    web_sessions.end_all(session, user.id)  # the page that changed it starts a new one
     record(session, "user.password", actor_id=actor_id, target=f"user:{user.id}")
 
 
@@ -112,7 +108,8 @@ def update_user(
     if is_active is not None:
         user.is_active = is_active
     session.flush()
-    forget_tokens(session)
+    if not user.is_active:
+        web_sessions.end_all(session, user.id)
     admins = session.scalar(
         sa.select(sa.func.count()).select_from(User).where(User.role == "admin", User.is_active)
     )
@@ -135,7 +132,7 @@ def authenticate(
     guesser learns nothing, and it does not lengthen the wait. Every outcome is an audit event."""
     if not username:
         return LoginOutcome()  # no account has an empty name, and '' is the throttle's row of an address
-    refused = login_throttle.refusal(session, username, ip) if login_throttle.serialize(session, username, ip) else login_throttle.BUSY
+    refused = login_throttle.admit(session, username, ip)
     if refused is not None:
         record(session, "login.refused", target=username, ip=ip, scope=refused.scope, wait_seconds=round(refused.seconds, 1))
         return LoginOutcome(refused=refused)
@@ -148,6 +145,43 @@ def authenticate(
     login_throttle.succeeded(session, username, ip)
     record(session, "login", actor_id=user.id, target=f"user:{user.id}", ip=ip)
     return LoginOutcome(user=user)
+
+
+@dataclass(frozen=True)
+class PasswordChange:
+    """What came of a user's change of their own password: done, what is wrong, or a refusal."""
+
+    error: str | None = None
+    refused: login_throttle.Refusal | None = None
+
+
+def change_own_password(
+    session: Session, user: User, current: str, new: str, confirm: str, *, ip: str | None, policy: login_throttle.Policy
+) -> PasswordChange:
+    """Change the password after checking the current one, throttled as a login is (and counted with
+    the login's failures for this username and address): a stolen session cannot guess the password
+    behind it faster than the login page allows. The current password, one-time or not, cannot be
+    kept as the new one. Ends every session of the user (the caller starts one for its own)."""
+    refused = login_throttle.admit(session, user.username, ip)
+    if refused is not None:
+        record(session, "password.refused", actor_id=user.id, target=f"user:{user.id}", ip=ip, scope=refused.scope)
+        return PasswordChange(refused=refused)
+    if not security.verify_password(user.password_hash, current):
+        login_throttle.failed(session, user.username, ip, policy)
+        record(session, "password.failed", actor_id=user.id, target=f"user:{user.id}", ip=ip)
+        return PasswordChange("The current password is wrong.")
+    login_throttle.succeeded(session, user.username, ip)
+    if new != confirm:
+        return PasswordChange("The two new passwords differ.")
+    if new == current:
+        return PasswordChange("Choose a new password: the current one" + (", a one-time password," if user.must_change_password else "")
+                              + " cannot be kept.")
+    try:
+        check_password_strength(new)
+    except Invalid as exc:
+        return PasswordChange(exc.message)
+    set_password(session, user, new, actor_id=user.id)
+    return PasswordChange()
 
 
 TOKEN_NAME_LENGTH = 100  # the column's width
@@ -171,7 +205,6 @@ def revoke_token(session: Session, token_id: int, *, actor: User | None) -> None
         raise NotFound(f"No token with id {token_id}.")
     if token.revoked_at is None:
         token.revoked_at = datetime.now(timezone.utc)
-        forget_tokens(session)
         record(session, "token.revoke", actor_id=actor.id if actor else None, target=f"token:{token.id}")
 
 
@@ -192,97 +225,19 @@ class TokenOwner:
     must_change_password: bool
 
 
-@dataclass(frozen=True)
-class SessionOwner(TokenOwner):
-    """Who a page session's user id is, with their password's fingerprint, which the session
-    cookie must carry (changing the password ends every other session)."""
-
-    fingerprint: str
-
-
-def password_fingerprint(password_hash: str) -> str:
-    """What a session cookie keeps of the password: changing the password ends every other session."""
-    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
-
-
-# Token -> owner and session user id -> user, cached per process so that an API call or a page costs no
-# lookup. The bound: a revoked token, a deactivated user, a changed role or password takes effect at
-# once in the process that made the change (forget_tokens), and within TOKEN_CACHE_SECONDS in every
-# other process (other workers, the CLI).
-TOKEN_CACHE_SECONDS = 5.0
-_TOKEN_CACHE_SIZE = 10_000
-_token_cache: dict[object, tuple[float, TokenOwner]] = {}
-_token_lock = threading.Lock()
-_token_generation = 0  # bumped by forget_tokens: a lookup that raced with it is not cached
-
+# One read through the token's unique index, joined to the user's row by primary key. Nothing is
+# cached per process: a token revoked or a user deactivated by any process (another replica, the
+# command line) is refused on the very next request everywhere.
 _OWNER = sa.text(
     "SELECT u.id, u.username, u.role, u.must_change_password FROM api_tokens t JOIN users u ON u.id = t.user_id"
     " WHERE t.token_hash = :digest AND t.revoked_at IS NULL AND u.is_active"
 )
-_SESSION_OWNER = sa.text("SELECT id, username, role, must_change_password, password_hash FROM users WHERE id = :uid AND is_active")
-
-
-def _cached(key: object, load: Callable[[], TokenOwner | None]) -> TokenOwner | None:
-    now = time.monotonic()
-    cached = _token_cache.get(key)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-    generation = _token_generation
-    owner = load()
-    if owner is None:
-        return None
-    with _token_lock:
-        if generation == _token_generation:
-            if len(_token_cache) >= _TOKEN_CACHE_SIZE:
-                _token_cache.clear()
-            _token_cache[key] = (now + TOKEN_CACHE_SECONDS, owner)
-    return owner
 
 
 def token_owner(session: Session, token: str) -> TokenOwner | None:
     """The active user a live token belongs to, or None."""
-    digest = security.hash_api_token(token)
-
-    def load() -> TokenOwner | None:
-        row = session.execute(_OWNER, {"digest": digest}).first()
-        return None if row is None else TokenOwner(*row)
-
-    return _cached(digest, load)
-
-
-def session_owner(session: Session, user_id: int, fingerprint: object) -> SessionOwner | None:
-    """The active user a page session names, if the password the session was made with (its
-    `fingerprint`) is still theirs; else None. A cached user whose fingerprint differs is read again
-    before the session is refused (the password may have changed back, or the id been reused in a
-    database made anew), so only a change made within TOKEN_CACHE_SECONDS in another process is late."""
-    key = (session.get_bind().engine.url, user_id)  # user ids repeat between databases (tokens do not)
-
-    def load() -> SessionOwner | None:
-        row = session.execute(_SESSION_OWNER, {"uid": user_id}).first()
-        return None if row is None else SessionOwner(*row[:4], fingerprint=password_fingerprint(row[4]))
-
-    owner = _cached(key, load)
-    if owner is not None and owner.fingerprint != fingerprint:
-        _token_cache.pop(key, None)
-        owner = _cached(key, load)
-    return owner if owner is not None and owner.fingerprint == fingerprint else None
-
-
-def forget_tokens(session: Session | None = None) -> None:
-    """Drop every cached token owner of this process (a revoke or a change to a user): now, and again
-    when `session` commits, so that a request that read the old row meanwhile does not keep it."""
-    global _token_generation
-    with _token_lock:
-        _token_generation += 1
-        _token_cache.clear()
-    if session is not None:
-        session.info["forget_tokens"] = True
-
-
-@sa.event.listens_for(Session, "after_commit")
-def _forget_after_commit(session: Session) -> None:
-    if session.info.pop("forget_tokens", False):
-        forget_tokens()
+    row = session.execute(_OWNER, {"digest": security.hash_api_token(token)}).first()
+    return None if row is None else TokenOwner(*row)
 
 
 def ensure_first_admin(session: Session) -> tuple[str, str] | None:

@@ -13,19 +13,18 @@ from app.models import Role
 from app.services import jobs_view, login_throttle
 from app.services import users as users_service
 from app.web.deps import Db, Id, Principal, csrf_protect, page_role, savepoint
-from app.web.flash import flash, take_flash
+from app.web.flash import secret_notice, take_secret_notice
 from app.web.templating import render
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(csrf_protect)])
 admin_only = page_role(Role.admin)
 
 # -- what a POST tells the page it redirects to (app/web/flash.py): shown once, so a reload neither
-# posts again nor shows a password or token twice.
-_FLASH = "admin_flash"
+# posts again nor shows a password or token twice; kept server-side, as it may hold one.
 
 
-def _flash(request: Request, kind: str, **data: Any) -> RedirectResponse:
-    flash(request, {"kind": kind, **data}, slot=_FLASH)
+def _flash(request: Request, session: Session, kind: str, **data: Any) -> RedirectResponse:
+    secret_notice(request, session, {"kind": kind, **data})
     return RedirectResponse("/admin/users", status_code=303)
 
 
@@ -47,7 +46,7 @@ def _users_context(session: Session, **extra) -> dict:
 
 @router.get("/users")
 def users_page(request: Request, session: Db, user: Principal = Depends(admin_only)):
-    notice = take_flash(request, _FLASH)
+    notice = take_secret_notice(request, session)
     # A page showing a password or token once must not be kept by the browser's or a proxy's cache.
     headers = {"Cache-Control": "no-store"} if notice else None
     return render(request, "admin/users.html", _users_context(session, flash=notice), headers=headers)
@@ -67,7 +66,7 @@ def create_user(
     except DomainError as exc:
         ctx = _users_context(session, error=exc.message, form={"username": username, "role": role})
         return render(request, "admin/users.html", ctx, status_code=exc.status_code)
-    return _flash(request, "user_added", username=username.strip(), role=role, password=password)
+    return _flash(request, session, "user_added", username=username.strip(), role=role, password=password)
 
 
 @router.post("/users/{user_id}")
@@ -87,7 +86,7 @@ def update_user(
         # The row shows what was chosen, not what is stored, next to the reason it was refused.
         ctx = _users_context(session, error=exc.message, edited={"id": user_id, "role": role, "is_active": is_active == "on"})
         return render(request, "admin/users.html", ctx, status_code=exc.status_code)
-    return _flash(request, "user_saved", username=target.username, role=target.role, active=target.is_active)
+    return _flash(request, session, "user_saved", username=target.username, role=target.role, active=target.is_active)
 
 
 @router.post("/users/{user_id}/password")
@@ -98,7 +97,7 @@ def reset_password(request: Request, user_id: Id, session: Db, user: Principal =
         return render(request, "admin/users.html", ctx, status_code=409)
     target = users_service.get_user(session, user_id)
     password = users_service.reset_password(session, target, actor_id=user.id)
-    return _flash(request, "password_reset", username=target.username, password=password)
+    return _flash(request, session, "password_reset", username=target.username, password=password)
 
 
 @router.post("/users/{user_id}/tokens")
@@ -106,14 +105,14 @@ def create_token(request: Request, user_id: Id, session: Db, name: str = Form(""
     target = users_service.get_user(session, user_id)
     _, plain = users_service.create_token(session, target, name.strip(), actor_id=user.id)
     # Shown once, and never stored in plain text.
-    return _flash(request, "token", username=target.username, token=plain)
+    return _flash(request, session, "token", username=target.username, token=plain)
 
 
 @router.post("/tokens/{token_id}/revoke")
 def revoke_token(request: Request, token_id: Id, session: Db, user: Principal = Depends(admin_only)):
     actor = users_service.get_user(session, user.id)
     users_service.revoke_token(session, token_id, actor=actor)
-    return _flash(request, "token_revoked", id=token_id)
+    return _flash(request, session, "token_revoked", id=token_id)
 
 
 def _worker_context(session: Session, request: Request) -> dict:

@@ -6,9 +6,7 @@ import math
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
-from sqlalchemy.orm import Session
 
-from app.errors import DomainError
 from app.services import login_throttle
 from app.services import users as users_service
 from app.web.deps import (
@@ -17,9 +15,9 @@ from app.web.deps import (
     client_ip,
     csrf_protect,
     login_session,
+    logout_session,
     page_user,
     page_user_or_none,
-    savepoint,
 )
 from app.web.templating import render
 
@@ -45,17 +43,20 @@ def login(request: Request, session: Db, username: str = Form(""), password: str
     policy = login_throttle.Policy.of(request.app.state.settings)
     outcome = users_service.authenticate(session, username.strip(), password, ip=client_ip(request), policy=policy)
     if outcome.user is not None:
-        login_session(request, outcome.user)
+        login_session(request, session, outcome.user)
         return RedirectResponse("/account/password" if outcome.user.must_change_password else safe_next(next), status_code=303)
     ctx = {"next": safe_next(next), "username": username, "error": "Wrong username or password."}
     if outcome.refused is None:
         return render(request, "auth/login.html", ctx, status_code=401)
     wait = math.ceil(outcome.refused.seconds)
-    if outcome.refused.scope == "busy":
-        ctx["error"] = f"Another login for this account from your address is being checked. Try again in {_duration(wait)}."
-    else:
-        ctx["error"] = f"Too many failed logins {_SCOPES[outcome.refused.scope]}. Try again in {_duration(wait)}."
+    ctx["error"] = _refusal(outcome.refused, wait, "login", "failed logins")
     return render(request, "auth/login.html", ctx, status_code=429, headers={"Retry-After": str(wait)})
+
+
+def _refusal(refused: login_throttle.Refusal, wait: int, attempt: str, failures: str) -> str:
+    if refused.scope == "busy":
+        return f"Another {attempt} for this account from your address is being checked. Try again in {_duration(wait)}."
+    return f"Too many {failures} {_SCOPES[refused.scope]}. Try again in {_duration(wait)}."
 
 
 _SCOPES = {"account": "for this account from your address", "address": "from your address"}
@@ -68,30 +69,14 @@ def _duration(seconds: int) -> str:
 
 
 @router.post("/logout")
-def logout(request: Request):
-    request.session.clear()
+def logout(request: Request, session: Db):
+    logout_session(request, session)
     return RedirectResponse("/login", status_code=303)
 
 
 @router.get("/account/password")
 def password_page(request: Request, user: Principal = Depends(page_user)):
     return render(request, "auth/password.html", {})
-
-
-def _set_password(session: Session, account, current: str, new: str, confirm: str, actor_id: int) -> str | None:
-    """Change the password; returns what is wrong, if anything."""
-    from app.security import verify_password
-
-    if not verify_password(account.password_hash, current):
-        return "The current password is wrong."
-    if new != confirm:
-        return "The two new passwords differ."
-    try:
-        with savepoint(session):
-            users_service.set_password(session, account, new, actor_id=actor_id)
-    except DomainError as exc:
-        return exc.message
-    return None
 
 
 @router.post("/account/password")
@@ -104,8 +89,13 @@ def change_password(
     user: Principal = Depends(page_user),
 ):
     account = users_service.get_user(session, user.id)
-    error = _set_password(session, account, current, new, confirm, user.id)
-    if error is not None:
-        return render(request, "auth/password.html", {"error": error}, status_code=422)
-    login_session(request, account)
+    policy = login_throttle.Policy.of(request.app.state.settings)
+    outcome = users_service.change_own_password(session, account, current, new, confirm, ip=client_ip(request), policy=policy)
+    if outcome.refused is not None:
+        wait = math.ceil(outcome.refused.seconds)
+        return render(request, "auth/password.html", {"error": _refusal(outcome.refused, wait, "password change", "wrong passwords")}, status_code=429,
+                      headers={"Retry-After": str(wait)})
+    if outcome.error is not None:
+        return render(request, "auth/password.html", {"error": outcome.error}, status_code=422)
+    login_session(request, session, account)  # the change ended every session of the account, this one too
     return RedirectResponse("/", status_code=303)

@@ -19,6 +19,7 @@ from app.errors import Invalid
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services import users as users_service
+from app.services import web_sessions
 from app.web.addresses import client_address, parse_networks
 
 
@@ -79,22 +80,33 @@ class Principal:
         return self.role.rank >= role.rank
 
     @classmethod
-    def of(cls, user: User | users_service.TokenOwner) -> "Principal":
+    def of(cls, user) -> "Principal":
+        """From anything with the user's id, username, role and must_change_password (a row, a `User`)."""
         return cls(user.id, user.username, Role(user.role), user.must_change_password)
 
 
-def login_session(request: Request, user: User) -> None:
+SESSION_KEY = "sid"  # the cookie's entry that names the session's row (app.services.web_sessions)
+
+
+def login_session(request: Request, session: Session, user: User) -> None:
+    """Start a new session for `user` (a new key and CSRF token: nothing from before the login is kept)."""
+    key = web_sessions.start(session, user.id, request.app.state.settings.session_max_age_seconds)
     request.session.clear()
-    request.session.update({"uid": user.id, "pw": users_service.password_fingerprint(user.password_hash), "csrf": new_csrf_token()})
+    request.session.update({SESSION_KEY: key, "csrf": new_csrf_token()})
+
+
+def logout_session(request: Request, session: Session) -> None:
+    web_sessions.end(session, request.session.get(SESSION_KEY))
+    request.session.clear()
 
 
 def _session_user(request: Request, session: Session) -> Principal | None:
-    """The session's user (cached per process, see users.session_owner), if active and the password
-    the session was made with is still theirs."""
-    uid = request.session.get("uid")
-    if not isinstance(uid, int):
+    """The session's user, if the session is live (not ended, not expired) and they are active: one
+    read by primary key (see web_sessions.owner)."""
+    key = request.session.get(SESSION_KEY)
+    if key is None:
         return None
-    owner = users_service.session_owner(session, uid, request.session.get("pw"))
+    owner = web_sessions.owner(session, key)
     if owner is None:
         request.session.clear()
         return None
@@ -140,7 +152,7 @@ def bearer_token(request: Request) -> str:
 
 
 def token_user(session: Session, token: str) -> Principal:
-    """Who the token speaks for (cached per process, see users.token_owner), or a 401."""
+    """Who the token speaks for (read on every request, see users.token_owner), or a 401."""
     owner = users_service.token_owner(session, token)
     if owner is None:
         raise HTTPException(401, "Invalid or revoked token.", headers={"WWW-Authenticate": "Bearer"})
