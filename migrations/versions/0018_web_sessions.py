@@ -1,7 +1,7 @@
 """page sessions kept in the database, so that logout, a password change and deactivation end them
 
-Revision ID: 0017sessions
-Revises: 0016fence
+Revision ID: 0018sessions
+Revises: 0017requests
 Create Date: 2026-11-26 02:40:00
 
 Sessions made before this revision carried the user's id in the signed cookie; they are not carried
@@ -12,8 +12,8 @@ from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-revision = '0017sessions'
-down_revision = '0016fence'
+revision = '0018sessions'
+down_revision = '0017requests'
 branch_labels = None
 depends_on = None
 
