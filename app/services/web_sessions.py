@@ -28,6 +28,11 @@ def start(session: Session, user_id: int, max_age_seconds: int) -> str:
     return key
 
 
+def sweep_expired(session: Session) -> int:
+    """Delete every expired session (the reconcile job's sweep, for users who never log in again)."""
+    return session.execute(sa.delete(WebSession).where(WebSession.expires_at <= sa.func.now())).rowcount
+
+
 # One read by primary key, joined to the user's row: who the session is, if it is live and they are
 # active. Nothing is cached, so a session ended or a user deactivated by any process is refused on
 # the next request everywhere.

@@ -32,7 +32,7 @@ from app.db import QUEUE_POOL_SIZE, database_url, get_engine, session_factory, t
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
 from app.models import Asset, Export, Item, JobRequest, JobRun, Stage, Suggestion
-from app.services import imports
+from app.services import imports, web_sessions
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import results_by_stage
 from app.settings import Settings
@@ -528,7 +528,12 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
         with transaction(e.sessions) as s:
             return prune_periodic_runs(s, context.job.task_name)
 
+    def end_expired() -> int:
+        with transaction(e.sessions) as s:
+            return web_sessions.sweep_expired(s)
+
     pruned = await asyncio.to_thread(prune)
+    expired = await asyncio.to_thread(end_expired)
     requeued = await requeue_requests(e.sessions)
     swept = await asyncio.to_thread(imports.sweep_staging, e.storage)
     deferred = 0
@@ -538,4 +543,4 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
             deferred += 1
         except AlreadyEnqueued:
             pass
-    return {"stalled": stalled, "deferred": deferred, "requeued": requeued, "pruned": pruned, "swept": swept}
+    return {"stalled": stalled, "deferred": deferred, "requeued": requeued, "pruned": pruned, "swept": swept, "sessions_ended": expired}

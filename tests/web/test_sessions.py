@@ -187,3 +187,13 @@ def test_revocation_and_deactivation_reach_every_server_process_at_once(settings
                 users_service.update_user(s, users_service.get_user(s, ann_id), is_active=False, actor_id=None)
             assert http.get(a + "/api/v1/projects", headers={"Authorization": f"Bearer {second}"}).status_code == 401
             assert page.get("/", follow_redirects=False).status_code == 303
+
+
+def test_the_reconcile_sweep_ends_expired_sessions_only(session):
+    from app.services import web_sessions
+
+    user = factories.user(session, "sleeper")
+    old, live = web_sessions.start(session, user, 1), web_sessions.start(session, user, 3600)
+    session.execute(sa.text("UPDATE web_sessions SET expires_at = now() - interval '1 second' WHERE id = :d"), {"d": web_sessions._digest(old)})
+    assert web_sessions.sweep_expired(session) == 1
+    assert web_sessions.owner(session, old) is None and web_sessions.owner(session, live).username == "sleeper"
