@@ -1,5 +1,9 @@
 """Domain errors raised by services; the web layer maps them to HTTP responses."""
 
+import errno
+
+import psycopg
+
 
 class DomainError(Exception):
     status_code = 400
@@ -43,3 +47,27 @@ def format_validation_error(exc, prefix: str = "") -> list[str]:
 
 class TooLarge(DomainError):
     status_code = 413
+
+
+FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def full_disk(exc: BaseException | None) -> str | None:
+    """Whose disk `exc` says is full: "server" (a file the app wrote: ENOSPC or EDQUOT) or "database"
+    (PostgreSQL's SQLSTATE 53100, disk_full), looked for also in what wrapped or followed it; None
+    for any other error."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in FULL_DISK_ERRNOS:
+            return "server"
+        if isinstance(exc, psycopg.errors.DiskFull):
+            return "database"
+        exc = getattr(exc, "orig", None) or exc.__cause__ or exc.__context__
+    return None
+
+
+FULL_DISK_MESSAGES = {
+    "server": "The server's disk is full: free space on the disk that holds its data directory and temporary files, then try again. Nothing was saved.",
+    "database": "The database server's disk is full: free space on the disk that holds PostgreSQL's data, then try again. Nothing was saved.",
+}

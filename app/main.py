@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import psycopg
 import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import ROOT, __version__
 from app.db import get_engine, session_factory
-from app.errors import DomainError
+from app.errors import FULL_DISK_MESSAGES, DomainError, full_disk
 from app.settings import Settings, get_settings
 from app.storage import make_storage
 from app.web import (
@@ -256,11 +257,25 @@ def _install_error_handlers(app: FastAPI) -> None:
     # with its idempotency key) does what it would have done.
     @app.exception_handler(sa.exc.OperationalError)
     async def database_unavailable(request: Request, exc: sa.exc.OperationalError):
+        if full_disk(exc):
+            return disk_full(request, exc)
         why = (str(exc.orig or exc).splitlines() or ["(no message)"])[0]
         log.warning("answered 503 to %s %s: %s", request.method, request.url.path, why)
         response = _error_page(request, 503, "The database is not available right now. Try again in a moment.")
         response.headers["Retry-After"] = "1"
         return response
+
+    # A full disk (the storage, a temporary file, PostgreSQL's) is one answer wherever it strikes: 507
+    # and what to do. The request's transaction is rolled back and staged files are removed, so
+    # nothing is half-written; any other OSError stays a server error.
+    @app.exception_handler(OSError)
+    @app.exception_handler(psycopg.errors.DiskFull)  # raised as is by a COPY on the raw connection
+    async def disk_full(request: Request, exc: Exception):
+        which = full_disk(exc)
+        if which is None:
+            raise exc
+        log.error("answered 507 to %s %s: the %s's disk is full (%s)", request.method, request.url.path, which, exc)
+        return _error_page(request, 507, FULL_DISK_MESSAGES[which])
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):

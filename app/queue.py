@@ -198,6 +198,8 @@ _floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float, float]
 
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
+# Another annotator's assignment and a missing one get the same answer, so that ids cannot be enumerated.
+NO_SUCH_ASSIGNMENT = "No such assignment for you."
 
 # Whether an item this annotator could take exists but was passed over because another transaction
 # held its row lock (SKIP LOCKED): a submit or release of another annotator on the stage's last
@@ -285,6 +287,12 @@ def expire_leases(session: Session, stage_id: int) -> None:
         lower_floor(session, stage_id, min(freed))
 
 
+def live_lease(session: Session, stage_id: int, annotator_id: int) -> Claim | None:
+    """The annotator's live lease in the stage, if they hold one; nothing is leased or renewed."""
+    live_id, live_item, live_until, *_ = session.execute(_MINE, {"stage": stage_id, "user": annotator_id}).one()
+    return None if live_id is None else Claim(live_id, live_item, live_until)
+
+
 def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False, answer: str | None = None) -> Claim | None:
     """Lease the next eligible item of the stage to the annotator, or return None if none is left.
     With `resume`, the annotator's live lease in the stage comes back first, if they hold one. With
@@ -352,7 +360,7 @@ def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> 
         sa.select(Assignment).where(Assignment.id == assignment_id).with_for_update()
     )
     if assignment is None or assignment.annotator_id != annotator_id:
-        raise NotFound("No such assignment for you.")
+        raise NotFound(NO_SUCH_ASSIGNMENT)
     return assignment
 
 

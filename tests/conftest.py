@@ -319,6 +319,13 @@ def led_to(response) -> str:
     return found[1]
 
 
+def start_annotating(client, stage_id: int, **kwargs):
+    """Start annotating the stage as a browser does: the stage's page (a GET, which never leases),
+    then its button, which posts; the answer leads to the screen of the item claimed."""
+    page = client.get(f"/stages/{stage_id}/annotate")
+    return client.post(f"/stages/{stage_id}/annotate", data={"csrf_token": csrf_from(page.text)}, **kwargs)
+
+
 def csrf_from(html: str) -> str:
     import re
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app import queue
 from app.datasets import get_task
-from app.errors import Conflict, Forbidden, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, User
 from app.services import audit, gold
@@ -54,6 +54,14 @@ def claim(session: Session, stage_id: int, user_id: int, *, resume: bool = False
 def resume_or_claim(session: Session, stage_id: int, user_id: int, *, answer: bool = False) -> queue.Claim | None:
     """The annotator's live lease in the stage, or else the next item; None when nothing is left for them."""
     return claim(session, stage_id, user_id, resume=True, answer=answer)
+
+
+def held(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
+    """The annotator's live lease in the stage, if any, for a page that only looks (a GET never leases)."""
+    held = queue.live_lease(session, stage_id, user_id)
+    if held is None:
+        get_stage(session, stage_id)  # 404 for an unknown stage
+    return held
 
 
 # The API's answer to a claim (app.web.schemas.ClaimOut), written by PostgreSQL as JSON text: the
@@ -215,7 +223,7 @@ def submit(
     # The row lock on the assignment serializes concurrent posts of the same submit.
     row = session.execute(_LOCK_FOR_SUBMIT, {"assignment": assignment_id}).first()
     if row is None or row[0] != user_id:
-        raise NotFound("No such assignment for you.")
+        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     _, assignment_status, item_id, item_status, item_stage, slots, data = row[:7]
     stage = _StageRow(*row[7:])
     params = {"assignment": assignment_id, "user": user_id, "key": idempotency_key, "item": item_id, "stage": stage.id,
@@ -341,7 +349,7 @@ def give_back(session: Session, assignment_id: int, user_id: int, *, skip: bool)
 def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict[str, Any]) -> None:
     assignment = session.get(Assignment, assignment_id)
     if assignment is None or assignment.annotator_id != user_id:
-        raise NotFound("No such assignment for you.")
+        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is {assignment.status}; the draft was not saved.")
     session.execute(
@@ -373,10 +381,8 @@ _ASSIGNMENT_STAGE = sa.text("SELECT a.annotator_id, s.id, s.workflow FROM assign
 def assignment_stage(session: Session, assignment_id: int, user_id: int) -> tuple[int, str]:
     """The stage of the user's assignment, its id and workflow (what a submit or a skip needs first)."""
     row = session.execute(_ASSIGNMENT_STAGE, {"assignment": assignment_id}).first()
-    if row is None:
-        raise NotFound("No such assignment.")
-    if row[0] != user_id:
-        raise Forbidden("This item is assigned to someone else.")
+    if row is None or row[0] != user_id:
+        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     return row[1], row[2]
 
 
@@ -439,10 +445,8 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     project's name, the draft, the user's newest answer, "you did N", the earlier finals and the
     suggestions."""
     row = session.execute(_SCREEN, {"assignment": assignment_id, "user": user_id}).first()
-    if row is None:
-        raise NotFound("No such assignment.")
-    if row[0] != user_id:
-        raise Forbidden("This item is assigned to someone else.")
+    if row is None or row[0] != user_id:
+        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     assignment = ScreenAssignment(assignment_id, row[0], AssignmentStatus(row[1]), row[2])
     item = ScreenItem(*row[3:10], ItemStatus(row[10]))
     stage = ScreenStage(*row[11:19])

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import io
 import mimetypes
+import shutil
 import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,7 +26,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.errors import DomainError, NotFound
+from app.errors import FULL_DISK_MESSAGES, DomainError, NotFound, full_disk
 from app.exporters import (
     FORMATS,
     Progress,
@@ -86,7 +88,28 @@ def export_to(
             manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress, gold=gold)
             upload(Path(tmp), target, settings)
             return manifest
-    return write_export(session, project_id, fmt, Path(target), storage, definition=definition, progress=progress, gold=gold)
+    with removed_on_failure(Path(target)):
+        return write_export(session, project_id, fmt, Path(target), storage, definition=definition, progress=progress, gold=gold)
+
+
+@contextmanager
+def removed_on_failure(root: Path) -> Iterator[None]:
+    """What an export writes under `root` is removed if it fails (a full disk leaves no half-written
+    export behind); the directory, when it was there before, and what it held stay."""
+    existed = root.exists()
+    before = set(root.rglob("*")) if existed else set()
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            for path in sorted(set(root.rglob("*")) - before, reverse=True):  # files before the folders holding them
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+        raise
 
 
 def store(root: Path, prefix: str, storage: Storage) -> None:
@@ -183,6 +206,12 @@ def run_export(sessions, storage: Storage, settings, export_id: int, progress: P
             s.rollback()  # read only
     except BaseException as exc:  # an interrupted CLI export is marked failed too
         message = exc.message if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}".rstrip(": ")
+        which = full_disk(exc)
+        if which == "server":
+            where = "the export's target" if target.startswith((STORED, "s3://")) else target
+            message = f"The disk is full: free space on the disk that holds {where} and the server's temporary files, then export again. The partial files were removed."
+        elif which:
+            message = FULL_DISK_MESSAGES[which]
         with sessions.begin() as s:
             s.execute(sa.update(Export).where(Export.id == export_id).values(status="failed", error=message[:2000], finished_at=sa.func.now()))
         raise

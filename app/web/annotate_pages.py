@@ -23,17 +23,39 @@ MAX_PREFETCH = 16  # images of the next item fetched ahead (a ColorSwap pair has
 
 
 @router.get("/stages/{stage_id}/annotate")
-def next_item(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
+def stage_page(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
+    """The user's live item in the stage, or a page whose button starts annotating. A GET never
+    leases: a prefetched, crawled or reloaded link would otherwise hold an item from everyone else
+    for a lease's length. The button posts (`start`)."""
+    held = annotation.held(session, stage_id, user.id)
+    if held is not None:
+        return RedirectResponse(f"/assignments/{held.assignment_id}", status_code=303)
+    return render(request, "annotate/start.html", _stage_context(session, stage_id, user))
+
+
+@router.post("/stages/{stage_id}/annotate")
+def start(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
     """Resume the user's live lease in the stage, or claim the next item."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is not None:
         return RedirectResponse(f"/assignments/{claimed.assignment_id}", status_code=303)
+    return _nothing_left(request, session, stage_id, user)
+
+
+def _stage_context(session: Session, stage_id: int, user: Principal) -> dict:
     progress = projects.project_progress(session, projects.get_stage(session, stage_id).project_id)
+    here = next(s for s in progress.stages if s.id == stage_id)
     done = annotation.user_stage_counts(session, stage_id, user.id)
-    here = next(s.position for s in progress.stages if s.id == stage_id)
+    return {"project": progress, "stage_id": stage_id, "stage": here, "done": done}
+
+
+def _nothing_left(request: Request, session: Session, stage_id: int, user: Principal):
+    """The page that says nothing is left for the user in the stage, and where work still waits."""
+    ctx = _stage_context(session, stage_id, user)
+    here = ctx["stage"].position
     # Where work still waits: the stages after this one first, then the earlier ones.
-    waiting = sorted((s for s in progress.stages if s.id != stage_id and s.active), key=lambda s: (s.position < here, s.position))
-    return render(request, "annotate/done.html", {"project": progress, "stage_id": stage_id, "done": done, "waiting": waiting})
+    waiting = sorted((s for s in ctx["project"].stages if s.id != stage_id and s.active), key=lambda s: (s.position < here, s.position))
+    return render(request, "annotate/done.html", {**ctx, "waiting": waiting, "page_url": f"/stages/{stage_id}/annotate"})
 
 
 def _screen_context(request: Request, session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
@@ -178,10 +200,10 @@ async def skip(request: Request, assignment_id: BigId):
 def _next_screen(request: Request, session: Session, stage_id: int, user: Principal):
     """What an answered or skipped item leads to: the next item's screen, claimed and rendered in the
     same request (no redirect and no second request between items; in a transaction after the one
-    that stored the answer, see deps.Then), or a redirect to the stage's page that says nothing is left."""
+    that stored the answer, see deps.Then), or the page that says nothing is left."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is None:
-        return _go(request, f"/stages/{stage_id}/annotate")
+        return _go(request, f"/stages/{stage_id}/annotate") if is_htmx(request) else _nothing_left(request, session, stage_id, user)
     if is_htmx(request):
         return _go(request, f"/assignments/{claimed.assignment_id}")
     return _screen_page(request, session, claimed.assignment_id, user)

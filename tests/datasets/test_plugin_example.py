@@ -18,7 +18,7 @@ from app.datasets import dataset_of, registry
 from app.db import transaction
 from app.exporters import formats_for
 from app.services import export
-from tests.conftest import csrf_from, led_to, login, make_token, make_user, png_bytes, zip_bytes
+from tests.conftest import csrf_from, led_to, login, make_token, make_user, png_bytes, start_annotating, zip_bytes
 
 README = (ROOT / "README.md").read_text()
 
@@ -68,7 +68,7 @@ def test_readme_example_dataset_runs_end_to_end(client, app, settings, yesno):
 
     # An annotator in the browser: the borrowed screen shows the dataset's choices, text escaped.
     login(client, "ann")
-    screen_url = client.get(f"/stages/{sid}/annotate", follow_redirects=False).headers["location"]
+    screen_url = start_annotating(client, sid, follow_redirects=False).headers["location"]
     page = client.get(screen_url).text
     assert 'name="choice" value="yes"' in page and "1 yes · 2 no" in page and "&lt;b&gt;square" in page
     key = re.search(r'name="idempotency_key" value="([^"]+)"', page).group(1)

@@ -124,10 +124,18 @@ def log_in_by_keyboard(page, username: str, password: str) -> None:
     page.wait_for_url("**/")
 
 
+def start_stage(page, stage_id: int) -> None:
+    """Open the stage as an annotator does: its page, then (unless it shows an item already held)
+    its start button, which posts. Clicked, not a counted key: the dashboard's button is the same."""
+    page.goto(f"/stages/{stage_id}/annotate")
+    if "/assignments/" not in page.url:
+        page.click(f'form[action="/stages/{stage_id}/annotate"] button')
+
+
 def open_stage(page, username: str, stage_id: int) -> str:
     """Log in as `username` and open the stage's next item; returns the screen's URL."""
     log_in(page, username, PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
+    start_stage(page, stage_id)
     page.wait_for_url("**/assignments/*")
     return page.url
 

@@ -13,7 +13,7 @@ from app.db import transaction
 from app.models import Annotation, Item, Stage
 from app.services import export, imports, projects
 from tests.conftest import PASSWORD, make_user, png_bytes
-from tests.e2e.conftest import fits, log_in_by_keyboard, shoot
+from tests.e2e.conftest import fits, log_in_by_keyboard, shoot, start_stage
 
 RECORDS = [
     {"id": "0001_01", "title": "Mona Lisa", "image": "0.png", "section": "History", "subsection": "Theft",
@@ -38,7 +38,7 @@ def test_sections_and_an_explanation_by_keyboard(page, committed, settings, stor
     project_id, stage_id = _project(committed, settings, storage)
     make_user(committed, "art", "annotator", PASSWORD)
     log_in_by_keyboard(page, "art", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
+    start_stage(page, stage_id)
 
     for _ in range(2):
         page.wait_for_url("**/assignments/*")
@@ -60,7 +60,7 @@ def test_sections_and_an_explanation_by_keyboard(page, committed, settings, stor
 
     with transaction(committed) as s:
         explain_id = s.scalar(sa.select(Stage.id).where(Stage.project_id == project_id, Stage.workflow == "artwork.explanation"))
-    page.goto(f"/stages/{explain_id}/annotate")
+    start_stage(page, explain_id)
     page.wait_for_url("**/assignments/*")
     fits(page, "[data-path]", "[data-struck-count]", "#submit-button")
     assert page.locator(".tok.ent.shared").all_inner_texts() == ["Louvre"]

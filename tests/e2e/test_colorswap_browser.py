@@ -15,7 +15,7 @@ from app.db import transaction
 from app.models import Annotation, Item, ItemResult
 from app.services import imports, projects, suggestions
 from tests.conftest import PASSWORD, colorswap_records, make_user, png_bytes
-from tests.e2e.conftest import Keys, fits, log_in_by_keyboard, open_stage, shoot
+from tests.e2e.conftest import Keys, fits, log_in_by_keyboard, open_stage, shoot, start_stage
 
 GUIDELINES = "Pick the image that fits each caption best; [the paper](https://example.org/colorswap) shows examples."
 
@@ -68,7 +68,7 @@ def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, t
     filter_id, recaption_id = _project(committed, settings, storage)
     make_user(committed, "cs", "annotator", PASSWORD)
     log_in_by_keyboard(page, "cs", PASSWORD)
-    page.goto(f"/stages/{filter_id}/annotate")
+    start_stage(page, filter_id)
 
     done = set()
     for _ in range(3):
@@ -124,7 +124,7 @@ def test_filter_by_keyboard_then_recaption(page, committed, settings, storage, t
     # pair-0 and pair-2 are rule-based and kept; pair-1 is discarded.
     assert statuses == {"pair-0": "active", "pair-1": "discarded", "pair-2": "active"}
 
-    page.goto(f"/stages/{recaption_id}/annotate")
+    start_stage(page, recaption_id)
     page.wait_for_url("**/assignments/*")
     pair = page.locator(".annotate-head code").first.inner_text()
     assert page.locator(".chosen-image img").count() == 2
@@ -160,7 +160,7 @@ def test_one_image_for_both_captions_says_why_at_once(page, committed, settings,
     filter_id, _ = _project(committed, settings, storage)
     make_user(committed, "cs2", "annotator", PASSWORD)
     log_in_by_keyboard(page, "cs2", PASSWORD)
-    page.goto(f"/stages/{filter_id}/annotate")
+    start_stage(page, filter_id)
     page.wait_for_url("**/assignments/*")
     page.wait_for_selector(".caption-target.focused")
     screen = page.url
@@ -315,7 +315,7 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     page.keyboard.press("Enter")  # the model's choice: pair-0 is rule-based and goes on to re-captioning
     page.wait_for_url(lambda u: u != screen)
 
-    page.goto(f"/stages/{recaption_id}/annotate")
+    start_stage(page, recaption_id)
     page.wait_for_url("**/assignments/*")
     page.wait_for_selector("#swap-check")
     assert page.evaluate("() => document.activeElement.id") == "caption_1"

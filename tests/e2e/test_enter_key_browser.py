@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, ItemResult
 from tests.conftest import PASSWORD, make_choice_project, make_user
-from tests.e2e.conftest import disagree, log_in, open_stage
+from tests.e2e.conftest import disagree, log_in, open_stage, start_stage
 
 
 def _annotations(committed) -> int:
@@ -34,7 +34,7 @@ def test_enter_on_a_focused_skip_or_link_stores_nothing(page, committed, setting
     page.wait_for_url(lambda url: "/assignments/" not in url)
     assert _annotations(committed) == 0
 
-    page.goto(f"/stages/{stage_id}/annotate")
+    start_stage(page, stage_id)
     page.wait_for_url("**/assignments/*")
     page.keyboard.press("1")
     page.keyboard.press("Enter")  # from the answer: submits

@@ -9,7 +9,7 @@ from app.datasets import all_tasks
 from app.db import transaction
 from app.models import Annotation
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import log_in, start_stage
 from tests.staged import item_at
 
 
@@ -27,7 +27,7 @@ def test_enter_on_skip_or_a_link_stores_nothing_on_every_screen(page, committed,
 
     for name in tasks:
         stage_id = stages[name]
-        page.goto(f"/stages/{stage_id}/annotate")
+        start_stage(page, stage_id)
         page.wait_for_url("**/assignments/*")
         page.wait_for_load_state("load")
         page.focus("#skip-button")

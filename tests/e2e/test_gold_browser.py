@@ -8,7 +8,7 @@ from app.db import transaction
 from app.models import Assignment, Project, Stage
 from app.services import demo_quality, gold
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import log_in, start_stage
 
 # Every element of the page's main content with its attribute names, in document order (no text, no values).
 SHAPE = """() => Array.from(document.querySelectorAll('main *')).map(
@@ -24,7 +24,7 @@ def test_a_gold_screen_looks_like_any_other(page, committed, settings, storage, 
     user_id = make_user(committed, "gina", "annotator", PASSWORD)
     log_in(page, "gina", PASSWORD)
     shapes: dict[bool, str] = {}
-    page.goto(f"/stages/{stage_id}/annotate")
+    start_stage(page, stage_id)
     for _ in range(30):
         page.wait_for_url("**/assignments/*")
         assignment_id = int(page.url.rstrip("/").split("/")[-1])

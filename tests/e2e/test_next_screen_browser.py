@@ -13,7 +13,7 @@ from app.db import transaction
 from app.models import Project, Stage
 from app.services.demo import load_demo
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import log_in, start_stage
 
 PROBE = (Path(__file__).resolve().parents[2] / "bench" / "next_screen_probe.js").read_text()
 
@@ -57,7 +57,7 @@ def _first_shapes_screen(page, committed, settings, storage) -> str:
         stage_id = s.scalar(sa.select(Stage.id).join(Project).where(Project.name == "Demo: shapes"))
     make_user(committed, "nia", "annotator", PASSWORD)
     log_in(page, "nia", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
+    start_stage(page, stage_id)
     page.wait_for_url("**/assignments/*")
     return page.url
 

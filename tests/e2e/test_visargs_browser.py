@@ -16,7 +16,7 @@ from app.models import Annotation, Item
 from app.services import annotation, imports, projects, suggestions
 from app.services.pipeline import results_by_stage
 from tests.conftest import PASSWORD, make_user
-from tests.e2e.conftest import Keys, fits, log_in, open_stage, shoot
+from tests.e2e.conftest import Keys, fits, log_in, open_stage, shoot, start_stage
 
 URL = "https://example.org/visargs/poster_1.png"
 RECORD = {
@@ -85,7 +85,7 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage)
     log_in(page, "va", PASSWORD)
 
     # 1. Premises: keep two candidates, split the second, add one; the third stays out.
-    page.goto(f"/stages/{stages['visargs.premises']}/annotate")
+    start_stage(page, stages['visargs.premises'])
     page.wait_for_url("**/assignments/*")
     shoot(page, "visargs.premises")
     rows = page.locator(".premise-row")
@@ -105,7 +105,7 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage)
     page.wait_for_url(lambda u, old=url: u != old)
 
     # 2. Structure: two steps over the four premises and the commonsense one; checked live.
-    page.goto(f"/stages/{stages['visargs.structure']}/annotate")
+    start_stage(page, stages['visargs.structure'])
     page.wait_for_url("**/assignments/*")
     assert page.locator(".node-list .chip.vp").count() == 4
     shoot(page, "visargs.structure")
@@ -126,7 +126,7 @@ def test_one_poster_through_all_three_stages(page, committed, settings, storage)
     page.wait_for_url(lambda u, old=url: u != old)
 
     # 3. Grounding: four boxes with the mouse, one nudged with the keyboard.
-    page.goto(f"/stages/{stages['visargs.grounding']}/annotate")
+    start_stage(page, stages['visargs.grounding'])
     page.wait_for_url("**/assignments/*")
     canvas = page.locator("[data-canvas]")
     page.wait_for_function("document.querySelector('[data-image]').naturalWidth > 0")

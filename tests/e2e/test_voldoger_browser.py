@@ -23,7 +23,7 @@ from tests.datasets.voldoger.release_rows import (
     VQA_ORIGINAL,
     VQA_STYLISED,
 )
-from tests.e2e.conftest import fits, log_in_by_keyboard, shoot
+from tests.e2e.conftest import fits, log_in_by_keyboard, shoot, start_stage
 
 
 def _records() -> list[dict]:
@@ -49,7 +49,7 @@ def test_three_rows_by_keyboard(page, committed, settings, storage, tmp_path):
     project_id, stage_id = _project(committed, settings, storage)
     make_user(committed, "vd", "annotator", PASSWORD)
     log_in_by_keyboard(page, "vd", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
+    start_stage(page, stage_id)
 
     for _ in range(3):
         page.wait_for_url("**/assignments/*")

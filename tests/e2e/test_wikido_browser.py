@@ -15,7 +15,7 @@ from app.models import Annotation, Item
 from app.services import imports, projects, suggestions
 from app.services.figures import figures
 from tests.conftest import PASSWORD, make_user, png_bytes
-from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage, shoot
+from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage, shoot, start_stage
 
 CAPTION_1 = "A red square number 1, painted by an artist in 1913 near the sea."
 RECORDS = [
@@ -58,7 +58,7 @@ def test_three_verdicts_by_keyboard(page, committed, settings, storage, tmp_path
     project_id, stage_id = _project(committed, settings, storage)
     make_user(committed, "wd", "annotator", PASSWORD)
     log_in_by_keyboard(page, "wd", PASSWORD)
-    page.goto(f"/stages/{stage_id}/annotate")
+    start_stage(page, stage_id)
 
     for _ in range(3):
         page.wait_for_url("**/assignments/*")

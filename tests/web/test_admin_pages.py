@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from tests import factories
-from tests.conftest import csrf_from, login, make_choice_project
+from tests.conftest import csrf_from, login, make_choice_project, start_annotating
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_no_worker_notice_until_a_worker_sends_heartbeats(app, client, boss):
 
 def test_annotation_screens_load_no_worker_notice(app, client, boss, settings, storage):
     _, stage_id = make_choice_project(app.state.sessions, settings, storage, 2)
-    screen = client.get(f"/stages/{stage_id}/annotate")
+    screen = start_annotating(client, stage_id)
     assert "/assignments/" in str(screen.url) and 'name="choice"' in screen.text
     assert 'hx-get="/admin/worker"' not in screen.text
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Item
 from app.services import export
-from tests.conftest import csrf_from, led_to, login, png_bytes, zip_bytes
+from tests.conftest import csrf_from, led_to, login, png_bytes, start_annotating, zip_bytes
 
 RECORDS = [
     {"id": "0001_01", "title": "Mona Lisa", "image": "0001.png", "section": "Description",
@@ -45,7 +45,7 @@ def test_sections_then_explanations_with_plain_forms(client, app, api):
     login(client, "ann")
     seen = {}
     for _ in range(2):
-        url = client.get(f"/stages/{sections_id}/annotate", follow_redirects=False).headers["location"]
+        url = start_annotating(client, sections_id, follow_redirects=False).headers["location"]
         page = client.get(url).text
         ident = re.search(r'item <code>([^<]+)</code>', page).group(1)
         seen[ident] = page
@@ -59,7 +59,7 @@ def test_sections_then_explanations_with_plain_forms(client, app, api):
             answer = {"decision": "keep"}
         led_to(client.post(f"{url}/submit", data={**form, **answer}, follow_redirects=False))
 
-    url = client.get(f"/stages/{explain_id}/annotate", follow_redirects=False).headers["location"]
+    url = start_annotating(client, explain_id, follow_redirects=False).headers["location"]
     page = client.get(url).text
     assert 'class="ent missing"' in page and 'data-metric="entity_coverage"' in page and "Rome" in page
     form = {"csrf_token": csrf_from(page), "idempotency_key": re.search(r'name="idempotency_key" value="([^"]+)"', page).group(1)}

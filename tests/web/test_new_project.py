@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Project, Stage
 from tests import factories
-from tests.conftest import csrf_from, login, png_bytes, zip_bytes
+from tests.conftest import csrf_from, login, png_bytes, start_annotating, zip_bytes
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_guidelines_markup_is_shown_as_text_on_the_annotation_screen(client, app
                        follow_redirects=False).status_code == 303
     with transaction(app.state.sessions) as s:
         stage_id = s.scalar(sa.select(Stage.id).join(Project).where(Project.name == "Marked"))
-    screen = client.get(f"/stages/{stage_id}/annotate")
+    screen = start_annotating(client, stage_id)
     assert screen.status_code == 200 and "<em>Careful</em>" in screen.text
     assert "<script>window.x=1</script>" not in screen.text and "&lt;script&gt;window.x=1&lt;/script&gt;" in screen.text
     assert "<b>bold</b>" not in screen.text

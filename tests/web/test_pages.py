@@ -15,6 +15,7 @@ from tests.conftest import (
     make_choice_project,
     make_token,
     png_bytes,
+    start_annotating,
     zip_bytes,
 )
 
@@ -85,7 +86,7 @@ def test_create_project_form_keeps_input_on_error(client, admin):
 def test_annotating_with_plain_forms(client, app, settings, annotator):
     project_id, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="plain")
     login(client, "ann")
-    r = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False)
+    r = start_annotating(client, stage_id, follow_redirects=False)
     screen_url = r.headers["location"]
     page = client.get(screen_url)
     assert page.status_code == 200 and 'name="choice" value="b"' in page.text
@@ -141,7 +142,7 @@ def test_a_page_submit_commits_the_answer_before_it_claims_and_renders_the_next_
 
     monkeypatch.setattr(annotate_pages, "_next_screen", looking)
     login(client, "ann")
-    screen_url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    screen_url = start_annotating(client, stage_id, follow_redirects=False).headers["location"]
     page = client.get(screen_url)
     key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
     r = client.post(f"{screen_url}/submit", data={"csrf_token": csrf_from(page.text), "idempotency_key": key, "choice": "a"})
@@ -160,7 +161,7 @@ def test_a_refused_page_submit_keeps_nothing_it_wrote_and_shows_the_screen_with_
 
     _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="refused")
     login(client, "ann")
-    screen_url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    screen_url = start_annotating(client, stage_id, follow_redirects=False).headers["location"]
     page = client.get(screen_url)
     key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
     assignment_id = int(screen_url.rsplit("/", 1)[1])
@@ -188,7 +189,7 @@ def test_a_submitted_item_opened_again_says_so_and_takes_a_revision(client, app,
 
     _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, overlap=2, name="again")
     login(client, "ann")
-    screen_url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    screen_url = start_annotating(client, stage_id, follow_redirects=False).headers["location"]
     page = client.get(screen_url)
     first_key = re.search(r'name="idempotency_key" value="([^"]+)"', page.text).group(1)
     form = {"csrf_token": csrf_from(page.text), "choice": "a"}
@@ -212,7 +213,9 @@ def test_a_submitted_item_opened_again_says_so_and_takes_a_revision(client, app,
     assert "It has moved on" in moved_on and "store a new revision" not in moved_on
 
 
-def test_another_annotators_item_is_refused_on_every_route(client, app, settings, annotator):
+def test_another_annotators_item_is_answered_as_a_missing_one_on_every_route(client, app, settings, annotator):
+    """Someone else's assignment and one that does not exist get the same 404 and the same body, on
+    the pages and in the API, so that assignment ids cannot be enumerated."""
     import sqlalchemy as sa
 
     from app.models import Annotation, Assignment
@@ -221,16 +224,25 @@ def test_another_annotators_item_is_refused_on_every_route(client, app, settings
     with transaction(app.state.sessions) as s:
         theirs = factories.user(s, "theirs")
     login(client, "theirs")
-    screen_url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    screen_url = start_annotating(client, stage_id, follow_redirects=False).headers["location"]
     token = csrf_from(client.get(screen_url).text)
     client.post("/logout", data={"csrf_token": token})
     login(client, "ann")
     token = csrf_from(client.get("/").text)
     form = {"csrf_token": token, "idempotency_key": "k", "choice": "a"}
-    assert client.get(screen_url).status_code == 403
-    for action in ("submit", "skip", "draft", "check"):
-        r = client.post(f"{screen_url}/{action}", data=form)
-        assert r.status_code in (403, 404), (action, r.status_code)
+    api = {"Authorization": f"Bearer {make_token(app.state.sessions, annotator)}"}
+    missing_url = "/assignments/999999999"
+
+    def answers(url: str) -> list[tuple[int, str]]:
+        got = [client.get(url)] + [client.post(f"{url}/{action}", data=form) for action in ("submit", "skip", "draft", "check")]
+        got += [client.post(f"/api/v1{url}/{action}", headers=api, json={"payload": {"choice": "a"}, "idempotency_key": "k"})
+                for action in ("submit", "skip", "release")]
+        got.append(client.put(f"/api/v1{url}/draft", headers=api, json={"payload": {"choice": "a"}}))
+        return [(r.status_code, r.text) for r in got]
+
+    theirs_answers, missing_answers = answers(screen_url), answers(missing_url)
+    assert [status for status, _ in theirs_answers] == [404] * 9
+    assert theirs_answers == missing_answers
     with transaction(app.state.sessions) as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(Annotation)) == 0
         assert s.scalars(sa.select(Assignment.status).where(Assignment.annotator_id == theirs)).all() == ["active"]
@@ -246,7 +258,7 @@ def test_the_next_items_images_are_named_ahead_without_a_lease(client, app, sett
     with transaction(app.state.sessions) as s:
         first, second, third = s.execute(sa.select(Item.id, Item.assets).where(Item.project_id == project_id).order_by(Item.id)).all()
         s.execute(sa.update(Item).where(Item.id == second.id).values(assets={"/image": "b" * 64}))
-    screen = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    screen = start_annotating(client, stage_id, follow_redirects=False).headers["location"]
     page = client.get(screen).text
     # The screen of the first item names the second's image (the one a claim would give next) for
     # the browser to fetch while the annotator works, in the screen itself: no request after it.
@@ -270,22 +282,52 @@ def test_nothing_left_here_leads_to_the_stage_where_work_waits(client, app, sett
         for _ in range(2):
             factories.annotation(s, first, other, {"choice": "a"})
     login(client, "ann")
-    page = client.get(f"/stages/{first}/annotate").text  # followed to the page that says so
+    page = start_annotating(client, first).text  # followed to the page that says so
     assert "Nothing left for you here" in page and "Work waits in" in page
-    assert f'<a href="/stages/{second}/annotate" autofocus>' in page and "2 items open" in page
+    # The way on is a button that posts (only a POST leases), focused so that Enter takes it.
+    assert re.search(rf'action="/stages/{second}/annotate"[^<]*<input[^>]*><button[^>]*autofocus>', page) and "2 items open" in page
     assert "two &lt;b&gt;steps&lt;/b&gt;" in page
     # With no work anywhere, the project is the way on.
     with transaction(app.state.sessions) as s:
         for _ in range(2):
             factories.annotation(s, second, other, {"choice": "b"})
-    page = client.get(f"/stages/{first}/annotate").text
+    page = start_annotating(client, first).text
     assert "Work waits in" not in page and f'<a href="/projects/{project_id}" autofocus>' in page
+
+
+def test_opening_a_stage_with_a_get_never_leases(client, app, settings, annotator):
+    """A GET of the stage's page (a link prefetched, crawled or reloaded) shows a start button and
+    leases nothing; its POST, with the CSRF token, leases; a held item is then shown again by a GET."""
+    import sqlalchemy as sa
+
+    from app.models import Assignment
+
+    project_id, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="get")
+    login(client, "ann")
+
+    def leases() -> int:
+        with transaction(app.state.sessions) as s:
+            return s.scalar(sa.select(sa.func.count()).select_from(Assignment))
+
+    for _ in range(3):
+        page = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False)
+        assert page.status_code == 200 and leases() == 0
+    assert re.search(rf'<form method="post" action="/stages/{stage_id}/annotate"[^<]*<input type="hidden" name="csrf_token"[^<]*<button[^>]*autofocus>Start annotating', page.text)
+    # The dashboard and the project page start with the same POST.
+    for url in ("/", f"/projects/{project_id}"):
+        assert f'<a role="button" class="small" href="/stages/{stage_id}/annotate"' not in client.get(url).text
+        assert f'action="/stages/{stage_id}/annotate"' in client.get(url).text
+    assert client.post(f"/stages/{stage_id}/annotate", data={}).status_code == 403 and leases() == 0  # no CSRF token
+    screen_url = client.post(f"/stages/{stage_id}/annotate", data={"csrf_token": csrf_from(page.text)}, follow_redirects=False).headers["location"]
+    assert leases() == 1
+    assert client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"] == screen_url
+    assert client.get("/stages/999999/annotate").status_code == 404 and leases() == 1
 
 
 def test_draft_autosave_is_restored(client, app, settings, annotator):
     _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 1)
     login(client, "ann")
-    url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    url = start_annotating(client, stage_id, follow_redirects=False).headers["location"]
     page = client.get(url)
     r = client.post(f"{url}/draft", data={"choice": "c"}, headers={"HX-Request": "true", "X-CSRF-Token": csrf_from(page.text)})
     assert r.status_code == 200 and "Draft saved" in r.text
@@ -301,7 +343,7 @@ def test_item_text_is_escaped(client, app, settings, admin):
         item = s.query(Item).one()
         item.data = {**item.data, "question": "<script>alert(1)</script>"}
     login(client, admin)
-    url = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False).headers["location"]
+    url = start_annotating(client, stage_id, follow_redirects=False).headers["location"]
     html = client.get(url).text
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 

@@ -11,7 +11,7 @@ from app.db import transaction
 from app.models import Annotation, AuditEvent, Item, ItemResult
 from app.services import annotation
 from tests import factories
-from tests.conftest import csrf_from, login, make_choice_project, make_user
+from tests.conftest import csrf_from, led_to, login, make_choice_project, make_user, start_annotating
 
 
 def _annotate(sessions, stage_id, users, answers):
@@ -103,13 +103,14 @@ def test_a_reviewer_sends_an_item_back_and_the_annotators_revise_it(client, app,
         assert annotation.claim(s, stage_id, u3) is None  # only its annotators revise it
     client.cookies.clear()
     login(client, "u1")
-    screen = client.get(f"/stages/{stage_id}/annotate")
+    screen = start_annotating(client, stage_id)
     assert 'id="returned-note"' in screen.text and "rita" in screen.text
     assert "&lt;b&gt;it is a square&lt;/b&gt;" in screen.text and "<b>it is a square</b>" not in screen.text
     assert re.search(r'value="a"[^>]*checked', screen.text)  # their earlier answer is filled in
     assignment = re.search(r'action="/assignments/(\d+)/submit"', screen.text).group(1)
     form = {"csrf_token": csrf_from(screen.text), "idempotency_key": "again-1", "choice": "b"}
-    assert client.post(f"/assignments/{assignment}/submit", data=form, follow_redirects=False).status_code == 303
+    done = client.post(f"/assignments/{assignment}/submit", data=form, follow_redirects=False)
+    assert "Nothing left for you here" in done.text and led_to(done) == f"/stages/{stage_id}/annotate"
     assert _items(sessions)["it-0"].status == "active"  # u2 has not revised yet
 
     with transaction(sessions) as s:

@@ -34,6 +34,7 @@ ACCESS = {
     ("GET", "/projects/{project_id}"): USER,
     ("POST", "/projects/{project_id}/import"): ADMIN,
     ("GET", "/stages/{stage_id}/annotate"): USER,
+    ("POST", "/stages/{stage_id}/annotate"): USER,
     ("GET", "/assignments/{assignment_id}"): USER,
     ("POST", "/assignments/{assignment_id}/submit"): USER,
     ("POST", "/assignments/{assignment_id}/skip"): USER,

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from app.datasets.voldoger.release import join
 from app.db import transaction
 from app.models import Annotation, Item
-from tests.conftest import login, png_bytes, zip_bytes
+from tests.conftest import login, png_bytes, start_annotating, zip_bytes
 from tests.datasets.voldoger.release_rows import (
     CAP_ORIGINAL,
     CAP_STYLISED,
@@ -94,7 +94,7 @@ def test_the_screen_works_as_a_plain_form(client, app, api):
         "2000120": {"image": "discard", "note": "the street is gone"},
     }
     for _ in plans:
-        html = client.get(f"/stages/{stage_id}/annotate").text
+        html = start_annotating(client, stage_id).text
         qid = re.search(r"item <code>vqa-pencil-\d+-\d+\.jpg-(\d+)</code>", html).group(1)
         assert len(re.findall(r'<img src="/assets/[0-9a-f]{64}"', html)) == 2  # photo and drawing, full size
         if qid == "1000340":

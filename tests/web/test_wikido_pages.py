@@ -12,7 +12,7 @@ from app.db import transaction
 from app.models import Annotation, Asset, Item
 from app.services import suggestions
 from app.services.figures import figures
-from tests.conftest import login, png_bytes, zip_bytes
+from tests.conftest import login, png_bytes, start_annotating, zip_bytes
 
 URL = "https://upload.wikimedia.org/wikipedia/commons/a/ab/Nave.jpg"
 
@@ -93,7 +93,7 @@ def test_screen_shows_external_images_tokens_and_unsupported_spans(client, app, 
     login(client, "ann")
     seen = set()
     for _ in range(5):
-        html = client.get(f"/stages/{stage_id}/annotate").text
+        html = start_annotating(client, stage_id).text
         ident = re.search(r"item <code>([^<]+)</code>", html).group(1)
         seen.add(ident)
         assert '<span class="tok unsupported" data-i="1"' in html
@@ -113,7 +113,7 @@ def test_a_caption_with_nothing_supported_suggests_wrong_instead_of_underlining(
         for item_id in s.scalars(sa.select(Item.id)):
             suggestions.store(s, item_id, stage_id, "wikido.unsupported", "minilm", {"spans": [], "unrelated": True}, model_version="0.1")
     login(client, "ann")
-    html = client.get(f"/stages/{stage_id}/annotate").text
+    html = start_annotating(client, stage_id).text
     assert "tok unsupported" not in html and "data-accept" not in html
     assert "nothing in this caption is supported by the reference text" in html
     # Words are numbered for the digit keys; punctuation is not.

@@ -19,7 +19,7 @@ from app.models import Item, JobRun, Suggestion
 from app.services import annotation, imports, projects
 from app.settings import Settings
 from app.worker import jobs
-from tests.conftest import colorswap_records, login, make_user
+from tests.conftest import colorswap_records, login, make_user, start_annotating
 
 VLCURATE = str(Path(sys.executable).parent / "vlcurate")
 
@@ -255,7 +255,7 @@ def test_wikido_fit_and_unsupported_spans_reach_the_screen(committed, settings, 
         assert jobs.compute_suggestions(b.stage_id, b.kind, b.item_ids) == 2
     make_user(committed, "ann", "annotator")
     login(client, "ann")
-    html = client.get(f"/stages/{stage_id}/annotate").text
+    html = start_annotating(client, stage_id).text
     assert "data-fit>image-text fit" in html and "(tiny-clip)" in html
     assert 'class="tok unsupported"' in html and "<strong>Suggestion</strong> from <code>all-MiniLM-L6-v2" in html
 
