@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from PIL import Image, ImageDraw
 from scratch import (
     BENCH_PASSWORD,
+    claim,
     csrf,
     log_in,
     p95,
@@ -111,10 +112,11 @@ def main() -> None:
         claim_ms, screen_ms = [], []
         with TestClient(create_app(settings)) as client:
             log_in(client, "bench")
+            token = csrf(client.get(f"/stages/{stage_id}/annotate").text)
             for n in range(min(args.screens, args.pairs)):
-                claim = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False)
-                claim_ms.append(server_ms(claim))
-                screen = client.get(claim.headers["location"])
+                claimed = claim(client, stage_id, token)
+                claim_ms.append(server_ms(claimed))
+                screen = client.get(claimed.headers["location"])
                 assert screen.status_code == 200 and screen.text.count('class="candidate"') == 16
                 screen_ms.append(server_ms(screen))
                 form = {
@@ -123,7 +125,7 @@ def main() -> None:
                     "choice_1": "0",
                     "choice_2": "8",
                 }
-                client.post(claim.headers["location"] + "/submit", data=form, follow_redirects=False)
+                client.post(claimed.headers["location"] + "/submit", data=form, follow_redirects=False)
 
     print(f"claim (server time): {summary(claim_ms)}")
     print(f"filter screen, 16 candidates with scores (server time): {summary(screen_ms)}"

@@ -2,7 +2,8 @@
 -- connection per thread (-t C -c C), each thread one annotator (a line "token<TAB>session cookie" of
 -- the annotators file; only the cookie is used). The browser's loop, as static/js/app.js and the
 -- screen's htmx attributes make it:
---   GET /stages/{id}/annotate (303 to the claimed item's screen), GET /assignments/{id}, then
+--   GET /stages/{id}/annotate (the start page, for its CSRF token: a GET never leases), its start
+--   button's POST /stages/{id}/annotate (303 to the claimed item's screen), GET /assignments/{id}, then
 --   POST /assignments/{id}/submit, the plain form (CSRF token, idempotency key, the answer of the
 --   answers file, one URL-encoded form a line, taken in turn), answered with the next item's screen,
 --   claimed and rendered in the same request, whole (its stage's bar and the prefetch links for the
@@ -47,6 +48,7 @@ end
 
 function request()
   if state == "start" then return wrk.format("GET", "/stages/" .. stage .. "/annotate", page) end
+  if state == "claim" then return wrk.format("POST", "/stages/" .. stage .. "/annotate", form, "csrf_token=" .. csrf) end
   if state == "screen" then return wrk.format("GET", "/assignments/" .. aid, page) end
   k = k + 1
   local body = "csrf_token=" .. csrf .. "&idempotency_key=" .. key .. "&opened_at=" .. opened .. "&" .. answers[(n + k) % #answers + 1]
@@ -55,6 +57,10 @@ end
 
 function response(status, hdrs, body)
   if state == "start" then
+    csrf = status == 200 and (body or ""):match('name="csrf_token" value="([^"]+)"')
+    aid = status == 303 and (hdrs["location"] or hdrs["Location"] or ""):match("^/assignments/(%d+)$")
+    if aid then state = "screen" elseif csrf then state = "claim" else failed(status, body) end
+  elseif state == "claim" then
     aid = status == 303 and (hdrs["location"] or hdrs["Location"] or ""):match("^/assignments/(%d+)$")
     if aid then state = "screen" else failed(status, body) end
   elseif state == "screen" then

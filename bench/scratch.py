@@ -56,6 +56,12 @@ def log_in(client, username: str, password: str = BENCH_PASSWORD) -> None:
     client.post("/login", data={"username": username, "password": password, "csrf_token": csrf(client.get("/login").text), "next": "/"})
 
 
+def claim(client, stage_id: int, token: str):
+    """Claim the stage's next item as the start button does (a POST; a GET never leases): the
+    answer is a 303 to the claimed item's screen."""
+    return client.post(f"/stages/{stage_id}/annotate", data={"csrf_token": token}, follow_redirects=False)
+
+
 def server_ms(response) -> float:
     """The time the app spent on a request, from its Server-Timing header."""
     return float(re.search(r"dur=([\d.]+)", response.headers["server-timing"]).group(1))

@@ -18,7 +18,7 @@ import resource
 import time
 
 import sqlalchemy as sa
-from scratch import BENCH_PASSWORD, csrf, log_in, scratch_database, server_ms, summary
+from scratch import BENCH_PASSWORD, claim, csrf, log_in, scratch_database, server_ms, summary
 
 from app.db import session_factory, transaction  # noqa: E402
 from app.services import imports, projects, users  # noqa: E402
@@ -80,10 +80,11 @@ def main() -> None:
         claim_ms, screen_ms, submit_ms = [], [], []
         with TestClient(create_app(settings)) as client:
             log_in(client, "bench")
+            token = csrf(client.get(f"/stages/{stage_id}/annotate").text)
             for n in range(args.screens):
-                claim = client.get(f"/stages/{stage_id}/annotate", follow_redirects=False)
-                claim_ms.append(server_ms(claim))
-                screen = client.get(claim.headers["location"])
+                claimed = claim(client, stage_id, token)
+                claim_ms.append(server_ms(claimed))
+                screen = client.get(claimed.headers["location"])
                 assert screen.status_code == 200 and 'data-wikido' in screen.text
                 screen_ms.append(server_ms(screen))
                 form = {
@@ -92,7 +93,7 @@ def main() -> None:
                     "verdict": "hallucinated" if n % 2 else "correct",
                     "caption": "A shorter caption.",
                 }
-                done = client.post(claim.headers["location"] + "/submit", data=form, follow_redirects=False)
+                done = client.post(claimed.headers["location"] + "/submit", data=form, follow_redirects=False)
                 assert done.status_code == 200 and 'data-wikido' in done.text, done.text[:500]  # the next screen
                 submit_ms.append(server_ms(done))
     print(f"claim at {args.records:,} items (server time): {summary(claim_ms)}")
