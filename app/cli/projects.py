@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from app import jsontext
 from app.cli import app, project_app
 from app.cli import remote
 from app.cli.common import _fail, _sessions, console, err
@@ -34,7 +35,9 @@ def project_create(
     if sample is not None and sample < 1:
         _fail("--sample is a number of items, 1 or more.")
     try:
-        stage_config = json.loads(config) if config else {}
+        stage_config = jsontext.loads(config) if config else {}
+    except jsontext.NumberRefused as exc:
+        _fail(f"--config holds a number JSON does not allow: {exc}.")
     except json.JSONDecodeError as exc:
         _fail(f"--config is not valid JSON: {exc.msg}")
     try:

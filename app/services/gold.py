@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from app import jsontext
 from app.agreement import gold as scoring
 from app.datasets import get_task
 from app.errors import Invalid, NotFound
@@ -95,8 +96,11 @@ def import_answers(session: Session, stage_id: int, body: bytes, *, actor_id: in
     parsed: list[tuple[int, str, dict[str, Any]]] = []
     for n, line in lines:
         try:
-            record = json.loads(line)
-        except ValueError as exc:
+            record = jsontext.loads(line)
+        except jsontext.NumberRefused as exc:
+            problems.append(f"line {n}: {exc}")
+            continue
+        except json.JSONDecodeError as exc:
             problems.append(f"line {n}: not JSON ({exc.msg})")
             continue
         if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not isinstance(record.get("answer"), dict):

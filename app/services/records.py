@@ -9,9 +9,10 @@ so the text between its start and end is the element as written; the window read
 element runs past what has been read, and drops what has been parsed.
 
 Every record's text (a JSONL line, an array element, a CSV row and each JSON cell of it) is held to
-`max_json_bytes` and `max_json_depth` before it is parsed (`app.jsontext`), and the message names
-the line or record. The file must be seekable (a file on disk, an upload's spool file, bytes in
-`io.BytesIO`): the format is told from its first character, and an object's members are looked
+`max_json_bytes` and `max_json_depth` before it is parsed (`app.jsontext`), its numbers checked as it
+is parsed (no NaN, Infinity, float beyond range or integer past `jsontext.MAX_INT_DIGITS`), and the
+message names the line or record and the field. The file must be seekable (a file on disk, an
+upload's spool file, bytes in `io.BytesIO`): the format is told from its first character, and an object's members are looked
 over once before their records are read.
 """
 
@@ -44,7 +45,9 @@ def _csv_cell(value: str, where: str, column: str, max_depth: int) -> Any:
         if (why := jsontext.depth_problem(text, max_depth)) is not None:
             raise Invalid(f"{where}: column '{column}': {why}.")
         try:
-            return json.loads(text)
+            return jsontext.loads(text)
+        except jsontext.NumberRefused as exc:
+            raise Invalid(f"{where}: {jsontext.NumberRefused((column, *exc.path), exc.why)}.") from None
         except json.JSONDecodeError:
             return value
     return value
@@ -107,7 +110,9 @@ def _jsonl_records(file: BinaryIO, filename: str, max_bytes: int, max_depth: int
             continue
         _check(source, f"line {lineno}", max_bytes, max_depth)
         try:
-            rec = json.loads(text.rstrip("\r\n"))  # columns of the line as it is, without its ending
+            rec = jsontext.loads(text.rstrip("\r\n"))  # columns of the line as it is, without its ending
+        except jsontext.NumberRefused as exc:
+            raise Invalid(f"line {lineno}: {exc}.") from None
         except json.JSONDecodeError as exc:
             raise Invalid(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
         if not isinstance(rec, dict):
@@ -146,7 +151,6 @@ def _csv_records(file: BinaryIO, filename: str, max_bytes: int, max_depth: int) 
 
 # -- JSON documents ----------------------------------------------------------------------------
 
-_DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -273,7 +277,9 @@ class _Window:
         self.skip()
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.text, self.pos)
+                value, end = jsontext.raw_decode(self.text, self.pos)
+            except jsontext.NumberRefused as exc:
+                raise Invalid(f"{where}: {exc}.") from None
             except json.JSONDecodeError as exc:
                 # A value cut off where the read text ends fails at (or, for a string, from) the end.
                 cut = exc.pos >= len(self.text) - 16 or exc.msg.startswith("Unterminated string") or "uXXXX" in exc.msg

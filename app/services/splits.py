@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator, model_validator
 from sqlalchemy.orm import Session
 
 from app.errors import Invalid, NotFound
@@ -63,7 +63,7 @@ class HeldOut(BaseModel):
 class SplitConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ratios: dict[str, float] | None = None
+    ratios: dict[str, FiniteFloat] | None = None  # NaN would pass every check below (it compares false)
     counts: dict[str, int] | None = None
     rest: str | None = None
     seed: int = Field(default=0, ge=0, le=2**31 - 1)

@@ -8,6 +8,7 @@ import uuid
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.orm import Session
+from vlcurate.models import MAX_SECONDS_SPENT
 
 from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
@@ -144,6 +145,8 @@ def _submit(session: Session, assignment_id: int, user: Principal, answer: Answe
     try:
         spent = max(0.0, time.time() - float(opened_at or 0)) if opened_at else None
     except ValueError:
+        spent = None
+    if spent is not None and not spent <= MAX_SECONDS_SPENT:  # opened_at forged or broken (-inf, -1e308): not known
         spent = None
     key = answer.meta.get("idempotency_key") or ""
     return annotation.submit(session, assignment_id, user.id, answer.values, key, seconds_spent=spent, form=True).stage_id

@@ -1,10 +1,14 @@
 """JSON request bodies held to the size and depth limits (`max_json_bytes`, `max_json_depth`), and
-refused if they hold a NUL character, before FastAPI parses them: a route class, so the refusal goes
-through the app's error handlers; and the API's router class, which uses it."""
+refused if they hold a NUL character, before FastAPI parses them, then parsed with the numbers JSON
+allows (`jsontext.loads`): a route class, so the refusal goes through the app's error handlers; and the
+API's router class, which uses it."""
 
 from __future__ import annotations
 
+import json
+
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, APIRouter
 from starlette.routing import Match
 from starlette.types import Scope
@@ -49,6 +53,15 @@ async def check_json_body(request: Request) -> None:
             f"The request body nests arrays and objects deeper than {settings.max_json_depth} levels "
             f"(VLCURATE_MAX_JSON_DEPTH): line {line}, column {column}."
         )
+    if body:
+        try:
+            # Starlette's cache of the parsed body, which FastAPI reads: parsed once, here.
+            request._json = jsontext.loads(body.decode(json.detect_encoding(body)))
+        except jsontext.NumberRefused as exc:
+            # As FastAPI reports a field's error, so the answer names the field like any other 422.
+            raise RequestValidationError([{"type": "value_error", "loc": ("body", *exc.path), "msg": exc.why, "input": None}]) from None
+        except ValueError:
+            pass  # not JSON (or not text): FastAPI parses it again and answers as it always has
 
 
 class LimitedJsonRoute(APIRoute):

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, File, Request, UploadFile
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
+from app import jsontext
 from app.datasets import all_tasks, follow_on, get_task
 from app.errors import DomainError, Invalid
 from app.lifecycle import ItemStatus
@@ -99,7 +100,10 @@ def _stage_specs(form: Mapping[str, Any]) -> tuple[list[projects.StageSpec], dic
     for i, spec in enumerate(specs):
         text = str(form.get(f"config_{i}", "")).strip()
         try:
-            config = json.loads(text) if text else {}
+            config = jsontext.loads(text) if text else {}
+        except jsontext.NumberRefused as exc:
+            problems[i] = f"A number JSON does not allow: {exc}."
+            continue
         except json.JSONDecodeError as exc:
             problems[i] = f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
             continue

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
+from app import jsontext
 from app.datasets import get_task
 from app.errors import DomainError, Invalid
 from app.models import Role
@@ -108,7 +109,9 @@ def review_submit(
 
 def _json_object(text: str) -> dict:
     try:
-        payload = json.loads(text)
+        payload = jsontext.loads(text)
+    except jsontext.NumberRefused as exc:
+        raise Invalid(f"The final version holds a number JSON does not allow: {exc}.") from None
     except json.JSONDecodeError as exc:
         raise Invalid(f"The final version is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from None
     if not isinstance(payload, dict):

@@ -8,6 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The most time one answer may say it took: a screen left open over a long holiday, not more.
+MAX_SECONDS_SPENT = 31 * 24 * 3600
+
 class StageCounts(BaseModel):
     active: int = Field(description="Open for annotation in this stage")
     review: int = Field(description="Waiting for review")
@@ -63,7 +66,7 @@ class ClaimOut(BaseModel):
 class SubmitIn(BaseModel):
     payload: dict[str, Any]
     idempotency_key: str = Field(min_length=1, max_length=100)
-    seconds_spent: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    seconds_spent: float | None = Field(default=None, ge=0, le=MAX_SECONDS_SPENT, allow_inf_nan=False)
 
 
 class SubmitOut(BaseModel):

@@ -88,6 +88,28 @@ def test_a_deep_element_names_its_line_and_a_large_one_its_record(tiny_chunks):
         read(large, max_json_bytes=1000)
 
 
+HUGE = "9" * 5001
+
+
+@pytest.mark.parametrize(
+    "bad, says",
+    [("NaN", "NaN is not a number JSON allows"), ("-Infinity", "-Infinity is not a number JSON allows"),
+     ("1e400", "1e400 is beyond the largest number (about 1.8e308)"), (HUGE, "an integer of 5,001 digits; the limit is 4,300")],
+)
+def test_numbers_json_does_not_allow_name_the_line_or_record_and_the_field(tiny_chunks, bad, says):
+    """In a JSONL line, an array element read in tiny chunks, an object keyed by id, a CSV cell of JSON."""
+    cases = [
+        ('{"id": "a"}\n{"id": "b", "box": {"w": [1, ' + bad + "]}}\n", "x.jsonl", "line 2: field 'box.w.1'"),
+        ('[{"id": "a"},\n {"id": ' + bad + "}]", "x.json", "record 2: field 'id'"),
+        ('{"a": {"q": 1}, "b": {"q": ' + bad + "}}", "x.json", "record 2: field 'q'"),
+        ("id,boxes\na,[1]\nb,\"[1, " + bad + ']"\n', "x.csv", "line 3: field 'boxes.1'"),
+    ]
+    for document, filename, where in cases:
+        with pytest.raises(Invalid) as refused:
+            read(document, filename)
+        assert refused.value.message == f"{where}: {says}.", filename
+
+
 def test_a_jsonl_line_over_the_limit_is_measured_without_being_held():
     line = b'{"id": "b", "q": "' + b"x" * 5000 + b'"}'
     with pytest.raises(Invalid, match=rf"^line 2: {len(line):,} bytes of JSON; the limit is 1,000 "):

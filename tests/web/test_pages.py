@@ -150,6 +150,30 @@ def test_a_page_submit_commits_the_answer_before_it_claims_and_renders_the_next_
     assert seen == [(1, 1)]
 
 
+def test_a_page_submit_whose_opened_at_is_absurd_keeps_no_time(client, app, settings, annotator):
+    """The screen's hidden opened_at, forged: -1e308 would make 1e308 seconds and -inf infinity; the
+    answer is kept, its time is not known. A real one gives the seconds since."""
+    import time
+
+    import sqlalchemy as sa
+
+    from app.models import Annotation
+    from app.services import annotation
+
+    _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 6, name="clock")  # a submit leases the next item too
+    login(client, "ann")
+    spent = []
+    for opened_at in ("-1e308", "-inf", str(time.time() - 5)):
+        with transaction(app.state.sessions) as s:
+            assignment_id = annotation.claim(s, stage_id, annotator).assignment_id
+        page = client.get(f"/assignments/{assignment_id}").text
+        form = {"csrf_token": csrf_from(page), "idempotency_key": f"clock-{opened_at}", "opened_at": opened_at, "choice": "a"}
+        assert client.post(f"/assignments/{assignment_id}/submit", data=form, follow_redirects=False).status_code in (200, 303)
+        with transaction(app.state.sessions) as s:
+            spent.append(s.scalar(sa.select(Annotation.seconds_spent).where(Annotation.assignment_id == assignment_id)))
+    assert spent[:2] == [None, None] and 5 <= spent[2] < 60
+
+
 def test_a_refused_page_submit_keeps_nothing_it_wrote_and_shows_the_screen_with_the_error(client, app, settings, annotator, monkeypatch):
     """A submit refused after it wrote (no write of the service does so today, a later one might):
     its transaction is rolled back whole, and the screen comes again with the error and the key."""

@@ -59,6 +59,8 @@ def test_reviewers_settle_disagreements(client, app, settings, tmp_path):
     assert bad.status_code == 422 and "not one of the choices" in bad.text and "{&#34;choice&#34;: &#34;zzz&#34;}" in bad.text
     broken = client.post(url, data={"csrf_token": form["csrf_token"], "final": '{"choice": '})
     assert broken.status_code == 422 and "not valid JSON" in broken.text
+    nan = client.post(url, data={"csrf_token": form["csrf_token"], "final": '{"choice": NaN}'})
+    assert nan.status_code == 422 and "field &#39;choice&#39;: NaN is not a number JSON allows" in nan.text
     assert client.post(url, data={"csrf_token": form["csrf_token"], "final": '{"choice": "c"}'}, follow_redirects=False).status_code == 303
 
     items = _items(sessions)

@@ -31,7 +31,7 @@ class GroundingAnnotation(BaseModel):
 def _int(value: Any) -> int | None:
     try:
         return int(round(float(str(value).strip())))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # not a number, NaN, or beyond a float (inf, 1e400)
         return None
 
 

@@ -172,6 +172,9 @@ def test_grounding_needs_one_box_per_premise():
     form = {"x_0": "10", "y_0": "12", "w_0": "100", "h_0": "80", "x_1": "300.4", "y_1": "0", "w_1": "50", "h_1": "50", "current_vp": "1"}
     payload = GROUNDING.form_to_payload(form)
     assert payload["b_box"][1] == {"startX": 300, "startY": 0, "w": 50, "h": 50}
+    # Numbers no box has (a forged form): no box there, as for an empty field, not a server error.
+    odd = GROUNDING.form_to_payload({**form, "x_1": "inf", "y_1": "nan", "w_1": "1e400", "h_1": "-Infinity"})
+    assert odd["b_box"][1] == {"startX": None, "startY": None, "w": None, "h": None}
     assert GROUNDING.validate_annotation(published_item(), payload, {}, RESULTS)["b_box"][0]["w"] == 100
     with pytest.raises(Invalid) as err:
         GROUNDING.validate_annotation(published_item(), GROUNDING.form_to_payload({**form, "w_1": ""}), {}, RESULTS)
