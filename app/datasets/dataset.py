@@ -82,15 +82,35 @@ class DemoStage:
     overlap: int = 1
 
 
+# The model name of suggestions the demo stores: drawn from what the demo painted, not a model's output.
+DEMO_MODEL = "vlcurate-demo"
+DEMO_MODEL_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class DemoSuggestion:
+    """A suggestion the demo stores for one of its records: the stage (by name), the record's id,
+    the kind and its payload, as a producer of that kind would give them."""
+
+    stage: str
+    record_id: str
+    kind: str
+    payload: dict[str, Any]
+    score: float | None = None
+
+
 @dataclass(frozen=True)
 class DemoProject:
     """A project `vlcurate demo` creates: its stages, and `records(folder)`, which writes the
-    images it names into `folder` and returns the records to import."""
+    images it names into `folder` and returns the records to import. `suggestions(records)` gives
+    what the demo knows about its own drawings as suggestions, so that a demo without models still
+    shows the screens' one-key paths."""
 
     name: str
     description: str
     stages: tuple[DemoStage, ...]
     records: Callable[[Path], list[dict[str, Any]]]
+    suggestions: Callable[[list[dict[str, Any]]], Iterable[DemoSuggestion]] | None = None
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session
 
 from app import security
 from app.datasets import all_datasets
-from app.datasets.dataset import DemoProject
+from app.datasets.dataset import DEMO_MODEL, DEMO_MODEL_VERSION, DemoProject
 from app.models import Project, User
-from app.services import demo_quality, imports, projects
+from app.services import demo_quality, imports, projects, suggestion_push
 from app.services import users as users_service
 from app.settings import Settings
 from app.storage import Storage
@@ -28,7 +28,7 @@ class DemoResult:
     projects: list[str]
 
 
-def _ensure_project(session: Session, settings: Settings, storage: Storage, demo: DemoProject, folder: Path) -> bool:
+def ensure_project(session: Session, settings: Settings, storage: Storage, demo: DemoProject, folder: Path) -> bool:
     """Create and fill the demo project unless one of that name exists."""
     if session.scalar(sa.select(Project.id).where(Project.name == demo.name)):
         return False
@@ -37,10 +37,28 @@ def _ensure_project(session: Session, settings: Settings, storage: Storage, demo
         for s in demo.stages
     ]
     project = projects.create_project(session, demo.name, specs, description=demo.description)
-    data = "\n".join(json.dumps(r) for r in demo.records(folder)).encode()
+    records = demo.records(folder)
+    data = "\n".join(json.dumps(r) for r in records).encode()
     source = imports.ImageSource(settings, storage, base=folder)
     imports.import_items(session, project.id, data, "demo.jsonl", settings=settings, storage=storage, images=source)
+    if demo.suggestions is not None:
+        _store_suggestions(session, project.id, demo, records)
     return True
+
+
+def _store_suggestions(session: Session, project_id: int, demo: DemoProject, records: list[dict]) -> None:
+    """The demo's suggestions, pushed as a notebook's model run would be (a stage later in the
+    pipeline gets them ahead of its items, as a push may). A worker with models then leaves
+    these kinds alone: a suggestion of the kind exists."""
+    stage_ids = {s.name: s.id for s in projects.stages_of(session, project_id)}
+    rows: dict[int, list[dict]] = {}
+    for sug in demo.suggestions(records):
+        rows.setdefault(stage_ids[sug.stage], []).append({
+            "external_id": sug.record_id, "kind": sug.kind, "model": DEMO_MODEL, "model_version": DEMO_MODEL_VERSION,
+            "payload": sug.payload, "score": sug.score,
+        })
+    for stage_id, batch in rows.items():
+        suggestion_push.push(session, stage_id, batch)
 
 
 def load_demo(session: Session, settings: Settings, storage: Storage) -> DemoResult:
@@ -59,7 +77,7 @@ def load_demo(session: Session, settings: Settings, storage: Storage) -> DemoRes
     with tempfile.TemporaryDirectory() as tmp:
         for dataset in all_datasets():
             for demo in dataset.demos:
-                if _ensure_project(session, settings, storage, demo, Path(tmp)):
+                if ensure_project(session, settings, storage, demo, Path(tmp)):
                     created.append(demo.name)
         created += demo_quality.load(session, settings, storage, Path(tmp))
     return DemoResult(accounts=accounts, projects=created)

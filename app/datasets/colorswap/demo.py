@@ -7,7 +7,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from app.datasets.dataset import DemoProject, DemoStage
+from app.datasets.colorswap.schema import ITM_KIND
+from app.datasets.dataset import DemoProject, DemoStage, DemoSuggestion
 from app.datasets.drawing import COLOURS, png
 
 COLORSWAP_FILTER_GUIDELINES = """Each pair has two captions whose colour words are swapped. Look at **all** images:
@@ -54,14 +55,14 @@ def draw_scene(scene: int, a: tuple[int, int, int], b: tuple[int, int, int], see
     return png(img)
 
 
-def colorswap_records(folder: Path, n: int, seed: int) -> list[dict]:
-    """Caption pairs with candidates drawn from each caption. Like a real image model, the
-    painter sometimes swaps the colours (drawing the other caption) or gets one wrong; every
-    fourth pair has no image that fits caption 2, so it should be discarded."""
+def _pairs(n: int, seed: int) -> list[tuple[int, list[str], tuple[str, str], list[tuple[int, tuple[str, str]]]]]:
+    """Per pair: its scene, its two captions, caption 1's colours (a, b), and the plan of each
+    candidate (the caption it was drawn from, the colours it was painted in). Like a real image
+    model, the painter sometimes swaps the colours (drawing the other caption) or gets one wrong;
+    every fourth pair has no image that fits caption 2, so it should be discarded."""
     rnd = random.Random(seed)
     names = list(COLOURS)
-    sources = ["rule-based", "handmade", "generated"]
-    records = []
+    pairs = []
     for i in range(n):
         scene = i % len(SCENES)
         a, b = rnd.sample(names, 2)
@@ -73,6 +74,15 @@ def colorswap_records(folder: Path, n: int, seed: int) -> list[dict]:
             (2, fits_2), (2, (b, other)), (2, (a, b)),  # drawn from caption 2
         ]
         rnd.shuffle(plans)
+        pairs.append((scene, captions, (a, b), plans))
+    return pairs
+
+
+def colorswap_records(folder: Path, n: int, seed: int) -> list[dict]:
+    """Caption pairs with candidates drawn from each caption (see `_pairs`)."""
+    sources = ["rule-based", "handmade", "generated"]
+    records = []
+    for i, (scene, captions, _, plans) in enumerate(_pairs(n, seed)):
         candidates = []
         for k, (from_caption, (x, y)) in enumerate(plans):
             name = f"colorswap_{seed}_{i:03d}_{k}.png"
@@ -91,6 +101,24 @@ def colorswap_records(folder: Path, n: int, seed: int) -> list[dict]:
     return records
 
 
+def colorswap_suggestions(records: list[dict], seed: int) -> list[DemoSuggestion]:
+    """Image-text scores as a CLIP model gives them (about 0.2 to 0.33), from the colours each
+    candidate was painted in: each colour in its caption's place adds to the score, and an image
+    drawn from the caption a little more. The preselection is right where an image fits; where
+    none fits caption 2 it is a guess between two half-right images, flagged as close."""
+    rnd = random.Random(seed + 1)
+    out = []
+    for record, (_, _, (a, b), plans) in zip(records, _pairs(len(records), seed), strict=True):
+        scores = [
+            [round(0.2 + 0.05 * (x == p) + 0.05 * (y == q) + 0.02 * (source == n) + rnd.uniform(0, 0.009), 5)
+             for n, (p, q) in ((1, (a, b)), (2, (b, a)))]
+            for source, (x, y) in plans
+        ]
+        ranked = sorted((s[0] for s in scores), reverse=True)
+        out.append(DemoSuggestion("filter", record["id"], ITM_KIND, {"scores": scores}, round(ranked[0] - ranked[1], 5)))
+    return out
+
+
 DEMOS = (
     DemoProject(
         "Demo: ColorSwap",
@@ -99,5 +127,6 @@ DEMOS = (
         (DemoStage("colorswap.filter", "filter", COLORSWAP_FILTER_GUIDELINES),
          DemoStage("colorswap.recaption", "recaption", COLORSWAP_RECAPTION_GUIDELINES)),
         lambda folder: colorswap_records(folder, 12, seed=3),
+        lambda records: colorswap_suggestions(records, seed=3),
     ),
 )

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from app.datasets.dataset import DemoProject, DemoStage
+from app.datasets.dataset import DemoProject, DemoStage, DemoSuggestion
 from app.datasets.drawing import COLOURS, paint, png
+from app.datasets.visargs.schema import REGION_KIND
 
 VISARGS_GUIDELINES = [
     """Keep the visual premises the poster's argument rests on: things you can **see**, one fact each.
@@ -28,16 +29,28 @@ VISARGS_POSTERS = [
 ]
 
 
-def draw_poster(slogan: str, shape: str, colour: tuple[int, int, int], seed: int, size: tuple[int, int] = (480, 360)) -> bytes:
-    """A poster: a slogan in large letters at the top and one shape below it."""
+POSTER_SIZE = (480, 360)
+
+
+def _layout(slogan: str, seed: int, size: tuple[int, int]):
+    """A poster's background, font, and where its slogan and its shape go: (x, y, w, h) boxes."""
     from PIL import ImageFont
 
     rnd = random.Random(seed)
-    img = Image.new("RGB", size, tuple(rnd.randint(225, 250) for _ in range(3)))
-    d = ImageDraw.Draw(img)
+    background = tuple(rnd.randint(225, 250) for _ in range(3))
     font = ImageFont.load_default(size=44)
+    x0, y0, x1, y1 = ImageDraw.Draw(Image.new("RGB", size)).textbbox((24, 24), slogan, font=font)
+    cx, cy, r = size[0] // 2 + rnd.randint(-60, 60), size[1] // 2 + 60, 70
+    return background, font, (x0, y0, x1 - x0, y1 - y0), (cx - r, cy - r, 2 * r, 2 * r)
+
+
+def draw_poster(slogan: str, shape: str, colour: tuple[int, int, int], seed: int, size: tuple[int, int] = POSTER_SIZE) -> bytes:
+    """A poster: a slogan in large letters at the top and one shape below it."""
+    background, font, _, (x, y, w, _h) = _layout(slogan, seed, size)
+    img = Image.new("RGB", size, background)
+    d = ImageDraw.Draw(img)
     d.text((24, 24), slogan, fill=(20, 20, 20), font=font)
-    paint(d, shape, size[0] // 2 + rnd.randint(-60, 60), size[1] // 2 + 60, 70, colour)
+    paint(d, shape, x + w // 2, y + w // 2, w // 2, colour)
     return png(img)
 
 
@@ -62,6 +75,21 @@ def visargs_records(folder: Path, copies: int = 2) -> list[dict]:
     return records
 
 
+def visargs_suggestions(records: list[dict]) -> list[DemoSuggestion]:
+    """Boxes for the grounding stage where the demo drew them: the slogan's for the first visual
+    premise, the shape's for the second, the premises the drafts become once the merged one is
+    split at its semicolon and the made-up one dropped. Stored ahead of the items' arrival, as a push
+    may; a premise list that ends up different still gets boxes, to be moved."""
+    out = []
+    for r in records:
+        k, i = (int(n) for n in r["id"].split("-")[1:])
+        _, _, text, shape = _layout(VISARGS_POSTERS[i][0], k * 10 + i, POSTER_SIZE)
+        boxes = [{"vp": vp, "startX": x, "startY": y, "w": w, "h": h, "score": 0.3}
+                 for vp, (x, y, w, h) in enumerate((text, shape))]
+        out.append(DemoSuggestion("grounding", r["id"], REGION_KIND, {"boxes": boxes}))
+    return out
+
+
 DEMOS = (
     DemoProject(
         "Demo: VisArgs",
@@ -71,5 +99,6 @@ DEMOS = (
             ("visargs.premises", "visargs.structure", "visargs.grounding"), ("premises", "structure", "grounding"), VISARGS_GUIDELINES
         )),
         lambda folder: visargs_records(folder),
+        visargs_suggestions,
     ),
 )

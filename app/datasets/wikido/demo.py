@@ -5,8 +5,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from app.datasets.dataset import DemoProject, DemoStage
+from app.datasets.dataset import DemoProject, DemoStage, DemoSuggestion
 from app.datasets.drawing import COLOURS, SHAPES, draw_shape
+from app.datasets.wikido.tokenedits import tokenize
+from app.datasets.wikido.verify import ITM_KIND, UNSUPPORTED_KIND
 
 WIKIDO_GUIDELINES = """Is there any made-up / hallucinated content in the caption that is not supported by
 the image or the reference text?
@@ -58,6 +60,26 @@ def wikido_records(folder: Path, n: int, seed: int) -> list[dict]:
     return records
 
 
+def wikido_suggestions(records: list[dict]) -> list[DemoSuggestion]:
+    """What the demo knows it wrote: the made-up addition underlined, a caption about something
+    else marked unrelated (its verdict is Wrong), and an image-text fit as a CLIP model scores it."""
+    out = []
+    for r in records:
+        caption = r["caption"]
+        added = next((a for a in WIKIDO_ADDITIONS if a in caption), None)
+        unsupported: dict = {"spans": []}
+        if added is not None:
+            start = caption.index(added)
+            inside = [i for i, t in enumerate(tokenize(caption)) if start <= t.start < start + len(added)]
+            unsupported["spans"] = [[inside[0], inside[-1] + 1]]
+        elif caption in WIKIDO_WRONG:
+            unsupported["unrelated"] = True
+        fit = 0.12 if caption in WIKIDO_WRONG else 0.27 if added else 0.31
+        out.append(DemoSuggestion("verify", r["image_id"], UNSUPPORTED_KIND, unsupported))
+        out.append(DemoSuggestion("verify", r["image_id"], ITM_KIND, {"score": fit}, fit))
+    return out
+
+
 DEMOS = (
     DemoProject(
         "Demo: WikiDO",
@@ -65,5 +87,6 @@ DEMOS = (
         "say Correct, Hallucinated (and strike the made-up words) or Wrong.",
         (DemoStage("wikido.verify", "verify", WIKIDO_GUIDELINES),),
         lambda folder: wikido_records(folder, 12, seed=4),
+        wikido_suggestions,
     ),
 )
