@@ -177,3 +177,41 @@ def test_splits_and_export_commands(env, settings, storage, tmp_path):
     assert r.exit_code == 1 and "coco format can't express" in r.output and "use one of: published, jsonl, parquet" in r.output
     r = invoke("export", "Done", "--format", "xml", "--out", str(tmp_path / "x"))
     assert r.exit_code == 1 and "Unknown export format" in r.output
+
+
+def test_project_create_names_stages_and_adds_follow_on_stages(env, tmp_path):
+    """Stages made from the command line carry their task's name, not the workflow id; one
+    --workflow gets the stages that follow it (as the web form does) and says so."""
+    from app.models import Stage
+
+    r = invoke("project", "create", "CS", "--workflow", "colorswap.filter")
+    assert r.exit_code == 0, r.output
+    assert "Added the stages that follow colorswap.filter: colorswap.recaption" in r.output
+    with transaction(env) as s:
+        stages = s.execute(sa.select(Stage.workflow, Stage.name).join(Project).where(Project.name == "CS").order_by(Stage.position)).all()
+    assert [tuple(st) for st in stages] == [
+        ("colorswap.filter", "Choose the image for each caption"), ("colorswap.recaption", "Rewrite a caption pair"),
+    ]
+
+
+def test_equivalence_project_imports_and_shows_the_records_image(env, tmp_path, app, client):
+    """A visargs.equivalence record's "image" is stored on import (it was dropped: "0 images") and
+    drawn on the judging screen."""
+    from tests.conftest import login, make_user, start_annotating
+
+    r = invoke("project", "create", "Judge", "--workflow", "visargs.equivalence")
+    assert r.exit_code == 0 and "Added" not in r.output, r.output
+    (tmp_path / "poster.png").write_bytes(png_bytes())
+    records = [{"id": str(i), "conclusion_a": "Save water.", "conclusion_b": "Fix taps.", "image": "poster.png"} for i in range(2)]
+    records.append({"id": "no-image", "conclusion_a": "Save water.", "conclusion_b": "Fix taps."})
+    (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(rec) for rec in records))
+    r = invoke("import", "Judge", str(tmp_path / "pairs.jsonl"), "--images", str(tmp_path))
+    assert r.exit_code == 0 and "Imported 3 items (1 images, 1 new)" in r.output, r.output
+    with transaction(env) as s:
+        assets = dict(s.execute(sa.select(Item.external_id, Item.assets)).all())
+        stage_id = s.scalar(sa.text("select s.id from stages s join projects p on p.id = s.project_id where p.name = 'Judge'"))
+    assert set(assets["0"]) == {"/image"} and assets["no-image"] == {}
+    make_user(env, "judge")
+    login(client, "judge")
+    html = start_annotating(client, stage_id).text
+    assert "Do these two conclusions say the same thing?" in html and "data-zoom-open" in html  # the image, drawn

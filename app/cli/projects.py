@@ -41,16 +41,31 @@ def project_create(
     except json.JSONDecodeError as exc:
         _fail(f"--config is not valid JSON: {exc.msg}")
     try:
+        # One --workflow gets the workflow's follow-on stages, as the web form does; repeated, they are the pipeline.
         specs = projects.stage_specs_for(
-            workflow[0], then=workflow[1:], overlap=overlap, lease_seconds=lease_seconds, config=stage_config,
+            workflow[0], then=workflow[1:] or None, overlap=overlap, lease_seconds=lease_seconds, config=stage_config,
             config_for_all=True, sample_size=sample, sample_seed=sample_seed,
         )
+        for spec in specs:
+            spec.name = _stage_name(spec.workflow)
         with transaction(sessions) as session:
             project = projects.create_project(session, name, specs, description=description)
             project_id = project.id
     except DomainError as exc:
         _fail(exc.message, exc.errors)
+    if len(specs) > len(workflow):
+        added = ", ".join(s.workflow for s in specs[len(workflow):])
+        err.print(f"Added the stages that follow {workflow[0]}: {added} (repeat --workflow to list the stages yourself).", highlight=False)
     print(project_id)
+
+
+def _stage_name(workflow: str) -> str:
+    """A stage's name from its task's title without the dataset in front ("VisArgs: one box per
+    visual premise" → "One box per visual premise"): the project page already names the dataset."""
+    from app.datasets import get_task
+
+    title = get_task(workflow).title.split(": ", 1)[-1]
+    return title[:1].upper() + title[1:]
 
 
 @app.command("import")

@@ -2,7 +2,8 @@
 // for 10 and up; caption 1, then caption 2), C switches caption (Tab is the browser's), N marks
 // "none fits", Z undoes, arrows move the keyboard frame over the images and F (or a click) shows
 // the framed image full size. Recaption: Reset buttons restore a caption; a click on an image shows
-// it full size. Enter and S are handled by app.js for every screen.
+// it full size; the caret starts at the end of caption 1, and Enter with a caption that must be
+// rewritten still unchanged says so without sending. Enter and S are handled by app.js for every screen.
 (function () {
   "use strict";
 
@@ -188,7 +189,32 @@
         input.focus();
       });
     });
+    var inputs = Array.prototype.slice.call(root.querySelectorAll("input[data-original]"));
+    // The caret starts at the end of a caption (rewriting mostly adds to it), not before its first word.
+    inputs.forEach(function (input) {
+      var end = function () { input.setSelectionRange(input.value.length, input.value.length); };
+      end();
+      input.addEventListener("focus", end, { once: true });
+    });
+    // A pair that must be rewritten is not sent while a caption is unchanged: the screen says so at
+    // once (the server refuses it too). Skip still goes.
+    var form = root.closest("form"), note = root.querySelector("[data-unchanged-note]");
+    if (!form || root.dataset.required === undefined || form.dataset.unchangedCheck) return;
+    form.dataset.unchangedCheck = "1";
+    form.addEventListener("submit", function (event) {
+      if (event.submitter && event.submitter.hasAttribute("formaction")) return;
+      var same = inputs.filter(function (input) { return oneLine(input.value) === oneLine(input.dataset.original); });
+      note.hidden = !same.length;
+      if (!same.length) return;
+      event.preventDefault();
+      event.stopPropagation();  // before app.js sends it
+      note.textContent = (same.length === 2 ? "Both captions are" : "Caption " + same[0].name.slice(-1) + " is") +
+        " unchanged: this pair's captions were made by rules and must be rewritten.";
+      same[0].focus();
+    });
   }
+
+  function oneLine(text) { return text.split(/\s+/).filter(Boolean).join(" ").toLowerCase(); }
 
   function init() {
     document.querySelectorAll("[data-colorswap-filter]").forEach(setupFilter);

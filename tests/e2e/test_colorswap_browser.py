@@ -324,3 +324,38 @@ def test_eight_candidates_captions_and_submit_fit_1280_by_800(page, committed, s
     fits(page, ".chosen-image img", every=True)
     fits(page, "#swap-check", every=True)  # the whole swap check, without scrolling
     assert page.evaluate("() => window.scrollY") == 0
+
+
+def test_recaption_keys_caret_and_unchanged_pair_caught_in_the_browser(page, committed, settings, storage):
+    """Caption 1 has the focus with the caret at its end; one Tab reaches caption 2 (Reset and the
+    image links come after the captions, the links named); Enter with the rule-based pair unchanged
+    says so on the screen and sends nothing."""
+    from app.services import annotation
+
+    filter_id, recaption_id = _project(committed, settings, storage, candidates=(4,))
+    user = make_user(committed, "filterer")
+    with transaction(committed) as s:
+        claimed = annotation.claim(s, filter_id, user)
+        annotation.submit(s, claimed.assignment_id, user, {"choice_1": 0, "choice_2": 1}, "k-filter")
+    make_user(committed, "rc", "annotator", PASSWORD)
+    keys = Keys(page)
+    open_stage(page, "rc", recaption_id)
+    page.wait_for_selector("#caption_1:focus")
+    page.wait_for_function("document.readyState === 'complete'")
+    caret = page.evaluate("() => { const i = document.activeElement; return [i.selectionStart, i.selectionEnd, i.value.length]; }")
+    assert caret[0] == caret[1] == caret[2] > 0, caret
+    assert page.get_by_role("link", name="Image chosen for caption 1, full size").count() == 1
+    sent = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" and "/submit" in r.url else None)
+    screen = page.url
+    keys.press("Enter")
+    note = page.locator("[data-unchanged-note]")
+    expect(note).to_have_text("Both captions are unchanged: this pair's captions were made by rules and must be rewritten.")
+    fits(page, "[data-unchanged-note]", "#submit-button")
+    page.wait_for_timeout(300)
+    assert sent == [] and page.url == screen and page.evaluate("() => document.activeElement.id") == "caption_1"
+    keys.press("Tab")
+    assert page.evaluate("() => document.activeElement.id") == "caption_2"
+    keys.press("Tab")
+    assert page.evaluate("() => document.activeElement.tagName") == "A"  # then the images and the Reset buttons
+    assert not keys.errors, keys.errors

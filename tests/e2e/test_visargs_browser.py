@@ -10,7 +10,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from app.datasets import dataset_of
-from app.datasets.visargs.demo import draw_poster
+from app.datasets.visargs.demo import draw_poster, visargs_records
 from app.db import transaction
 from app.models import Annotation, Item
 from app.services import annotation, imports, projects, suggestions
@@ -228,6 +228,34 @@ def test_structure_one_step_over_every_premise_costs_two_keys(page, committed, s
         "reasoning_steps": [f"(VP1, VP2, VP3, CP1 -> C): {CONCLUSION}"],
         "discard": False,
     }
+
+
+def test_structure_demo_draft_a_enter_completes_the_drafted_tree(page, committed, settings, storage):
+    """The demo's draft tree concludes C from VP1 and CP1 and leaves VP2 out: the focus starts on that
+    step, A adds VP2 to it, Enter stores it (a second step concluding C was refused with a 422).
+    The A badge in the steps' heading does not overlap the text around it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        record = visargs_records(Path(tmp), copies=1)[0]
+    stages = _project(committed, settings, storage, record={**record, "image": "poster.png"})
+    _finish(committed, stages["visargs.premises"], {"visual_premises": record["candidate_premises"]})
+    make_user(committed, "va")
+    keys = _screen(page, "va", stages["visargs.structure"], ".step-row:first-child input[value=VP1]")
+    shoot(page, "visargs-structure-demo")
+    kbd = page.locator("h3 small kbd").bounding_box()
+    before, after = page.evaluate("""() => {
+        const kbd = document.querySelector('h3 small kbd'), range = document.createRange();
+        const glyph = (node, at) => { range.setStart(node, at); range.setEnd(node, at + 1); return range.getBoundingClientRect().toJSON(); };
+        return [glyph(kbd.previousSibling, kbd.previousSibling.length - 1), glyph(kbd.nextSibling, 0)];
+    }""")
+    # Clear of "(" and ":" beside it, and no taller than the line (it touched both and stood out of it).
+    assert before["right"] + 2 <= kbd["x"] and kbd["x"] + kbd["width"] + 2 <= after["left"], (before, kbd, after)
+    assert kbd["height"] <= before["height"] + 2, (before, kbd)
+    keys.press("a")
+    page.wait_for_selector("#tree-check.ok")
+    _submit(page, keys)
+    assert keys.count == 2
+    conclusion = record["candidate_conclusion"]
+    assert _stored(committed, stages["visargs.structure"])["reasoning_steps"] == [f"(VP1, VP2, CP1 -> C): {conclusion}"]
 
 
 def test_structure_two_steps_by_keys_with_image_and_check_in_view(page, committed, settings, storage):

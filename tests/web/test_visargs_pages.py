@@ -243,3 +243,41 @@ def test_equivalence_with_nothing_to_judge_says_so(client, app):
     assert r.status_code == 422 and 'role="alert">Nothing to judge yet' in r.text
     with transaction(sessions) as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(Project)) == 1
+
+
+def test_structure_refused_twice_keeps_its_rows_and_chips(client, app, tmp_path):
+    """A refused structure form (a second step concluding C, as the demo's draft plus A on the next
+    step gave) comes back with the rows it had: IC1–IC3 stay IC1–IC3, CP rows do not grow; the
+    drafted step concluding C has the focus."""
+    from app.datasets.visargs.demo import visargs_records
+
+    admin = make_token(app.state.sessions, make_user(app.state.sessions, "boss", "admin"))
+    ann = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'ann'))}"}
+    headers = {"Authorization": f"Bearer {admin}"}
+    stages = [{"workflow": w} for w in ("visargs.premises", "visargs.structure")]
+    project = client.post("/api/v1/projects", headers=headers, json={"name": "V", "stages": stages}).json()
+    record = visargs_records(tmp_path, copies=1)[0]
+    client.post(f"/api/v1/projects/{project['id']}/items", headers=headers,
+                files={"file": ("a.jsonl", json.dumps(record).encode()),
+                       "images": ("i.zip", zip_bytes({record["image"]: (tmp_path / record["image"]).read_bytes()}))})
+    claim = client.post(f"/api/v1/stages/{project['stages'][0]['id']}/claim", headers=ann).json()
+    client.post(f"/api/v1/assignments/{claim['assignment_id']}/submit", headers=ann,
+                json={"payload": {"visual_premises": record["candidate_premises"]}, "idempotency_key": uuid.uuid4().hex})
+    login(client, "ann")
+    html = start_annotating(client, project["stages"][1]["id"]).text
+
+    def shape(page: str) -> tuple[int, int, int]:
+        return page.count("data-step-row="), page.count('value="IC'), page.count("data-cp-row")
+
+    assert shape(html) == (3, 3 * 3 + 3 * 3, 3)  # each of 3 rows: IC1–IC3 chips and options; CP1 and two spares
+    assert re.search(r'data-step-row="0" data-start', html)
+    conclusion = record["candidate_conclusion"]
+    for _ in range(2):
+        form = {"csrf_token": csrf_from(html), "idempotency_key": uuid.uuid4().hex, "cp_0": record["candidate_commonsense"][0],
+                "cp_1": "", "conclusion": conclusion, "step_in_0": ["VP1", "CP1"], "step_out_0": "C", "step_text_0": conclusion,
+                "step_in_1": ["VP2"], "step_out_1": "C", "step_text_1": conclusion, "step_out_2": "", "step_text_2": ""}
+        action = re.search(r'action="(/assignments/\d+/submit)"', html).group(1)
+        r = client.post(action, data=form, follow_redirects=False)
+        assert r.status_code == 422 and "Steps 1 and 2 all conclude C" in r.text
+        html = r.text
+        assert shape(html) == (4, 4 * 4 + 4 * 4, 3)  # the two steps written and two spares, every time

@@ -69,7 +69,8 @@ class ColorSwapRecaption(Task):
     facets = {"caption 1": "nominal", "caption 2": "nominal"}
     has_live_check = True
     keys_help = (
-        "the caption 1 field has the focus · Enter submits · Reset restores a caption · "
+        "the caption 1 field has the focus, the caret at its end · Tab goes to caption 2 · Enter submits (a caption "
+        "that must be rewritten and is unchanged is named at once) · Reset restores a caption · "
         "a click on an image shows it full size · S skips (outside the text fields)"
     )
 
@@ -82,8 +83,8 @@ class ColorSwapRecaption(Task):
         if _recaption_required(item, config):
             for n in _unchanged(item, payload.caption_1, payload.caption_2):
                 problems.append(
-                    f"Caption {n} is unchanged. {caption_source(item, config)} captions must be rewritten "
-                    "into natural, more specific ones."
+                    f"Caption {n} is unchanged: captions from the source “{caption_source(item, config)}” must be "
+                    "rewritten into natural, more specific ones."
                 )
         return problems
 

@@ -113,4 +113,5 @@ class VisArgsConclusions(Dataset):
     title = "VisArgs conclusion pairs"
     description = "Pairs of annotators' conclusions, judged equivalent or not (for agreement studies)."
     item_schema = EquivalenceItem
+    image_fields = ("/image",)  # optional: the judge sees the image the conclusions are about
     tasks = (VisArgsEquivalence,)

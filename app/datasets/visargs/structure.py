@@ -89,6 +89,12 @@ def _structure_problems(vps: list[str], payload: Mapping[str, Any], config: Mapp
     return steps, syntax + empty, check
 
 
+def _trailing_dropped(rows: list[dict[str, Any]], empty) -> list[dict[str, Any]]:
+    while rows and empty(rows[-1]):
+        rows = rows[:-1]
+    return rows
+
+
 class VisArgsStructure(Task):
     name = STRUCTURE
     title = "VisArgs: commonsense premises, conclusion and reasoning tree"
@@ -103,7 +109,7 @@ class VisArgsStructure(Task):
     facets = {"discard": "nominal", "conclusion (same words)": "nominal"}
     has_live_check = True
     keys_help = (
-        "the first step without inputs has the focus (the conclusion, when there is none yet) · in a step's chips: "
+        "the drafted step concluding C has the focus, else the first step without inputs (the conclusion, when there is none yet) · in a step's chips: "
         "A takes every premise no step uses yet, 1–9 tick VP1–VP9, Shift+1–9 CP1–CP9, ←/→ walk the chips, Space ticks, "
         "↑/↓ go to the step above or below · Tab goes chips → concludes → text → next step · a step concludes C when it "
         "is the last, its own IC otherwise, and says the conclusion until you write its text · ↑/↓ in a text go to the "
@@ -136,7 +142,12 @@ class VisArgsStructure(Task):
 
     def screen_context(self, item, config, *, assets, results, suggestions, values):
         vps = premises_of(results)
-        cp_rows = [{"index": i, "text": str(values.get(f"cp_{i}") or "")} for i in row_indices(values, "cp_")]
+        # A refused form posts its empty spare rows back: trailing empty rows are dropped before the
+        # spares are added again, so the rows (and the IC chips) do not grow with every refusal.
+        cp_rows = _trailing_dropped(
+            [{"index": i, "text": str(values.get(f"cp_{i}") or "")} for i in row_indices(values, "cp_")],
+            lambda r: not r["text"].strip(),
+        )
         start = max([r["index"] for r in cp_rows], default=-1) + 1
         cp_rows += [{"index": i, "text": ""} for i in range(start, start + SPARE_ROWS)]
         step_ids = row_indices(values, "step_text_")
@@ -149,11 +160,15 @@ class VisArgsStructure(Task):
             }
             for i in step_ids
         ]
-        start = max(step_ids, default=-1) + 1
+        step_rows = _trailing_dropped(step_rows, lambda r: not r["inputs"] and not r["output"] and not r["text"].strip())
+        start = max([r["index"] for r in step_rows], default=-1) + 1
         step_rows += [{"index": i, "inputs": set(), "output": "", "text": ""} for i in range(start, start + SPARE_ROWS)]
         n_ic = max(len(step_rows), 1)
-        # Work starts on the conclusion when there is none yet, else on the first step without inputs.
-        focus = next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
+        # Work starts on the conclusion when there is none yet, else on the step concluding C when the
+        # draft has one (A there adds the premises the draft leaves out: the tree stays valid, where a
+        # second step would conclude C as well), else on the first step without inputs.
+        concludes_c = [st["index"] for st in step_rows if st["output"] == "C" and st["inputs"]]
+        focus = concludes_c[0] if concludes_c else next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
         if not clean(values.get("conclusion")):
             focus = "conclusion"
         return {

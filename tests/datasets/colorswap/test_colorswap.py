@@ -179,7 +179,8 @@ def test_a_rewrite_must_stay_a_swap_pair_and_rule_based_pairs_must_change():
     assert any("more than colour words" in e for e in err.value.errors)
     with pytest.raises(Invalid) as err:
         RECAPTION.validate_annotation(data, {"caption_1": data["caption_1"], "caption_2": data["caption_2"]}, {})
-    assert any("Caption 1 is unchanged" in e for e in err.value.errors)
+    # One sentence per caption, the source named inside it (it read "…unchanged. rule-based captions…").
+    assert "Caption 1 is unchanged: captions from the source “rule-based” must be rewritten into natural, more specific ones." in err.value.errors
     handmade = {**data, "caption_source": "handmade"}
     same = {"caption_1": data["caption_1"], "caption_2": data["caption_2"]}
     assert RECAPTION.validate_annotation(handmade, same, {}) == same

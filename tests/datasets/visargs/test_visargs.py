@@ -200,7 +200,9 @@ def test_structure_starts_where_the_work_is():
 
     assert focus() == "conclusion"
     assert focus(conclusion="Fix taps.") == 0
-    assert focus(conclusion="Fix taps.", step_in_0=["VP1"], step_out_0="C", step_text_0="Fix taps.") == 1  # the spare row
+    # A drafted step concluding C: A there adds the premises it leaves out (a second step concluding C was refused).
+    assert focus(conclusion="Fix taps.", step_in_0=["VP1"], step_out_0="C", step_text_0="Fix taps.") == 0
+    assert focus(conclusion="Fix taps.", step_in_0=["VP1"], step_out_0="IC1", step_text_0="Taps drip.") == 1  # the spare row
 
 
 def test_box_agreement():
