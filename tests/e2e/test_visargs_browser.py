@@ -380,13 +380,12 @@ def test_premises_fit_the_screen_and_z_shows_the_image_full_size(page, committed
 
 
 def test_equivalence_costs_two_keys_and_fits_the_screen(page, committed, settings, storage):
-    _project(committed, settings, storage, size=(800, 1000))  # a stored poster; pairs share their image's asset
-    with transaction(committed) as s:
+    with tempfile.TemporaryDirectory() as tmp, transaction(committed) as s:
+        Path(tmp, "poster.png").write_bytes(draw_poster("SAVE WATER", "circle", (40, 80, 220), seed=1, size=(800, 1000)))
         project = projects.create_project(s, "Conclusions", [projects.StageSpec(workflow="visargs.equivalence")])
         record = {"id": "pair-1", "conclusion_a": "Save water.", "conclusion_b": "Fix dripping taps.", "image": "poster.png"}
-        imports.import_items(s, project.id, json.dumps(record).encode(), "a.jsonl", settings=settings, storage=storage)
-        poster = s.scalar(sa.select(Item.assets).where(Item.external_id == "poster-1"))
-        s.execute(sa.update(Item).where(Item.external_id == "pair-1").values(assets=poster))
+        source = imports.ImageSource(settings, storage, base=Path(tmp))
+        imports.import_items(s, project.id, json.dumps(record).encode(), "a.jsonl", settings=settings, storage=storage, images=source)
         stage = projects.stages_of(s, project.id)[0].id
     make_user(committed, "va")
     page.set_viewport_size({"width": 1280, "height": 800})
