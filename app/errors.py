@@ -8,10 +8,11 @@ import psycopg
 class DomainError(Exception):
     status_code = 400
 
-    def __init__(self, message: str, errors: list[str] | None = None):
+    def __init__(self, message: str, errors: list[str] | None = None, field: str | None = None):
         super().__init__(message)
         self.message = message
         self.errors = errors or []
+        self.field = field  # the form field the error is about, where there is one (a form focuses it)
 
 
 class NotFound(DomainError):

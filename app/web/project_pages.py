@@ -61,6 +61,8 @@ def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stag
         "workflows": [{"name": t.name, "title": t.title, "follow_on": follow_on(t.name)} for t in all_tasks() if not t.requires],
         "form": values, "stages": stages,
         "error": error.message if error else None, "errors": error.errors if error else [],
+        # The field in error takes the focus (and so scrolls into view) and shows the message beside it.
+        "focus": error.field if error else None,
     }
 
 
@@ -83,13 +85,13 @@ def _sample_size(text: str) -> int | None:
     except ValueError:
         sample = 0
     if sample is not None and sample < 1:
-        raise Invalid("The sample size is a whole number of items (1 or more), or empty for all items.")
+        raise Invalid("The sample size is a whole number of items (1 or more), or empty for all items.", field="sample_size")
     return sample
 
 
 def _overlap(text: str) -> int:
     if not text.strip().isdigit() or not 1 <= int(text) <= 50:
-        raise Invalid("Annotators per item is a whole number from 1 to 50.")
+        raise Invalid("Annotators per item is a whole number from 1 to 50.", field="overlap")
     return int(text)
 
 
@@ -125,7 +127,9 @@ def create_project(request: Request, session: Db, posted: Posted, user: Principa
     try:
         specs, problems = _stage_specs(form)
         if problems:
-            raise Invalid("A stage's configuration is not valid; see the stage below.")
+            first = min(problems)
+            raise Invalid(f"Stage {first + 1}'s configuration is not valid: the message is under it, where the cursor is.",
+                          field=f"config_{first}")
         with savepoint(session):
             project = projects.create_project(session, form["name"], specs, description=form["description"].strip(), actor_id=user.id)
     except DomainError as exc:
