@@ -3,6 +3,13 @@
 import errno
 
 import psycopg
+from jinja2.filters import do_filesizeformat
+
+
+def size_text(size: int) -> str:
+    """A size as people read it ("30 MiB", not 31457280): Jinja's filesizeformat, which the pages use
+    too (filter `size`), in binary units as the settings' defaults are written."""
+    return do_filesizeformat(size, binary=True).replace(".0 ", " ")
 
 
 class DomainError(Exception):

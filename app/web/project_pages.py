@@ -18,6 +18,7 @@ from app.errors import DomainError, Invalid
 from app.lifecycle import ItemStatus
 from app.models import Role
 from app.services import figures, items, projects
+from app.settings import Settings
 from app.web.deps import BigId, Db, Id, Posted, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
@@ -137,7 +138,7 @@ def create_project(request: Request, session: Db, posted: Posted, user: Principa
     return RedirectResponse(f"/projects/{project.id}", status_code=303)
 
 
-def _detail_context(session: Session, project_id: int, **extra) -> dict:
+def _detail_context(session: Session, project_id: int, settings: Settings, **extra) -> dict:
     return {
         "project": projects.project_progress(session, project_id),
         "stage_rows": projects.stages_of(session, project_id),
@@ -145,6 +146,7 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
         "figures": figures.figures(session, project_id),
         "charts": figures.charts(session, project_id),
         "acceptance": figures.suggestion_acceptance(session, project_id),
+        "upload_limit": settings.max_upload_bytes, "image_limit": settings.max_image_bytes,
         **extra,
     }
 
@@ -152,7 +154,7 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
 @router.get("/projects/{project_id}")
 def project_detail(request: Request, project_id: Id, session: Db, user: Principal = Depends(page_user)):
     notice = None if is_htmx(request) else take_flash(request)  # a poll must not eat the notice
-    return render(request, "projects/detail.html", _detail_context(session, project_id, import_message=notice, import_ok=True))
+    return render(request, "projects/detail.html", _detail_context(session, project_id, request.app.state.settings, import_message=notice, import_ok=True))
 
 
 @router.post("/projects/{project_id}/import")
@@ -169,7 +171,7 @@ def import_page(
         with savepoint(session):
             result = run_upload_import(request, session, project_id, file, images, user.id)
     except DomainError as exc:
-        ctx = _detail_context(session, project_id, import_message=exc.message, import_errors=exc.errors, import_ok=False)
+        ctx = _detail_context(session, project_id, request.app.state.settings, import_message=exc.message, import_errors=exc.errors, import_ok=False)
         return render(request, "projects/detail.html", ctx, status_code=exc.status_code)
     flash(request, f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
     return RedirectResponse(f"/projects/{project_id}#import", status_code=303)
