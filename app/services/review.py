@@ -65,12 +65,16 @@ def _own_work(stage: Stage, reviewer_id: int):
     return sa.exists().where(Annotation.item_id == Item.id, Annotation.stage_id == stage.id, Annotation.annotator_id == reviewer_id)
 
 
-def _refuse_own_work(session: Session, stage: Stage, item_id: int, reviewer_id: int) -> None:
-    """A reviewer does not settle a disagreement they are part of, unless the stage allows it."""
+def own_work_barred(session: Session, stage: Stage, item_id: int, reviewer_id: int) -> bool:
+    """Whether the stage keeps this reviewer from deciding the item: they annotated it, and the stage
+    does not allow self-review (a reviewer does not settle a disagreement they are part of)."""
     if not stage.config.get("forbid_self_review", True):
-        return
-    mine = session.scalar(sa.select(_own_work(stage, reviewer_id)).select_from(Item).where(Item.id == item_id))
-    if mine:
+        return False
+    return bool(session.scalar(sa.select(_own_work(stage, reviewer_id)).select_from(Item).where(Item.id == item_id)))
+
+
+def _refuse_own_work(session: Session, stage: Stage, item_id: int, reviewer_id: int) -> None:
+    if own_work_barred(session, stage, item_id, reviewer_id):
         raise Forbidden("You annotated this item in this stage: another reviewer decides it (stage setting forbid_self_review).")
 
 

@@ -47,7 +47,7 @@ def take_back(stage_id: Id, item_id: BigId, session: Db, user: Principal = Depen
     return RedirectResponse(f"/stages/{stage_id}/review/{item_id}", status_code=303)
 
 
-def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> dict:
+def _screen_context(session: Session, stage_id: int, item_id: int, reviewer_id: int, **extra) -> dict:
     screen = review.open_review(session, stage_id, item_id)
     project = projects.get_project(session, screen.stage.project_id)
     shown = (screen.stage.config, screen.results, screen.sizes)
@@ -72,13 +72,14 @@ def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> d
         "differing": screen.differing,
         "annotations": annotations,
         "final_text": extra.pop("final_text", None) or (annotations[0]["json"] if annotations else "{}"),
+        "own_work": review.own_work_barred(session, screen.stage, item_id, reviewer_id),
         **extra,
     }
 
 
 @router.get("/stages/{stage_id}/review/{item_id}")
 def review_screen(request: Request, stage_id: Id, item_id: BigId, session: Db, user: Principal = Depends(reviewer_only)):
-    return render(request, "review/screen.html", _screen_context(session, stage_id, item_id))
+    return render(request, "review/screen.html", _screen_context(session, stage_id, item_id, user.id))
 
 
 @router.post("/stages/{stage_id}/review/{item_id}")
@@ -102,7 +103,7 @@ def review_submit(
                 chosen = {"accept_annotation_id": accept} if accept is not None else {"payload": _json_object(final)}
                 review.resolve(session, stage_id, item_id, user.id, comment=comment, **chosen)
     except DomainError as exc:
-        ctx = _screen_context(session, stage_id, item_id, final_text=final, comment=comment, failed=action or ("accept" if accept else "final"))
+        ctx = _screen_context(session, stage_id, item_id, user.id, final_text=final, comment=comment, failed=action or ("accept" if accept else "final"))
         return render_error(request, "review/screen.html", ctx, exc)
     return RedirectResponse(f"/stages/{stage_id}/review/next", status_code=303)
 

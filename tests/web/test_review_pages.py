@@ -227,6 +227,7 @@ def test_a_reviewer_does_not_decide_an_item_they_annotated(client, app, settings
     assert re.findall(r'data-item="([^"]+)"', client.get(f"/stages/{lenient}/review").text) == ["it-0"]  # the stage allows it
 
     screen = client.get(f"/stages/{stage_id}/review/{own.id}").text
+    assert 'id="own-work"' in screen  # opened by its address: the screen says why no decision will be taken
     accept = re.search(r'name="accept" value="(\d+)"', screen).group(1)
     r = client.post(f"/stages/{stage_id}/review/{own.id}", data={"csrf_token": csrf_from(screen), "accept": accept})
     assert r.status_code == 403 and "You annotated this item in this stage" in r.text
