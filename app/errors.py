@@ -3,15 +3,23 @@
 import errno
 
 import psycopg
+from jinja2.filters import do_filesizeformat
+
+
+def size_text(size: int) -> str:
+    """A size as people read it ("30 MiB", not 31457280): Jinja's filesizeformat, which the pages use
+    too (filter `size`), in binary units as the settings' defaults are written."""
+    return do_filesizeformat(size, binary=True).replace(".0 ", " ")
 
 
 class DomainError(Exception):
     status_code = 400
 
-    def __init__(self, message: str, errors: list[str] | None = None):
+    def __init__(self, message: str, errors: list[str] | None = None, field: str | None = None):
         super().__init__(message)
         self.message = message
         self.errors = errors or []
+        self.field = field  # the form field the error is about, where there is one (a form focuses it)
 
 
 class NotFound(DomainError):

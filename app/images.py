@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps
 
+from app.errors import size_text
+
 ALLOWED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
@@ -34,7 +36,7 @@ class CheckedImage:
 def check_image(data: bytes, *, max_bytes: int, max_pixels: int) -> CheckedImage:
     """Accept `data` only if it is a whole image of an allowed format within the limits."""
     if len(data) > max_bytes:
-        raise ImageRejected(f"image is {len(data):,} bytes; the limit is {max_bytes:,}")
+        raise ImageRejected(f"image is {size_text(len(data))}; the limit is {size_text(max_bytes)}")
     if not data:
         raise ImageRejected("file is empty")
     with warnings.catch_warnings():

@@ -64,6 +64,10 @@ class StageConfig(BaseModel):
         description="with routing, which of their finished items go back to review when an annotator is flagged: those "
         "finished after their last passing window of gold answers, all, or none",
     )
+    # Review (app.services.review): a reviewer who annotated an item would be judging their own answer.
+    forbid_self_review: bool = Field(
+        default=True, description="a reviewer may not decide an item they annotated in this stage (the review queue leaves it out for them)"
+    )
     # The leakage report (app.services.leaks) reads the first stage's.
     duplicate_image_distance: int = Field(
         default=6, ge=0, le=16, description="perceptual-hash bits (of 64) within which two images count as near duplicates"

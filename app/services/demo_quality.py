@@ -40,14 +40,17 @@ def gold_demo(session: Session, settings, storage, folder: Path) -> str | None:
     """Forty shapes, eight of them gold (their truth known): one claim in five serves one, and an
     annotator below 0.7 over three gold answers is flagged and their work goes to review."""
     records = shape_records(folder, 40, seed=7)
+    golden = records[::5]
     config = {"choices": SHAPES, "question": "Which shape is in the picture?", "gold_share": 0.2,
               "gold_min_items": 3, "gold_threshold": 0.7, "gold_route_to_review": True}
-    project = _project(session, GOLD_DEMO, "Eight of the forty items are gold: the agreement page shows each annotator's accuracy on them.",
-                       config, records, settings, storage, folder)
+    # Said in the page's own terms: gold items are no part of the data, so the project counts the others.
+    description = (f"{len(records) - len(golden)} items to annotate, and {len(golden)} gold items (their answers known) served among them: "
+                   "the agreement page shows each annotator's accuracy on the gold ones.")
+    project = _project(session, GOLD_DEMO, description, config, records, settings, storage, folder)
     if project is None:
         return None
     stage_id = projects.stages_of(session, project.id)[0].id
-    answers = "\n".join(json.dumps({"id": r["id"], "answer": {"choice": r["truth"]}}) for r in records[::5])
+    answers = "\n".join(json.dumps({"id": r["id"], "answer": {"choice": r["truth"]}}) for r in golden)
     gold.import_answers(session, stage_id, answers.encode(), actor_id=None)
     return GOLD_DEMO
 

@@ -32,7 +32,7 @@ from uuid import uuid4
 
 from sqlalchemy.orm import Session
 
-from app.errors import Invalid
+from app.errors import Invalid, size_text
 from app.images import CheckedImage, ImageRejected
 from app.services import sampling
 from app.services.audit import record
@@ -90,7 +90,7 @@ class ImageSource:
             except KeyError:
                 raise ImageRejected(f"'{ref}' is not in the images zip") from None
             if info.file_size > limit:
-                raise ImageRejected(f"image is {info.file_size:,} bytes; the limit is {limit:,}")
+                raise ImageRejected(f"image is {size_text(info.file_size)}; the limit is {size_text(limit)}")
             try:
                 with self.zip.open(info) as fh:
                     return fh.read(limit + 1)
@@ -107,7 +107,7 @@ class ImageSource:
         if not path.is_file():
             raise ImageRejected(f"file '{ref}' not found in {self.base}")
         if path.stat().st_size > limit:
-            raise ImageRejected(f"image is {path.stat().st_size:,} bytes; the limit is {limit:,}")
+            raise ImageRejected(f"image is {size_text(path.stat().st_size)}; the limit is {size_text(limit)}")
         return path.read_bytes()
 
     def has_file_named(self, url: str) -> bool:
@@ -157,7 +157,7 @@ def open_safe_zip(path: Path, max_total: int) -> zipfile.ZipFile:
         total += info.file_size
     if total > max_total:
         zf.close()
-        raise Invalid(f"The zip expands to {total:,} bytes; the limit is {max_total:,}.")
+        raise Invalid(f"The zip expands to {size_text(total)}; the limit is {size_text(max_total)}.")
     return zf
 
 

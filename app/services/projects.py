@@ -81,9 +81,9 @@ def create_project(
 ) -> Project:
     name = name.strip()
     if not name:
-        raise Invalid("A project needs a name.")
+        raise Invalid("A project needs a name.", field="name")
     if len(name) > 200:  # the column's width
-        raise Invalid("A project's name has at most 200 characters.")
+        raise Invalid("A project's name has at most 200 characters.", field="name")
     if not stages:
         raise Invalid("A project needs at least one stage.")
     earlier: list[str] = []
@@ -105,10 +105,11 @@ def create_project(
         if spec.sample_size is not None and spec.overlap < 2:
             raise Invalid(
                 f"The stage '{spec.name or spec.workflow}' samples {spec.sample_size} items for agreement: "
-                "give it two or more annotators per item (overlap), or no sample."
+                "give it two or more annotators per item (overlap), or no sample.",
+                field="overlap",
             )
     if session.scalar(sa.select(Project.id).where(Project.name == name)):
-        raise Conflict(f"A project named '{name}' already exists.")
+        raise Conflict(f"A project named '{name}' already exists.", field="name")
     project = Project(name=name, description=description, created_by=actor_id)
     session.add(project)
     session.flush()

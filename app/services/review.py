@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.datasets import get_task
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import (
     Annotation,
@@ -59,14 +59,34 @@ class ReviewRow:
         return self.agreement if self.accuracy is None else min(self.agreement, self.accuracy)
 
 
-def review_queue(session: Session, stage_id: int, limit: int = 500) -> list[ReviewRow]:
+def _own_work(stage: Stage, reviewer_id: int):
+    """Whether the reviewer annotated the item in this stage, as a condition on Item (the items a stage
+    that forbids self-review keeps from them)."""
+    return sa.exists().where(Annotation.item_id == Item.id, Annotation.stage_id == stage.id, Annotation.annotator_id == reviewer_id)
+
+
+def own_work_barred(session: Session, stage: Stage, item_id: int, reviewer_id: int) -> bool:
+    """Whether the stage keeps this reviewer from deciding the item: they annotated it, and the stage
+    does not allow self-review (a reviewer does not settle a disagreement they are part of)."""
+    if not stage.config.get("forbid_self_review", True):
+        return False
+    return bool(session.scalar(sa.select(_own_work(stage, reviewer_id)).select_from(Item).where(Item.id == item_id)))
+
+
+def _refuse_own_work(session: Session, stage: Stage, item_id: int, reviewer_id: int) -> None:
+    if own_work_barred(session, stage, item_id, reviewer_id):
+        raise Forbidden("You annotated this item in this stage: another reviewer decides it (stage setting forbid_self_review).")
+
+
+def review_queue(session: Session, stage_id: int, limit: int = 500, reviewer_id: int | None = None) -> list[ReviewRow]:
     """Items of the stage waiting for review, the ones annotators disagree on most, or whose flagged
-    annotator is least accurate, first."""
+    annotator is least accurate, first; with `reviewer_id`, only those that reviewer may decide."""
     stage = get_stage(session, stage_id)
     workflow = get_task(stage.workflow)
-    items = session.execute(
-        sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == ItemStatus.review).order_by(Item.id).limit(limit)
-    ).all()
+    query = sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == ItemStatus.review)
+    if reviewer_id is not None and stage.config.get("forbid_self_review", True):
+        query = query.where(~_own_work(stage, reviewer_id))
+    items = session.execute(query.order_by(Item.id).limit(limit)).all()
     rows = []
     for item_id, external_id in items:
         payloads = [s.payload for s in submitted_annotations(session, item_id, stage_id)]
@@ -128,6 +148,7 @@ def resolve(
         raise NotFound("No such item in this stage.")
     if item.status != ItemStatus.review:
         raise Conflict("This item is no longer waiting for review; someone resolved it already.")
+    _refuse_own_work(session, stage, item_id, reviewer_id)
     workflow = get_task(stage.workflow)
     if accept_annotation_id is not None:
         chosen = next((a for a in submitted_annotations(session, item_id, stage_id) if a.annotation_id == accept_annotation_id), None)
@@ -155,12 +176,13 @@ def send_back(session: Session, stage_id: int, item_id: int, reviewer_id: int, c
     comment = comment.strip()
     if not comment:
         raise Invalid("Say what to change: the comment is what the annotators will see.")
-    get_stage(session, stage_id)
+    stage = get_stage(session, stage_id)
     item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
     if item is None or item.stage_id != stage_id:
         raise NotFound("No such item in this stage.")
     if item.status != ItemStatus.review:
         raise Conflict("This item is no longer waiting for review; someone resolved it already.")
+    _refuse_own_work(session, stage, item_id, reviewer_id)
     returned = session.execute(
         sa.update(Assignment)
         .where(Assignment.item_id == item_id, Assignment.stage_id == stage_id, Assignment.status == AssignmentStatus.submitted)
@@ -208,6 +230,7 @@ def take_back(session: Session, stage_id: int, item_id: int, reviewer_id: int) -
     ).all()
     if item.status != ItemStatus.active or not any(a.status == AssignmentStatus.returned for a in assignments):
         raise Conflict("This item is not waiting for its annotators after a send-back.")
+    _refuse_own_work(session, get_stage(session, stage_id), item_id, reviewer_id)
     answered = set(session.scalars(sa.select(Annotation.assignment_id).where(Annotation.item_id == item_id, Annotation.stage_id == stage_id)))
     for a in assignments:
         if a.status != AssignmentStatus.submitted:

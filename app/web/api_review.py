@@ -18,7 +18,7 @@ reviewer = api_role(Role.reviewer)
 @router.get("/stages/{stage_id}/review", response_model=list[ReviewRow])
 def review_queue(stage_id: Id, session: Db, limit: int = Query(500, ge=1, le=5000), user: Principal = Depends(reviewer)):
     """Items of the stage waiting for review, the ones annotators disagree on most first."""
-    return [ReviewRow(**row.__dict__) for row in review.review_queue(session, stage_id, limit=limit)]
+    return [ReviewRow(**row.__dict__) for row in review.review_queue(session, stage_id, limit=limit, reviewer_id=user.id)]
 
 
 @router.post("/stages/{stage_id}/review/{item_id}", response_model=ReviewOut)

@@ -18,6 +18,7 @@ from app.errors import DomainError, Invalid
 from app.lifecycle import ItemStatus
 from app.models import Role
 from app.services import figures, items, projects
+from app.settings import Settings
 from app.web.deps import BigId, Db, Id, Posted, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
@@ -61,6 +62,8 @@ def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stag
         "workflows": [{"name": t.name, "title": t.title, "follow_on": follow_on(t.name)} for t in all_tasks() if not t.requires],
         "form": values, "stages": stages,
         "error": error.message if error else None, "errors": error.errors if error else [],
+        # The field in error takes the focus (and so scrolls into view) and shows the message beside it.
+        "focus": error.field if error else None,
     }
 
 
@@ -83,13 +86,13 @@ def _sample_size(text: str) -> int | None:
     except ValueError:
         sample = 0
     if sample is not None and sample < 1:
-        raise Invalid("The sample size is a whole number of items (1 or more), or empty for all items.")
+        raise Invalid("The sample size is a whole number of items (1 or more), or empty for all items.", field="sample_size")
     return sample
 
 
 def _overlap(text: str) -> int:
     if not text.strip().isdigit() or not 1 <= int(text) <= 50:
-        raise Invalid("Annotators per item is a whole number from 1 to 50.")
+        raise Invalid("Annotators per item is a whole number from 1 to 50.", field="overlap")
     return int(text)
 
 
@@ -125,7 +128,9 @@ def create_project(request: Request, session: Db, posted: Posted, user: Principa
     try:
         specs, problems = _stage_specs(form)
         if problems:
-            raise Invalid("A stage's configuration is not valid; see the stage below.")
+            first = min(problems)
+            raise Invalid(f"Stage {first + 1}'s configuration is not valid: the message is under it, where the cursor is.",
+                          field=f"config_{first}")
         with savepoint(session):
             project = projects.create_project(session, form["name"], specs, description=form["description"].strip(), actor_id=user.id)
     except DomainError as exc:
@@ -133,7 +138,7 @@ def create_project(request: Request, session: Db, posted: Posted, user: Principa
     return RedirectResponse(f"/projects/{project.id}", status_code=303)
 
 
-def _detail_context(session: Session, project_id: int, **extra) -> dict:
+def _detail_context(session: Session, project_id: int, settings: Settings, **extra) -> dict:
     return {
         "project": projects.project_progress(session, project_id),
         "stage_rows": projects.stages_of(session, project_id),
@@ -141,6 +146,7 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
         "figures": figures.figures(session, project_id),
         "charts": figures.charts(session, project_id),
         "acceptance": figures.suggestion_acceptance(session, project_id),
+        "upload_limit": settings.max_upload_bytes, "image_limit": settings.max_image_bytes,
         **extra,
     }
 
@@ -148,7 +154,7 @@ def _detail_context(session: Session, project_id: int, **extra) -> dict:
 @router.get("/projects/{project_id}")
 def project_detail(request: Request, project_id: Id, session: Db, user: Principal = Depends(page_user)):
     notice = None if is_htmx(request) else take_flash(request)  # a poll must not eat the notice
-    return render(request, "projects/detail.html", _detail_context(session, project_id, import_message=notice, import_ok=True))
+    return render(request, "projects/detail.html", _detail_context(session, project_id, request.app.state.settings, import_message=notice, import_ok=True))
 
 
 @router.post("/projects/{project_id}/import")
@@ -165,7 +171,7 @@ def import_page(
         with savepoint(session):
             result = run_upload_import(request, session, project_id, file, images, user.id)
     except DomainError as exc:
-        ctx = _detail_context(session, project_id, import_message=exc.message, import_errors=exc.errors, import_ok=False)
+        ctx = _detail_context(session, project_id, request.app.state.settings, import_message=exc.message, import_errors=exc.errors, import_ok=False)
         return render(request, "projects/detail.html", ctx, status_code=exc.status_code)
     flash(request, f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
     return RedirectResponse(f"/projects/{project_id}#import", status_code=303)

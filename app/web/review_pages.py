@@ -15,7 +15,7 @@ from app.models import Role
 from app.services import agreement, equivalence, gold, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
-from app.web.flash import take_flash
+from app.web.flash import flash, take_flash
 from app.web.item_views import answer_view, history_page, item_view
 from app.web.templating import render, render_error
 
@@ -27,7 +27,7 @@ reviewer_only = page_role(Role.reviewer)
 def review_list(request: Request, stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     stage = projects.get_stage(session, stage_id)
     project = projects.get_project(session, stage.project_id)
-    rows = review.review_queue(session, stage_id)
+    rows = review.review_queue(session, stage_id, reviewer_id=user.id)
     waiting = review.sent_back(session, stage_id)
     return render(request, "review/list.html", {"stage": stage, "project": project, "rows": rows, "waiting": waiting})
 
@@ -35,7 +35,7 @@ def review_list(request: Request, stage_id: Id, session: Db, user: Principal = D
 @router.get("/stages/{stage_id}/review/next")
 def review_next(stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     """The item annotators disagree on most, or the queue when nothing waits: where a decision leads."""
-    rows = review.review_queue(session, stage_id, limit=500)
+    rows = review.review_queue(session, stage_id, limit=500, reviewer_id=user.id)
     target = f"/stages/{stage_id}/review/{rows[0].item_id}" if rows else f"/stages/{stage_id}/review"
     return RedirectResponse(target, status_code=303)
 
@@ -47,7 +47,7 @@ def take_back(stage_id: Id, item_id: BigId, session: Db, user: Principal = Depen
     return RedirectResponse(f"/stages/{stage_id}/review/{item_id}", status_code=303)
 
 
-def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> dict:
+def _screen_context(session: Session, stage_id: int, item_id: int, reviewer_id: int, **extra) -> dict:
     screen = review.open_review(session, stage_id, item_id)
     project = projects.get_project(session, screen.stage.project_id)
     shown = (screen.stage.config, screen.results, screen.sizes)
@@ -72,13 +72,14 @@ def _screen_context(session: Session, stage_id: int, item_id: int, **extra) -> d
         "differing": screen.differing,
         "annotations": annotations,
         "final_text": extra.pop("final_text", None) or (annotations[0]["json"] if annotations else "{}"),
+        "own_work": review.own_work_barred(session, screen.stage, item_id, reviewer_id),
         **extra,
     }
 
 
 @router.get("/stages/{stage_id}/review/{item_id}")
 def review_screen(request: Request, stage_id: Id, item_id: BigId, session: Db, user: Principal = Depends(reviewer_only)):
-    return render(request, "review/screen.html", _screen_context(session, stage_id, item_id))
+    return render(request, "review/screen.html", _screen_context(session, stage_id, item_id, user.id))
 
 
 @router.post("/stages/{stage_id}/review/{item_id}")
@@ -102,7 +103,7 @@ def review_submit(
                 chosen = {"accept_annotation_id": accept} if accept is not None else {"payload": _json_object(final)}
                 review.resolve(session, stage_id, item_id, user.id, comment=comment, **chosen)
     except DomainError as exc:
-        ctx = _screen_context(session, stage_id, item_id, final_text=final, comment=comment, failed=action or ("accept" if accept else "final"))
+        ctx = _screen_context(session, stage_id, item_id, user.id, final_text=final, comment=comment, failed=action or ("accept" if accept else "final"))
         return render_error(request, "review/screen.html", ctx, exc)
     return RedirectResponse(f"/stages/{stage_id}/review/next", status_code=303)
 
@@ -193,19 +194,18 @@ def _ramp(t: float) -> str:
 
 
 def heatmap(matrix: list[list[float | None]]) -> dict:
-    """Cells coloured on a scale spanning the pairs' values only (at least 0.1 wide), so that the
-    diagonal's 1.00 does not flatten the differences between pairs; and the scale's legend."""
+    """Cells coloured on a fixed scale from 0 to 1, the same on every page and for every report, so
+    that a colour always means the same figure (kappa below 0, worse than chance, takes the 0 end);
+    the diagonal (each annotator with themself) is kept off the scale; and the scale's legend."""
     pairs = [v for i, row in enumerate(matrix) for j, v in enumerate(row) if i != j and v is not None]
-    high = max(pairs, default=1.0)
-    low = min(min(pairs, default=0.0), high - 0.1)
     cells = []
     for i, row in enumerate(matrix):
         for j, v in enumerate(row):
-            t = None if v is None or i == j else (v - low) / (high - low)
+            t = None if v is None or i == j else max(0.0, min(1.0, v))
             colour = SELF_COLOUR if i == j else "#ddd" if t is None else _ramp(t)
             cells.append({"x": j, "y": i, "value": v, "colour": colour, "self": i == j, "dark": t is not None and t > 0.65})
     legend = {
-        "low": low, "high": high, "pairs": len(pairs) // 2,
+        "low": SCALE[0][0], "high": SCALE[-1][0], "pairs": len(pairs) // 2,
         "gradient": f"linear-gradient(to right, {_ramp(0)}, {_ramp(0.5)}, {_ramp(1)})",
         "seen": (min(pairs), max(pairs)) if pairs else None,
     }
@@ -233,8 +233,13 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
 @router.get("/stages/{stage_id}/agreement")
 def dashboard(request: Request, stage_id: Id, session: Db, user: Principal = Depends(reviewer_only)):
     """The stage's agreement dashboard, from the newest stored report, and gold accuracy per annotator."""
-    gold_message = None if request.headers.get("HX-Request") else take_flash(request, "gold")  # a poll must not eat it
-    return render(request, "review/agreement.html", _dashboard_context(session, stage_id, gold_message=gold_message))
+    polled = request.headers.get("HX-Request")  # a poll must not eat the notices
+    gold_message = None if polled else take_flash(request, "gold")
+    notice = None if polled else take_flash(request, "agreement")
+    # Right after Recompute the report is on its way: the page polls until the worker stores it.
+    pending = bool(notice and notice.get("pending"))
+    return render(request, "review/agreement.html", _dashboard_context(
+        session, stage_id, gold_message=gold_message, notice=notice and notice["text"], pending=pending))
 
 
 @router.post("/stages/{stage_id}/agreement")
@@ -246,7 +251,9 @@ def recompute(request: Request, stage_id: Id, session: Db, user: Principal = Dep
     # names the job, and the job reads only what is already committed, nothing this request writes.
     job_id = jobs.defer_agreement(request.app.state.settings, stage_id)
     notice = f"Job {job_id} queued: the worker computes the figures." if job_id else "A computation is already queued."
-    return render(request, "review/agreement.html", _dashboard_context(session, stage_id, notice=notice, pending=True))
+    # Redirect after the POST: reloading the page it lands on must not queue another job.
+    flash(request, {"text": notice, "pending": True}, "agreement")
+    return RedirectResponse(f"/stages/{stage_id}/agreement", status_code=303)
 
 
 @router.post("/stages/{stage_id}/equivalence")
@@ -261,4 +268,5 @@ def judge_equivalence(request: Request, stage_id: Id, session: Db, user: Princip
         f"{made['created']} new pairs to judge ({made['pairs']} pairs in all, {made['same_wording']} worded the same). "
         "Recompute once they are judged."
     )
-    return render(request, "review/agreement.html", _dashboard_context(session, stage_id, notice=notice))
+    flash(request, {"text": notice, "pending": False}, "agreement")
+    return RedirectResponse(f"/stages/{stage_id}/agreement", status_code=303)

@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from app import ROOT, __version__
-from app.errors import DomainError
+from app.errors import DomainError, size_text
 from app.web.deps import csrf_token
 from app.web.static_files import static_url
 
@@ -31,6 +31,7 @@ def markdown(text: str | None) -> Markup:
 
 
 templates.env.filters["markdown"] = markdown
+templates.env.filters["size"] = size_text
 templates.env.globals["version"] = __version__
 templates.env.globals["static_url"] = static_url
 

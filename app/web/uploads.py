@@ -10,7 +10,7 @@ from typing import BinaryIO
 from fastapi import Request, UploadFile
 from sqlalchemy.orm import Session
 
-from app.errors import Invalid
+from app.errors import Invalid, size_text
 from app.services import imports
 
 CHUNK = 1024 * 1024
@@ -21,7 +21,7 @@ def spooled(upload: UploadFile, limit: int) -> BinaryIO:
     its size is within the limit; the import reads it as it streams."""
     size = upload.file.seek(0, os.SEEK_END)
     if size > limit:
-        raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
+        raise Invalid(f"{upload.filename} is larger than the upload limit ({size_text(limit)}, VLCURATE_MAX_UPLOAD_BYTES).")
     upload.file.seek(0)
     return upload.file
 
@@ -32,7 +32,7 @@ def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
         while chunk := upload.file.read(CHUNK):
             size += len(chunk)
             if size > limit:
-                raise Invalid(f"{upload.filename} is larger than the {limit:,}-byte upload limit.")
+                raise Invalid(f"{upload.filename} is larger than the upload limit ({size_text(limit)}, VLCURATE_MAX_UPLOAD_BYTES).")
             out.write(chunk)
     return path
 

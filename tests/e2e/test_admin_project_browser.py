@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Project, Stage
 from tests.conftest import PASSWORD, make_user, png_bytes, zip_bytes
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import fits, log_in
 
 # The chosen option's label, measured in the select's font, fits inside the select (padding and arrow aside).
 FITS = """el => {
@@ -87,3 +87,30 @@ def test_admin_creates_a_project_with_guidelines_and_browses_its_items(page, com
     assert rows.count() == 1
     rows.locator("a").click()
     page.wait_for_url("**/items/*/history")
+
+
+def test_a_refused_project_form_puts_the_focus_on_the_field_in_error(page, committed):
+    """The error of the third stage's configuration is far below Name: the cursor goes there, the
+    page scrolls to it, and the message sits next to it."""
+    make_user(committed, "root", "admin", PASSWORD)
+    log_in(page, "root", PASSWORD)
+    page.goto("/projects/new")
+    page.select_option("select[name=workflow]", "visargs.premises")
+    page.wait_for_selector("fieldset[data-stage='2']")
+    page.fill("input[name=name]", "Arguments")
+    page.fill("textarea[name=config_2]", '{"no_such_key": 1}')
+    page.click("button:has-text('Create project')")
+    page.wait_for_selector("#config-error-2")
+    assert page.evaluate("document.activeElement.name") == "config_2"
+    fits(page, "textarea[name=config_2]", "#config-error-2")
+    assert "Stage 3's configuration is not valid" in page.locator("[role=alert]").inner_text()
+
+    page.fill("textarea[name=config_2]", "")
+    page.fill("input[name=overlap]", "1")
+    page.fill("input[name=sample_size]", "5")  # a sample needs two or more annotators per item
+    page.click("button:has-text('Create project')")
+    page.wait_for_selector("#overlap-error")
+    assert page.evaluate("document.activeElement.name") == "overlap"
+    fits(page, "input[name=overlap]", "#overlap-error")
+    with transaction(committed) as s:
+        assert s.scalar(sa.select(Project.id).where(Project.name == "Arguments")) is None

@@ -65,7 +65,7 @@ def test_splits_redirect_and_errors_speak_the_form_s_language(client, admin):
         for value in fields.values():
             if value not in ("ratios", ""):
                 assert f'value="{value}"' in bad.text, value
-        assert 'value="7"' in bad.text and "<details open>" in bad.text
+        assert 'value="7"' in bad.text and '<details open id="split-form">' in bad.text
 
 
 def test_exports_redirect_and_a_refused_export_keeps_the_form(client, admin):

@@ -94,8 +94,12 @@ def test_wikido_agreement_equals_reference_computations(client, app):
     login(client, "rev")
     empty = client.get(f"/stages/{stage_id}/agreement").text
     assert "No agreement report yet" in empty
-    queued = client.post(f"/stages/{stage_id}/agreement", data={"csrf_token": csrf_from(empty)})
+    posted = client.post(f"/stages/{stage_id}/agreement", data={"csrf_token": csrf_from(empty)}, follow_redirects=False)
+    assert posted.status_code == 303 and posted.headers["location"] == f"/stages/{stage_id}/agreement"
+    queued = client.get(posted.headers["location"])
     assert queued.status_code == 200 and "queued" in queued.text and 'hx-trigger="every 3s"' in queued.text
+    reloaded = client.get(f"/stages/{stage_id}/agreement").text  # reloading queues nothing and says it once
+    assert "queued" not in reloaded and 'hx-trigger="every 3s"' not in reloaded
     with transaction(app.state.sessions) as s:
         tasks = s.scalars(sa_text("SELECT task_name FROM procrastinate_jobs")).all()
     assert tasks == ["vlcurate:agreement"]
@@ -109,3 +113,5 @@ def test_wikido_agreement_equals_reference_computations(client, app):
     kappa_02 = report["facets"]["verdict"]["pairwise"]["r0 / r2"]["Cohen's kappa"]
     assert f'data-value="{kappa_02:.3f}"' in page
     assert re.search(r'<tr data-annotator="r2"><td>r2</td><td>30</td>', page)
+    # The API submits above sent no seconds_spent: the page says so instead of leaving a blank.
+    assert re.search(r'<tr data-annotator="r2"><td>r2</td><td>30</td>\s*<td><span class="muted"[^>]*>not measured</span></td>', page)

@@ -48,6 +48,6 @@ def test_an_upload_over_the_limit_is_refused_and_changes_nothing(app, client):
         project_id, _ = factories.project(s)
     r = client.post(f"/api/v1/projects/{project_id}/items", headers=headers, files={"file": ("items.jsonl", _records(50))})
     assert r.status_code == 422
-    assert "items.jsonl is larger than the 1,000-byte upload limit" in r.json()["detail"]
+    assert "items.jsonl is larger than the upload limit (1000 Bytes, VLCURATE_MAX_UPLOAD_BYTES)" in r.json()["detail"]
     with transaction(app.state.sessions) as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.project_id == project_id)) == 0

@@ -185,14 +185,57 @@ def test_a_sent_back_item_can_be_taken_back_when_annotators_do_not_return(client
     assert again.status_code == 409 and "not waiting for its annotators" in again.text
 
 
-def test_the_heatmaps_scale_spans_the_pairs_and_leaves_the_diagonal_apart():
+def test_the_heatmaps_scale_is_fixed_and_leaves_the_diagonal_apart():
     from app.web.review_pages import SELF_COLOUR, heatmap
 
-    shown = heatmap([[1.0, 0.4, 0.7], [0.4, 1.0, None], [0.7, None, 1.0]])
+    shown = heatmap([[1.0, 0.04, 0.7], [0.04, 1.0, None], [0.7, None, 1.0]])
     cells = {(c["y"], c["x"]): c for c in shown["cells"]}
     assert all(cells[i, i]["self"] and cells[i, i]["colour"] == SELF_COLOUR for i in range(3))
-    assert (shown["legend"]["low"], shown["legend"]["high"]) == (0.4, 0.7) and shown["legend"]["seen"] == (0.4, 0.7)
-    assert cells[0, 1]["colour"] == "rgb(255,255,204)" and cells[0, 2]["colour"] == "rgb(0,104,55)"  # the ends of the scale
+    assert (shown["legend"]["low"], shown["legend"]["high"]) == (0.0, 1.0) and shown["legend"]["seen"] == (0.04, 0.7)
+    # A kappa of 0.04 (barely above chance) is drawn near the light end, not as the darkest green.
+    assert cells[0, 1]["colour"] == "rgb(244,250,197)" and not cells[0, 1]["dark"]
     assert cells[1, 2]["colour"] == "#ddd" and not cells[1, 2]["self"]  # no figure for the pair
-    same = heatmap([[1.0, 0.8], [0.8, 1.0]])["legend"]
-    assert same["high"] - same["low"] == pytest.approx(0.1)  # equal pairs still get a scale
+    ends = {(c["y"], c["x"]): c["colour"] for c in heatmap([[1.0, -0.3, 1.0], [-0.3, 1.0, 1.0], [1.0, 1.0, 1.0]])["cells"]}
+    assert ends[0, 1] == "rgb(255,255,204)" and ends[0, 2] == "rgb(0,104,55)"  # worse than chance takes the 0 end
+    # The same figure gets the same colour whatever the other pairs are.
+    assert heatmap([[1.0, 0.7], [0.7, 1.0]])["cells"][1]["colour"] == cells[0, 2]["colour"]
+
+
+
+
+def test_a_reviewer_does_not_decide_an_item_they_annotated(client, app, settings, tmp_path):
+    sessions = app.state.sessions
+    with transaction(sessions) as s:
+        project_id, (stage_id,) = factories.project(s, overlap=2, name="Own")
+        factories.choice_items(s, settings, app.state.storage, project_id, 2, tmp_path)
+        _, (lenient,) = factories.project(s, overlap=2, name="Lenient", config={"choices": ["a", "b", "c"], "forbid_self_review": False})
+        factories.choice_items(s, settings, app.state.storage, _, 1, tmp_path)
+        rita, u1, u2 = factories.user(s, "rita", "reviewer"), factories.user(s, "u1"), factories.user(s, "u2")
+        token = factories.token(s, rita)
+    _annotate(sessions, stage_id, [rita, u2], [["a"], ["b"]])  # it-0: rita is one of the two who disagree
+    _annotate(sessions, stage_id, [u1, u2], [["a"], ["c"]])  # it-1: rita took no part
+    _annotate(sessions, lenient, [rita, u1], [["a"], ["b"]])
+    with transaction(sessions) as s:
+        own = s.scalar(sa.select(Item).where(Item.stage_id == stage_id, Item.external_id == "it-0"))
+    assert own.status == "review"
+
+    login(client, "rita")
+    queue = client.get(f"/stages/{stage_id}/review").text
+    assert re.findall(r'data-item="([^"]+)"', queue) == ["it-1"]
+    api = client.get(f"/api/v1/stages/{stage_id}/review", headers={"Authorization": f"Bearer {token}"}).json()
+    assert [r["external_id"] for r in api] == ["it-1"]
+    assert re.findall(r'data-item="([^"]+)"', client.get(f"/stages/{lenient}/review").text) == ["it-0"]  # the stage allows it
+
+    screen = client.get(f"/stages/{stage_id}/review/{own.id}").text
+    assert 'id="own-work"' in screen  # opened by its address: the screen says why no decision will be taken
+    accept = re.search(r'name="accept" value="(\d+)"', screen).group(1)
+    r = client.post(f"/stages/{stage_id}/review/{own.id}", data={"csrf_token": csrf_from(screen), "accept": accept})
+    assert r.status_code == 403 and "You annotated this item in this stage" in r.text
+    back = client.post(f"/stages/{stage_id}/review/{own.id}", data={"csrf_token": csrf_from(screen), "action": "send_back", "comment": "redo"})
+    assert back.status_code == 403
+    by_api = client.post(f"/api/v1/stages/{stage_id}/review/{own.id}", headers={"Authorization": f"Bearer {token}"},
+                         json={"accept_annotation_id": int(accept)})
+    assert by_api.status_code == 403
+    with transaction(sessions) as s:
+        assert s.get(Item, own.id).status == "review"
+        assert s.scalar(sa.select(sa.func.count()).select_from(ItemResult).where(ItemResult.item_id == own.id)) == 0
