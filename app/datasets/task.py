@@ -80,6 +80,11 @@ class StageConfig(BaseModel):
         default=0.95, ge=0.5, le=1, description="CLIP image-embedding cosine at which two images count as near duplicates (CLIP model configured)"
     )
 
+    @classmethod
+    def read(cls, config: dict[str, Any] | None, key: str) -> Any:
+        """A stage's value of a key every stage reads: as its stored config says, else the field's default."""
+        return (config or {}).get(key, cls.model_fields[key].default)
+
 
 class Task:
     """One stage task. Subclasses set the class attributes and override the hooks they need."""

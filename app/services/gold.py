@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from app import jsontext
 from app.agreement import gold as scoring
 from app.datasets import get_task
+from app.datasets.task import StageConfig
 from app.errors import Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, target, transition
 from app.models import (
@@ -41,12 +42,11 @@ from app.services import audit
 from app.services.projects import get_stage
 
 MAX_GOLD_LINES = 100_000
-DEFAULTS = {"gold_threshold": 0.7, "gold_min_items": 10, "gold_route_to_review": False, "gold_route_earlier": "since_passing"}
 ROUTED = "routed: annotator below gold accuracy"  # why the review queue holds a flagged annotator's item
 
 
 def setting(stage: Stage, key: str) -> Any:
-    return (stage.config or {}).get(key, DEFAULTS[key])
+    return StageConfig.read(stage.config, key)
 
 
 # -- marking gold -------------------------------------------------------------------

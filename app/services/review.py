@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.datasets import get_task
+from app.datasets.task import StageConfig
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import (
@@ -68,7 +69,7 @@ def _own_work(stage: Stage, reviewer_id: int):
 def own_work_barred(session: Session, stage: Stage, item_id: int, reviewer_id: int) -> bool:
     """Whether the stage keeps this reviewer from deciding the item: they annotated it, and the stage
     does not allow self-review (a reviewer does not settle a disagreement they are part of)."""
-    if not stage.config.get("forbid_self_review", True):
+    if not StageConfig.read(stage.config, "forbid_self_review"):
         return False
     return bool(session.scalar(sa.select(_own_work(stage, reviewer_id)).select_from(Item).where(Item.id == item_id)))
 
@@ -84,7 +85,7 @@ def review_queue(session: Session, stage_id: int, limit: int = 500, reviewer_id:
     stage = get_stage(session, stage_id)
     workflow = get_task(stage.workflow)
     query = sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == ItemStatus.review)
-    if reviewer_id is not None and stage.config.get("forbid_self_review", True):
+    if reviewer_id is not None and StageConfig.read(stage.config, "forbid_self_review"):
         query = query.where(~_own_work(stage, reviewer_id))
     items = session.execute(query.order_by(Item.id).limit(limit)).all()
     rows = []

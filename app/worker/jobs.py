@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from procrastinate import App, Blueprint, JobContext, PsycopgConnector, RetryStrategy
@@ -265,13 +266,20 @@ def defer_leaks(settings: Settings, project_id: int) -> int | None:
 def defer_export(settings: Settings, export_id: int) -> int | None:
     """Queue a recorded export (after its row is committed); None when a copy already waits or the
     queue could not take it now: the row stays "queued" and reconcile queues it."""
+    return _defer(settings, export_job(export_id), {"export_id": export_id}, f"export {export_id}")
+
+
+def _defer(settings: Settings, job, kwargs: dict[str, int], what: str) -> int | None:
+    """Queue `job` on this process's open queue: its id, or None when a copy already waits (its
+    queueing lock) or the queue could not take it now (its connection or pool); what was asked for
+    is recorded, so the reconcile job queues it then."""
     try:
         open_queue(settings)
-        return export_job(export_id).defer(export_id=export_id)
+        return job.defer(**kwargs)
     except AlreadyEnqueued:
         return None
-    except Exception as exc:  # the queue's connection or pool: the row is what reconcile goes by
-        log.warning("export %s not queued now (%s); the reconcile job queues it", export_id, why(exc))
+    except Exception as exc:
+        log.warning("%s not queued now (%s); the reconcile job queues it", what, why(exc))
         return None
 
 
@@ -294,15 +302,8 @@ def defer_requested(settings: Settings, task: str, key: int) -> int | None:
     with transaction(session_factory(get_engine(settings))) as s:
         s.execute(insert(JobRequest).values(task=task, key=key)
                   .on_conflict_do_update(index_elements=["task", "key"], set_={"requested_at": sa.func.now()}))
-    try:
-        open_queue(settings)
-        job, kwargs = requested_job(task, key)
-        return job.defer(**kwargs)
-    except AlreadyEnqueued:
-        return None
-    except Exception as exc:
-        log.warning("%s %s not queued now (%s); the reconcile job queues it", task, key, why(exc))
-        return None
+    job, kwargs = requested_job(task, key)
+    return _defer(settings, job, kwargs, f"{task} {key}")
 
 
 def requested_job(task: str, key: int):
@@ -370,6 +371,15 @@ class Batch:
     def lock(self) -> str:
         return f"suggest:{self.stage_id}:{self.kind}:{self.item_ids[0]}-{self.item_ids[-1]}"
 
+    @property
+    def job(self):
+        """The suggest task for this batch, locked by it: one copy waits at a time, copies never run together."""
+        return suggest.configure(queueing_lock=self.lock, lock=self.lock)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return {"stage_id": self.stage_id, "kind": self.kind, "item_ids": self.item_ids}
+
 
 def missing_batches(
     session: Session, settings: Settings, *, project_id: int | None = None, stage_id: int | None = None,
@@ -400,7 +410,7 @@ def defer_batches(app: App, batches: list[Batch]) -> list[int]:
     ids = []
     for b in batches:
         try:
-            ids.append(suggest.configure(queueing_lock=b.lock, lock=b.lock).defer(stage_id=b.stage_id, kind=b.kind, item_ids=b.item_ids))
+            ids.append(b.job.defer(**b.arguments))
         except AlreadyEnqueued:
             continue
     return ids
@@ -432,7 +442,12 @@ async def requeue_requests(sessions: sessionmaker[Session]) -> int:
             return unqueued_requests(s)
 
     exports, requests = await asyncio.to_thread(find)
-    pending = [(export_job(i), {"export_id": i}) for i in exports] + [requested_job(task, key) for task, key in requests]
+    return await defer_each([(export_job(i), {"export_id": i}) for i in exports] + [requested_job(task, key) for task, key in requests])
+
+
+async def defer_each(pending: list[tuple[Any, dict[str, Any]]]) -> int:
+    """Queue each (job, arguments) once: a copy that already waits refuses it by its queueing lock.
+    Returns how many were queued."""
     queued = 0
     for job, kwargs in pending:
         try:
@@ -536,11 +551,6 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
     expired = await asyncio.to_thread(end_expired)
     requeued = await requeue_requests(e.sessions)
     swept = await asyncio.to_thread(imports.sweep_staging, e.storage)
-    deferred = 0
-    for b in await asyncio.to_thread(find):
-        try:
-            await suggest.configure(queueing_lock=b.lock, lock=b.lock).defer_async(stage_id=b.stage_id, kind=b.kind, item_ids=b.item_ids)
-            deferred += 1
-        except AlreadyEnqueued:
-            pass
+    batches = await asyncio.to_thread(find)
+    deferred = await defer_each([(b.job, b.arguments) for b in batches])
     return {"stalled": stalled, "deferred": deferred, "requeued": requeued, "pruned": pruned, "swept": swept, "sessions_ended": expired}
