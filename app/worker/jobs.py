@@ -43,7 +43,7 @@ from app.worker.backends import ModelUnavailable
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint()
-QUEUES = ("suggest", "maintenance", "export")
+QUEUES = ("suggest", "draft", "maintenance", "export")
 
 
 class JobFailed(RuntimeError):
@@ -189,6 +189,30 @@ def suggest(context: JobContext, stage_id: int, kind: str, item_ids: list[int]) 
     label = f"{kind} · stage {stage_id} · {len(item_ids)} items"
     with report(context.job.id, "suggest", label, len(item_ids)):
         return compute_suggestions(stage_id, kind, item_ids)
+
+
+# -- drafts ------------------------------------------------------------------------------------------------
+
+
+def draft_job(prompt_id: int, item_ids: list[int]):
+    """The draft task for one batch of one prompt version, locked by it: one copy waits at a time,
+    copies never run together."""
+    lock = f"draft:{prompt_id}:{item_ids[0]}-{item_ids[-1]}:{len(item_ids)}"
+    return draft.configure(queueing_lock=lock, lock=lock)
+
+
+def defer_draft(settings: Settings, prompt_id: int, item_ids: list[int]) -> int | None:
+    """Queue one batch of a prompt run; None when the same batch already waits."""
+    return _defer(settings, draft_job(prompt_id, item_ids), {"prompt_id": prompt_id, "item_ids": item_ids}, f"draft {prompt_id}")
+
+
+@blueprint.task(name="draft", queue="draft", pass_context=True, retry=RETRY)
+def draft(context: JobContext, prompt_id: int, item_ids: list[int]) -> int:
+    """Draft a batch of items with a prompt version; items with a valid draft of it are skipped."""
+    from app.drafting import run as drafting
+
+    with report(context.job.id, "draft", f"prompt {prompt_id} · {len(item_ids)} items", len(item_ids)):
+        return drafting.draft_batch(prompt_id, item_ids)
 
 
 @blueprint.task(name="agreement", queue="maintenance", pass_context=True, retry=RETRY)
