@@ -17,7 +17,11 @@ from app.datasets.voldoger.release import join
 from app.services.prompts import check_settings, placeholders
 from app.services.suggestions import SuggestionView
 from tests.conftest import png_bytes
-from tests.datasets.voldoger.release_rows import VE_ORIGINAL, VE_STYLISED, VQA_ORIGINAL, VQA_STYLISED
+from tests.datasets.artwork.test_artwork import EXPLAINED as ARTWORK
+from tests.datasets.colorswap.test_colorswap import pair
+from tests.datasets.visargs.test_visargs import PUBLISHED as VISARGS
+from tests.datasets.voldoger.release_rows import CAP_ORIGINAL, CAP_STYLISED, VE_ORIGINAL, VE_STYLISED, VQA_ORIGINAL, VQA_STYLISED
+from tests.datasets.wikido.test_wikido import PUBLISHED as WIKIDO
 
 KINDS = draft_kinds()
 
@@ -61,15 +65,6 @@ def test_every_kind_is_declared_whole(name):
 
 
 # -- WikiDO -----------------------------------------------------------------------------------
-WIKIDO = {
-    "image_id": 48213,
-    "orig_cap": "The nave of Saint Paul's church in Paris.",
-    "caption": "The Gothic nave of Saint Paul's church in Paris, built in 1850.",
-    "image": "https://upload.wikimedia.org/wikipedia/commons/a/ab/Nave.jpg",
-    "page_id": 993,
-    "page_title": "Saint Paul's church",
-    "topic": "architecture",
-}
 VERIFY = get_task("wikido.verify")
 
 
@@ -139,14 +134,6 @@ def test_wikido_a_phrase_twice_in_the_caption_underlines_each_place_in_turn():
 
 
 # -- VisArgs ----------------------------------------------------------------------------------------
-VISARGS = {
-    "url": "https://example.org/ads/ad_0042.jpg?w=800",
-    "visual_premises": ["A melting ice cream cone", "The sun in the corner"],
-    "commonsense_premises": ["Heat melts ice cream"],
-    "conclusion": "Buy our freezer.",
-    "reasoning_steps": ["(VP1, VP2, CP1 -> IC1): The heat melts the ice cream", "(IC1 -> C): Buy our freezer."],
-    "b_box": [{"startX": 10, "startY": 12, "w": 100, "h": 80}, {"startX": 300, "startY": 0, "w": 50, "h": 50}],
-}
 RESULTS = {"visargs.premises": {"visual_premises": ["A melting ice cream cone", "The sun in the corner"], "discard": False}}
 
 
@@ -293,8 +280,6 @@ def test_voldoger_entailment_labels_by_name_and_captions_have_none():
     payload = kind.to_payload(answer(kind, {"keeps_content": "yes", "label": "contradiction", "paraphrase": "A man in red stands smiling on the beach.", "reason": "r"}), ve)
     assert payload["label"] == "2"
     assert CHECK.validate_annotation(ve.data, CHECK.form_to_payload(CHECK.initial_values(ve.data, {}, results={}, suggestions=shown(kind.suggestion_kind, payload))), {})["label"] == "2"
-    from tests.datasets.voldoger.release_rows import CAP_ORIGINAL, CAP_STYLISED
-
     cap = voldoger_item(CAP_ORIGINAL, CAP_STYLISED, "cap")
     assert "Caption: A tennis player taking a swing at a ball" in render(kind, cap) and '"none"' in render(kind, cap)
     drafted = kind.to_payload(answer(kind, {"keeps_content": "yes", "label": "yes", "paraphrase": "A tennis player swings at a ball.", "reason": ""}), cap)
@@ -302,15 +287,7 @@ def test_voldoger_entailment_labels_by_name_and_captions_have_none():
 
 
 # -- ColorSwap -----------------------------------------------------------------------------------
-COLORSWAP = {
-    "id": "7",
-    "caption_1": "a red cat in a grey jacket",
-    "caption_2": "a grey cat in a red jacket",
-    "caption_source": "rule-based",
-    "image_source": "stable-diffusion",
-    "candidates": [{"image": f"c{i}.png", "from_caption": 1 + i % 2, "generator": "sd-1.5"} for i in range(4)],
-}
-
+COLORSWAP = pair()
 
 def test_colorswap_pair_from_one_caption_checked_by_the_swap_check():
     kind, task, item = KINDS["colorswap.caption_pair"], get_task("colorswap.recaption"), parsed("colorswap", COLORSWAP)
@@ -341,18 +318,6 @@ def test_colorswap_pair_from_one_caption_checked_by_the_swap_check():
 
 
 # -- ExpArt -----------------------------------------------------------------------------------
-ARTWORK = {
-    "id": "0001_03:llava",
-    "title": "Mona Lisa",
-    "image": "images/0001.jpg",
-    "section": "History",
-    "subsection": "Theft",
-    "text": "The painting was stolen from the Louvre in 1911 by Vincenzo Peruggia. It returned to Paris in 1913.",
-    "entities": ["Louvre", "Vincenzo Peruggia", "Paris"],
-    "wiki_id": 70889,
-    "model": "llava",
-    "explanation": "It was stolen from the Louvre by Peruggia in Rome.",
-}
 
 
 def test_artwork_explanation_with_the_papers_instruction_scored_by_entities_against_the_section():
