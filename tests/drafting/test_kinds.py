@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+import sqlalchemy as sa
 
 from app.agreement.entities import scores
 from app.datasets import dataset_of, draft_kinds, get_dataset, get_task
@@ -14,14 +15,19 @@ from app.datasets.artwork.drafts import reference_score
 from app.datasets.draft import DraftInvalid, DraftKind
 from app.datasets.suggest import ItemInput
 from app.datasets.voldoger.release import join
+from app.db import transaction
+from app.models import Asset, Item, ItemResult, Stage
+from app.services import prompts, suggestions
 from app.services.prompts import check_settings, placeholders
 from app.services.suggestions import SuggestionView
-from tests.conftest import png_bytes
+from tests.conftest import login, make_user, png_bytes, start_annotating
 from tests.datasets.artwork.test_artwork import EXPLAINED as ARTWORK
 from tests.datasets.colorswap.test_colorswap import pair
 from tests.datasets.visargs.test_visargs import PUBLISHED as VISARGS
 from tests.datasets.voldoger.release_rows import CAP_ORIGINAL, CAP_STYLISED, VE_ORIGINAL, VE_STYLISED, VQA_ORIGINAL, VQA_STYLISED
 from tests.datasets.wikido.test_wikido import PUBLISHED as WIKIDO
+from tests.staged import item_at
+from tests.web.test_review_views import _no_json
 
 KINDS = draft_kinds()
 
@@ -335,3 +341,55 @@ def test_artwork_explanation_with_the_papers_instruction_scored_by_entities_agai
     assert reference_score(partial, item.data) < 1.0
     with pytest.raises(DraftInvalid, match="explanation is empty"):
         kind.to_payload(answer(kind, {"explanation": " \n "}), item)
+
+
+# -- every screen shows its drafted suggestion ------------------------------------------------------------
+# A model answer of each kind for the first demo record of its dataset (tests.staged.item_at), earlier stages done.
+DEMO_ANSWERS = {
+    "wikido.caption": {"caption": "A drawn shape."},
+    "wikido.unsupported": {"phrases": ["pale background"], "unrelated": False},
+    "visargs.visual_premises": {"visual_premises": ["A blue drop", "The words SAVE WATER"]},
+    "visargs.argument": {"commonsense_premises": ["Water is scarce"], "conclusion": "Save water.", "reasoning_steps": ["(VP1, CP1 -> C): Save water."]},
+    "visargs.premise_boxes": {"boxes": [{"premise": 1, "x_min": 0.25, "y_min": 0.25, "x_max": 0.75, "y_max": 0.5}]},
+    "voldoger.check": {"keeps_content": "no", "label": "no", "paraphrase": "Is the ball painted red?", "reason": "The ball turned blue."},
+    "colorswap.caption_pair": {"caption_1": "a tiny green circle inside a blue square", "caption_2": "a tiny blue circle inside a green square"},
+    "artwork.drafted_explanation": {"explanation": "Anna Berg painted it in oil on canvas."},
+}
+
+
+def test_every_screen_and_history_show_a_drafted_suggestion(client, app, settings, tmp_path, subtests):
+    """One app for every stage task (its setup is what costs): an item in the stage, each kind's draft of it
+    stored under a new prompt version as the drafting job stores one (with the item's images and earlier finals)."""
+    make_user(app.state.sessions, "ann")
+    make_user(app.state.sessions, "rita", "reviewer")
+    workflows = sorted({k.workflows[0] for k in KINDS.values()})
+    for workflow in workflows:
+        with subtests.test(workflow=workflow):
+            kinds = [k for k in KINDS.values() if k.workflows[0] == workflow]
+            stage_id, item_id = _drafted_item(app, settings, tmp_path / workflow, kinds)
+            login(client, "ann")
+            screen = start_annotating(client, stage_id, follow_redirects=True)
+            login(client, "rita")
+            history = client.get(f"/items/{item_id}/history").text
+            _no_json(history)
+            for kind in kinds:
+                assert screen.status_code == 200 and f"qwen2.5-vl {kind.name} v1" in screen.text, kind.name
+                assert f"suggestion {kind.suggestion_kind}" in history, kind.name
+
+
+def _drafted_item(app, settings, folder, kinds: list[DraftKind]) -> tuple[int, int]:
+    folder.mkdir()
+    stage_id, item_id, assets = item_at(app.state.sessions, settings, app.state.storage, folder, kinds[0].workflows[0], review=False)
+    with transaction(app.state.sessions) as s:
+        item = s.get(Item, item_id)
+        keys = dict(s.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(assets.values()))).all())
+        results = dict(s.execute(
+            sa.select(Stage.workflow, ItemResult.payload).join(Stage, Stage.id == ItemResult.stage_id).where(ItemResult.item_id == item_id)
+        ).all())
+        for kind in kinds:
+            images = {p: app.state.storage.get(keys[sha]) for p, sha in assets.items() if p in kind.images}
+            payload = kind.to_payload(answer(kind, DEMO_ANSWERS[kind.name]), ItemInput(item_id, item.data, images, results))
+            prompt = prompts.new_version(s, stage_id, kind.name, drafter="vllm")
+            suggestions.store(s, item_id, stage_id, kind.suggestion_kind, "qwen2.5-vl", payload,
+                              model_version=f"{kind.name} v{prompt.version}", prompt_id=prompt.id)
+    return stage_id, item_id
