@@ -200,7 +200,8 @@ class OpenAIBackend:
                         raise DrafterError(f"Drafter '{self.name}' at {self.where} refused the request: {problem}.")
                     wait = retry_after(response.headers.get("retry-after"))
                 if attempt + 1 == tries:
-                    raise DrafterError(f"Drafter '{self.name}' at {self.where} failed {tries} times; last: {problem}.")
+                    times = f"failed {tries} times; last: " if tries > 1 else "failed: "
+                    raise DrafterError(f"Drafter '{self.name}' at {self.where} {times}{problem}.")
                 delay = wait if wait is not None else backoff(self.config.backoff_seconds, attempt)
                 log.warning("drafter %s at %s: %s; try %d of %d in %.2f s", self.name, self.where, problem, attempt + 2, tries, delay)
                 await asyncio.sleep(delay)

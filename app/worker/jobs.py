@@ -212,6 +212,7 @@ def draft_job(prompt_id: int, item_ids: list[int]):
 
 def defer_draft(settings: Settings, prompt_id: int, item_ids: list[int]) -> int | None:
     """Queue one batch of a prompt run; None when the same batch already waits."""
+    make_app(settings)  # binds the tasks, which a fresh process (the CLI) has not done yet
     return _defer(settings, draft_job(prompt_id, item_ids), {"prompt_id": prompt_id, "item_ids": item_ids}, f"draft {prompt_id}")
 
 
