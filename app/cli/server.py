@@ -136,7 +136,7 @@ def worker(
         why = jobs.unavailable(kind, settings)
         console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False, markup=False)
     for line in jobs.drafter_lines(settings):
-        console.print(line, highlight=False, markup=False)
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     recovered = jobs.recover_stalled(settings)
     if recovered:
         console.print(f"Re-queued {recovered} jobs whose worker had stopped.")
