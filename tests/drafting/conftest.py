@@ -9,46 +9,20 @@ import os
 import sys
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.datasets.draft import DraftInvalid, DraftKind
+from app.datasets.draft import DraftKind
 from app.datasets.generic.dataset import Generic
 from app.db import transaction
 from app.settings import Settings
 from tests.conftest import free_port, make_choice_project, running
+from tests.drafting.kinds import CHOICE_KIND, TEXT_ONLY_KIND
 from tests.drafting.tinyvlm import save_tiny_vlm
 
 KEY = "sk-test-4f9c2e71b0d84a6c"  # an API key that must never leave the request's header
-CHOICES = ("a", "b", "c")
-SCHEMA = {
-    "type": "object",
-    "properties": {"choice": {"type": "string"}, "reason": {"type": "string"}},
-    "required": ["choice", "reason"],
-    "additionalProperties": False,
-}
-
-
-def _fields(item) -> dict[str, str]:
-    return {"question": item.data.get("question", ""), "choices": ", ".join(item.data.get("choices") or CHOICES)}
-
-
-def _payload(answer: dict[str, Any], item) -> dict[str, Any]:
-    if answer["choice"] not in (item.data.get("choices") or CHOICES):
-        raise DraftInvalid(f"'{answer['choice']}' is none of the choices")
-    return {"choice": answer["choice"], "reason": answer["reason"]}
-
-
-CHOICE_KIND = DraftKind(
-    name="test.choice", title="A choice with its reason", workflows=("generic.choice",), suggestion_kind="generic.draft_choice",
-    schema=SCHEMA, template="Question: {question}\nChoose one of: {choices}.", fields=_fields, placeholders=("question", "choices"),
-    to_payload=_payload, system="You answer questions about images.", settings={"max_tokens": 8, "temperature": 0},
-)
-# The same prompt without the image: what the image adds to a request shows in the server's token count.
-TEXT_ONLY_KIND = replace(CHOICE_KIND, name="test.text_only", images=())
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ POST /control sets how it answers from then on (and forgets what it recorded):
   fail_status  the failing status (429, 500, 400, ...), with `retry_after` as Retry-After if given
   echo_auth    a failing answer's message quotes the request's Authorization header (a careless server)
   record       keep each request (headers and body) for GET /requests (default true)
+`--control JSON` sets the same from the start, and `--workers N` serves from N processes (the
+bench's server, which must not be the bottleneck; /control then reaches one of them).
 GET /requests lists the recorded requests; GET /health answers once it serves, with how many
 requests it answered and the most it held at once (`peak`).
 The usage it reports counts characters of text and 100 tokens per image, so a test can tell that
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import time
 
 DEFAULTS = {
@@ -101,13 +104,27 @@ async def _send(send, status: int, payload, extra_headers=()) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
+def from_env() -> Stub:
+    """A stub answering as STUB_CONTROL (JSON) says: each worker process of a multi-process server builds one."""
+    stub = Stub()
+    stub.control = {**DEFAULTS, **json.loads(os.environ.get("STUB_CONTROL", "{}"))}
+    return stub
+
+
 def main() -> None:
     import uvicorn
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=1, help="processes (the bench's server; /control then reaches one of them)")
+    parser.add_argument("--control", default="{}", help="how to answer from the start (JSON, as POST /control takes)")
     args = parser.parse_args()
-    uvicorn.run(Stub(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False, backlog=2048)
+    os.environ["STUB_CONTROL"] = args.control
+    options = {"host": "127.0.0.1", "port": args.port, "log_level": "warning", "access_log": False, "backlog": 2048}
+    if args.workers > 1:
+        uvicorn.run("tests.drafting.stub_server:from_env", factory=True, workers=args.workers, **options)
+    else:
+        uvicorn.run(from_env(), **options)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ from app.drafting.backends import DraftImage, DraftRequest, DrafterError, OpenAI
 from app.drafting.config import OpenAIDrafter, drafters
 from app.errors import Invalid
 from tests.conftest import free_port, png_bytes
-from tests.drafting.conftest import KEY, SCHEMA
+from tests.drafting.conftest import KEY
+from tests.drafting.kinds import SCHEMA
 
 VALID = '{"choice": "a", "reason": "red"}'
 

@@ -18,7 +18,8 @@ from app.models import Base, DraftFailure, JobRun, Suggestion
 from app.services import prompts, suggestions
 from app.worker import jobs
 from tests.conftest import free_port, png_bytes
-from tests.drafting.conftest import KEY, SCHEMA, choice_stage, new_prompt, with_drafters
+from tests.drafting.conftest import KEY, choice_stage, new_prompt, with_drafters
+from tests.drafting.kinds import SCHEMA
 
 
 def answer(choice: str, reason: str = "it is red") -> str:

@@ -15,7 +15,8 @@ from app.models import DraftFailure, JobRun, Suggestion
 from app.services import prompts, suggestions
 from app.worker import jobs
 from tests.conftest import png_bytes
-from tests.drafting.conftest import SCHEMA, choice_stage, new_prompt, with_drafters
+from tests.drafting.conftest import choice_stage, new_prompt, with_drafters
+from tests.drafting.kinds import SCHEMA
 from tests.drafting.tinyvlm import IMAGE_TOKENS
 
 REASONS = ("not valid JSON: ", "empty answer", "does not follow the schema: ", "refused by test.choice: ")

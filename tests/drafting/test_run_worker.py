@@ -17,7 +17,7 @@ from tests.drafting.conftest import KEY, choice_stage, new_prompt, with_drafters
 
 # The worker process declares the tests' draft kind on the generic dataset, then runs the CLI.
 WORKER = (
-    "import sys; from app.datasets.generic.dataset import Generic; from tests.drafting.conftest import CHOICE_KIND; "
+    "import sys; from app.datasets.generic.dataset import Generic; from tests.drafting.kinds import CHOICE_KIND; "
     "Generic.drafts = (CHOICE_KIND,); from app.cli import main; sys.argv[0] = 'vlcurate'; main()"
 )
 
