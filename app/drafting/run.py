@@ -39,6 +39,7 @@ from app.models import Asset, DraftFailure, Item, Prompt, Suggestion
 from app.services import suggestions
 from app.services.pipeline import results_by_stage
 from app.services.prompts import stage_items
+from app.worker.jobs import JobFailed, env
 
 MAX_RAW_CHARS = 20_000  # of a failed answer's text kept (a runaway generation stays a readable row)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*)\n[ \t]*```\Z", re.S)
@@ -63,8 +64,6 @@ def draft_batch(prompt_id: int, item_ids: list[int]) -> int:
 
 
 def draft(prompt_id: int, item_ids: list[int]) -> Outcome:
-    from app.worker.jobs import JobFailed, env
-
     e = env()
     with transaction(e.sessions) as s:
         prompt = s.get(Prompt, prompt_id)
@@ -118,8 +117,6 @@ def load_items(
             if presigned:
                 url = storage.url(asset.storage_key, asset.mime)
                 if url is None:
-                    from app.worker.jobs import JobFailed
-
                     raise JobFailed(
                         "image_transport = \"presigned\" needs S3 storage with VLCURATE_S3_PRESIGN_SECONDS set; "
                         "use \"data_url\" with this storage."
@@ -134,8 +131,6 @@ def load_items(
 
 
 def request_for(prompt: Prompt, kind: DraftKind, item: ItemInput, images: tuple[DraftImage, ...]) -> DraftRequest:
-    from app.worker.jobs import JobFailed
-
     try:
         user = prompt.template.format_map(kind.fields(item))
     except KeyError as exc:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.worker.tiny_clip import _byte_chars  # GPT-2's byte-to-character table
+
 # One user turn of text and images, then the assistant's. Images come as `<image>` where the
 # message names them; the processor expands each into the vision tower's patch tokens.
 CHAT_TEMPLATE = (
@@ -106,15 +108,3 @@ def save_vlm(folder: Path, shape: str = "tiny", seed: int = 0, device: str = "cp
     (folder / "random-vlm.json").write_text(json.dumps({"shape": shape, "seed": seed}))
     return folder
 
-
-def _byte_chars() -> list[str]:
-    """GPT-2's byte-to-character table, which a byte-level tokenizer uses."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for c in cs]
