@@ -2,7 +2,8 @@
 
 `suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
 stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
-twice). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
+twice). `draft(prompt_id, item_ids)` runs a prompt version over a batch on the "draft" queue
+(`app.drafting.run`), so a GPU box can take only drafting (`vlcurate worker --queues draft`). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
 (a killed worker), enqueues batches for items that lack a suggestion a stage reads, queues again
 the exports, leak reports and agreement reports that were asked for but have no job (their defer
 failed), and drops its own succeeded runs older than a day. A defer cannot share the caller's
