@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from app.errors import Invalid, format_validation_error
 
@@ -36,8 +36,28 @@ class OpenAIDrafter(BaseModel):
     max_in_flight: int = Field(default=16, ge=1, le=1024)
     timeout_seconds: float = Field(default=60.0, gt=0)
     retries: int = Field(default=4, ge=0, le=20)
+    backoff_seconds: float = Field(default=0.5, gt=0, le=60)  # the first wait before a retry; doubled each try
     structured: Literal["json_schema", "json_object", "none"] = "json_schema"
     image_transport: Literal["data_url", "presigned"] = "data_url"
+
+    @field_validator("base_url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("base_url is an http:// or https:// URL, e.g. http://gpu-box:8000/v1")
+        return value
+
+    @model_validator(mode="after")
+    def _one_key(self) -> "OpenAIDrafter":
+        if self.api_key_env and self.api_key_file:
+            raise ValueError("name the API key's environment variable (api_key_env) or its file (api_key_file), not both")
+        return self
+
+    def describe(self) -> str:
+        from app.drafting.backends import public_url
+
+        key = f", key from ${self.api_key_env}" if self.api_key_env else ", key from a file" if self.api_key_file else ""
+        return f"openai {public_url(self.base_url)} model {self.model}, {self.max_in_flight} in flight{key}"
 
 
 class LocalDrafter(BaseModel):
@@ -48,6 +68,9 @@ class LocalDrafter(BaseModel):
     batch_size: int = Field(default=8, ge=1, le=1024)
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+
+    def describe(self) -> str:
+        return f"local {self.model_dir}, batches of {self.batch_size}, device {self.device}, dtype {self.dtype}"
 
 
 DrafterConfig = Annotated[OpenAIDrafter | LocalDrafter, Field(discriminator="backend")]
