@@ -22,7 +22,7 @@ from app.datasets import draft_kinds
 from app.datasets.draft import DraftKind
 from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
-from app.models import DraftFailure, Item, ItemResult, Prompt, Stage, Suggestion
+from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, Stage, Suggestion
 from app.services.audit import record
 
 Scope = Literal["all", "missing", "sample"]
@@ -90,11 +90,23 @@ def get(session: Session, prompt_id: int) -> Prompt:
     return prompt
 
 
+def drafter_names(app_settings) -> list[str] | None:
+    """The drafters a prompt may name: those of the drafters file, or None when no file is set (the
+    server then takes any name; the worker's file decides)."""
+    from app.drafting.config import drafters
+
+    if getattr(app_settings, "drafters_file", None) is None:
+        return None
+    return sorted(drafters(app_settings))
+
+
 def new_version(
     session: Session, stage_id: int, draft_kind: str, *, drafter: str, template: str | None = None,
     system: str | None = None, settings: dict[str, Any] | None = None, note: str = "", actor_id: int | None = None,
+    known_drafters: list[str] | None = None,
 ) -> Prompt:
-    """Add the next version of a stage's prompt for a draft kind; omitted text is the kind's default."""
+    """Add the next version of a stage's prompt for a draft kind; omitted text is the kind's default.
+    `known_drafters` (see `drafter_names`): the names the drafter must be one of, where known."""
     stage = session.get(Stage, stage_id)
     if stage is None:
         raise NotFound(f"No stage {stage_id}.")
@@ -102,6 +114,11 @@ def new_version(
     drafter = (drafter or "").strip()
     if not drafter or len(drafter) > 64:
         raise Invalid("Name the drafter (one of the worker's configured drafters) in at most 64 characters.", field="drafter")
+    if known_drafters is not None and drafter not in known_drafters:
+        raise Invalid(
+            f"No drafter named '{drafter}' in VLCURATE_DRAFTERS_FILE (configured: {', '.join(known_drafters) or 'none'}).",
+            field="drafter",
+        )
     template = kind.template if template is None else template
     if not template.strip():
         raise Invalid("The template is empty.", field="template")
@@ -127,10 +144,12 @@ def new_version(
 
 
 def stage_items(stage_id: int):
-    """Items a stage drafts for: those in it now (active) and those that finished it."""
+    """Items a stage drafts for: those in it now (active), those that finished it, and its gold items
+    (served like any item, so they show drafts too; and a prompt is measured on them against the truth)."""
     finished = sa.select(ItemResult.item_id).where(ItemResult.stage_id == stage_id)
+    gold = sa.select(GoldItem.item_id).where(GoldItem.stage_id == stage_id)
     return sa.select(Item.id).where(
-        sa.or_(sa.and_(Item.stage_id == stage_id, Item.status == ItemStatus.active), Item.id.in_(finished))
+        sa.or_(sa.and_(Item.stage_id == stage_id, Item.status == ItemStatus.active), Item.id.in_(finished), Item.id.in_(gold))
     )
 
 
