@@ -282,6 +282,42 @@ def evaluate(
     return Evaluation(stage.id, stage.workflow, "Cohen's kappa" if nominal else MEAN, gold, samples, seed, reports, rows)
 
 
+@dataclass(frozen=True)
+class FailureRow:
+    item_id: int
+    external_id: str
+    reason: str
+    raw: str  # the model's text, cut to `RAW_SHOWN` characters
+    cut: bool  # whether it was cut
+    created_at: Any
+
+
+RAW_SHOWN = 400
+
+
+def failures(session: Session, prompt_ids: list[int], limit: int = 20) -> dict[int, list[FailureRow]]:
+    """Per prompt version, its newest failed drafts (items with no valid draft of it): why, and what the model said."""
+    if not prompt_ids:
+        return {}
+    ranked = (
+        sa.select(
+            DraftFailure.prompt_id, DraftFailure.item_id, Item.external_id, DraftFailure.reason,
+            sa.func.left(DraftFailure.raw, RAW_SHOWN + 1).label("raw"), DraftFailure.created_at,
+            sa.func.row_number().over(partition_by=DraftFailure.prompt_id, order_by=DraftFailure.id.desc()).label("n"),
+        )
+        .join(Item, Item.id == DraftFailure.item_id)
+        .where(
+            DraftFailure.prompt_id.in_(prompt_ids),
+            ~sa.exists().where(Suggestion.item_id == DraftFailure.item_id, Suggestion.prompt_id == DraftFailure.prompt_id),
+        )
+        .subquery()
+    )
+    out: dict[int, list[FailureRow]] = {p: [] for p in prompt_ids}
+    for r in session.execute(sa.select(ranked).where(ranked.c.n <= limit).order_by(ranked.c.prompt_id, ranked.c.n)):
+        out[r.prompt_id].append(FailureRow(r.item_id, r.external_id, r.reason, r.raw[:RAW_SHOWN], len(r.raw) > RAW_SHOWN, r.created_at))
+    return out
+
+
 def as_dict(evaluation: Evaluation) -> dict[str, Any]:
     """The evaluation as the API answers it (the per-item rows go to Parquet)."""
     return {

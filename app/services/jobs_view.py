@@ -3,7 +3,7 @@ duration), periodic jobs grouped per task, job arguments named (project › stag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -169,6 +169,67 @@ def counts(session: Session) -> dict[str, int]:
     """One-off jobs by status."""
     q = sa.text(f"SELECT status::text, count(*) FROM procrastinate_jobs WHERE task_name NOT IN ({_PERIODIC_TASKS}) GROUP BY 1")
     return dict(session.execute(q).all())
+
+
+# -- prompt runs --------------------------------------------------------------------------------------------
+
+_RUN_JOBS = sa.text(
+    """
+    SELECT run.prompt_id, run.id AS run_id, j.status::text AS status,
+           jsonb_array_length(j.args->'item_ids') AS items, r.done, r.error
+      FROM (SELECT DISTINCT ON (prompt_id) * FROM prompt_runs
+             WHERE prompt_id = ANY(:prompts) AND (CAST(:run AS bigint) IS NULL OR id = :run)
+             ORDER BY prompt_id, id DESC) run
+      LEFT JOIN procrastinate_jobs j
+        ON j.task_name = 'vlcurate:draft' AND j.id BETWEEN run.first_job AND run.last_job
+       AND (j.args->>'prompt_id')::bigint = run.prompt_id
+      LEFT JOIN job_runs r ON r.job_id = j.id
+    """
+)
+
+
+@dataclass
+class RunProgress:
+    """A run of a prompt version: how many of its draft jobs wait, run, succeeded or failed, and the
+    items they hold and have done (a succeeded job has done all of its items)."""
+
+    run_id: int | None = None
+    jobs: int = 0
+    waiting: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    items: int = 0
+    done: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.waiting + self.running > 0
+
+
+def draft_runs(session: Session, prompt_ids: list[int], run_id: int | None = None) -> dict[int, RunProgress]:
+    """Per prompt version, the progress of its newest run (or of run `run_id`), from the draft jobs
+    that run queued; a version never run gets an empty one."""
+    out = {p: RunProgress() for p in prompt_ids}
+    if not prompt_ids:
+        return out
+    for r in session.execute(_RUN_JOBS, {"prompts": list(prompt_ids), "run": run_id}).mappings():
+        run = out[r["prompt_id"]]
+        run.run_id = r["run_id"]
+        if r["status"] is None:
+            continue  # no job: every batch was waiting already, or the jobs are gone
+        n = r["items"] or 0
+        run.jobs += 1
+        run.items += n
+        run.waiting += r["status"] == "todo"
+        run.running += r["status"] == "doing"
+        run.succeeded += r["status"] == "succeeded"
+        run.failed += r["status"] == "failed"
+        run.done += n if r["status"] == "succeeded" else (r["done"] or 0)
+        if r["status"] == "failed" and r["error"] and r["error"] not in run.errors:
+            run.errors.append(r["error"])
+    return out
 
 
 # -- worker liveness -------------------------------------------------------------------------------------

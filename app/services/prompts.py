@@ -22,7 +22,7 @@ from app.datasets import draft_kinds
 from app.datasets.draft import DraftKind
 from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
-from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, Stage, Suggestion
+from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, PromptRun, Stage, Suggestion
 from app.services.audit import record
 
 Scope = Literal["all", "missing", "sample"]
@@ -178,24 +178,33 @@ class RunStarted:
     items: int
     batches: int
     job_ids: list[int]
+    run_id: int | None = None  # the PromptRun row that follows its jobs
 
 
 def start_run(
     session: Session, app_settings, prompt_id: int, scope: Scope = "missing", *, sample: int | None = None, seed: int = 0,
     actor_id: int | None = None,
 ) -> RunStarted:
-    """Queue `draft` jobs for the prompt over the scope's items (batches of worker_batch_size).
-    Commits first: the jobs read the prompt from their own connection."""
+    """Queue `draft` jobs for the prompt over the scope's items (batches of worker_batch_size), and
+    record the run with the range of its jobs' ids, which its progress is read from. The caller
+    commits (a commit here would close the caller's transaction under it); the jobs are queued at
+    once on the queue's own connection and read the prompt from theirs, so the prompt must be
+    committed before its first run, as every caller's is (made by an earlier request or command)."""
     from app.worker import jobs
 
     prompt = get(session, prompt_id)
     ids = chosen_items(session, prompt, scope, sample, seed)
     record(session, "prompt.run", actor_id=actor_id, target=f"stage:{prompt.stage_id}", prompt_id=prompt.id, scope=scope, items=len(ids))
-    session.commit()
     size = app_settings.worker_batch_size
     batches = [ids[i : i + size] for i in range(0, len(ids), size)]
     job_ids = [j for j in (jobs.defer_draft(app_settings, prompt.id, b) for b in batches) if j is not None]
-    return RunStarted(len(ids), len(batches), job_ids)
+    run = PromptRun(
+        prompt_id=prompt.id, scope=scope, sample=sample if scope == "sample" else None, seed=seed, items=len(ids), batches=len(batches),
+        first_job=min(job_ids, default=None), last_job=max(job_ids, default=None), created_by=actor_id,
+    )
+    session.add(run)
+    session.flush()
+    return RunStarted(len(ids), len(batches), job_ids, run.id)
 
 
 @dataclass(frozen=True)
