@@ -51,8 +51,10 @@ def kinds_cmd(
     if not kinds:
         console.print(f"Nothing drafts for stage {stage}: no dataset declares a draft kind for its task.")
     for kind in kinds:
-        table = Table(title=f"{kind.name}: {kind.title} (fills {kind.suggestion_kind}; template fields: "
-                            f"{', '.join('{' + p + '}' for p in kind.placeholders) or 'none'})")
+        console.print(f"[bold]{kind.name}[/]: {kind.title}", highlight=False)
+        console.print(f"  fills {kind.suggestion_kind}; template fields: {', '.join('{' + p + '}' for p in kind.placeholders) or 'none'}",
+                      highlight=False, markup=False)
+        table = Table()
         for column in ("prompt id", "version", "drafter", "drafted", "failed", "items", "note"):
             table.add_column(column)
         for v in versions:
@@ -185,23 +187,28 @@ def eval_cmd(
 
 
 def _print_evaluation(found: dict[str, Any]) -> None:
+    """Two tables, narrow enough for a terminal: agreement figures, then what the drafts cost."""
     from rich.table import Table
 
     def num(value, fmt="{:.3f}"):
         return "n/a" if value is None else fmt.format(value)
 
     against = "gold answers" if found["gold"] else "finals"
-    table = Table(title=f"Stage {found['stage_id']} ({found['workflow']}): drafts against the {against}, {found['measure']}")
-    for column in ("version", "items", "figure", "estimate", "95% interval", "accepted", "valid", "latency p50/p95 ms", "tokens in/out"):
-        table.add_column(column)
+    agreement = Table(title=f"Stage {found['stage_id']} ({found['workflow']}): drafts against the {against}")
+    for column in ("version", "items", "figure", "estimate", "95% interval"):
+        agreement.add_column(column)
+    costs = Table()
+    for column in ("version", "accepted", "schema-valid", "latency p50/p95 ms", "tokens in/out"):
+        costs.add_column(column)
     for v in found["versions"]:
+        name = f"{v['draft_kind']} v{v['version']}"
         for n, f in enumerate(v["figures"]):
-            first = n == 0
-            table.add_row(
-                f"{v['draft_kind']} v{v['version']}" if first else "", str(v["items"]) if first else "", f["name"], num(f["estimate"]),
-                f"[{num(f['low'])}, {num(f['high'])}]" if f["low"] is not None else "",
-                num(v["accepted_share"], "{:.1%}") if first else "", num(v["valid_share"], "{:.1%}") if first else "",
-                f"{num(v['latency_p50_ms'], '{:.0f}')} / {num(v['latency_p95_ms'], '{:.0f}')}" if first else "",
-                f"{num(v['prompt_tokens'], '{:.1f}')} / {num(v['completion_tokens'], '{:.1f}')}" if first else "",
-            )
-    console.print(table)
+            interval = f"[{num(f['low'])}, {num(f['high'])}]" if f["low"] is not None else ""
+            agreement.add_row(name if n == 0 else "", str(v["items"]) if n == 0 else "", f["name"], num(f["estimate"]), interval)
+        costs.add_row(
+            name, f"{num(v['accepted_share'], '{:.1%}')} of {v['shown']}", f"{num(v['valid_share'], '{:.1%}')} of {v['valid'] + v['failed']}",
+            f"{num(v['latency_p50_ms'], '{:.0f}')} / {num(v['latency_p95_ms'], '{:.0f}')}",
+            f"{num(v['prompt_tokens'], '{:.1f}')} / {num(v['completion_tokens'], '{:.1f}')}",
+        )
+    console.print(agreement)
+    console.print(costs)

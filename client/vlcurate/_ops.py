@@ -332,7 +332,7 @@ class Operations:
         if isinstance(prompts, str):
             ids = prompts
         else:
-            ids = ",".join(str(p.id if isinstance(p, PromptOut) else p) for p in prompts)
+            ids = ",".join(str(getattr(p, "id", p)) for p in prompts)  # ids, or PromptOut rows
         params = {"prompts": ids, "gold": gold}
         reply = yield Call("GET", f"/stages/{stage}/drafts/evaluation", params={**params, "samples": samples, "seed": seed})
         found = DraftEvaluation.model_validate(reply.json())
