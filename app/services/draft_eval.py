@@ -24,8 +24,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.orm import Session
 
 from app.agreement import categorical
-from app.agreement.bootstrap import Interval, bootstrap
-from app.agreement.gold import accuracy
+from app.agreement.bootstrap import Interval, bootstrap, mean_from, mean_stats, resample_weights
 from app.datasets import draft_kinds, get_task
 from app.datasets.suggest import ItemInput
 from app.errors import Invalid
@@ -153,30 +152,30 @@ def _earlier_results(session: Session, stage: Stage, item_ids: list[int]) -> dic
     """item id -> the newest finals of the stages before `stage`, by workflow (what a draft kind may build on)."""
     if not item_ids:
         return {}
-    rows = session.execute(
+    return _nested(session.execute(
         sa.select(ItemResult.item_id, Stage.workflow, ItemResult.payload)
         .join(Stage, Stage.id == ItemResult.stage_id)
         .where(Stage.project_id == stage.project_id, Stage.position < stage.position, ItemResult.item_id.in_(item_ids))
         .order_by(ItemResult.item_id, ItemResult.stage_id, ItemResult.id.desc())
         .ext(distinct_on(ItemResult.item_id, ItemResult.stage_id))
-    )
-    out: dict[int, dict[str, dict]] = defaultdict(dict)
-    for item_id, workflow, payload in rows:
-        out[item_id][workflow] = payload
-    return out
+    ))
 
 
 def _drafts(session: Session, prompt_ids: list[int]) -> dict[int, dict[int, dict]]:
     """prompt id -> item id -> the newest valid draft's payload."""
-    rows = session.execute(
+    return _nested(session.execute(
         sa.select(Suggestion.prompt_id, Suggestion.item_id, Suggestion.payload)
         .where(Suggestion.prompt_id.in_(prompt_ids))
         .order_by(Suggestion.prompt_id, Suggestion.item_id, Suggestion.id.desc())
         .ext(distinct_on(Suggestion.prompt_id, Suggestion.item_id))
-    )
-    out: dict[int, dict[int, dict]] = defaultdict(dict)
-    for prompt_id, item_id, payload in rows:
-        out[prompt_id][item_id] = payload
+    ))
+
+
+def _nested(rows) -> dict[Any, dict[Any, Any]]:
+    """(outer, inner, value) rows as {outer: {inner: value}}."""
+    out: dict[Any, dict[Any, Any]] = defaultdict(dict)
+    for outer, inner, value in rows:
+        out[outer][inner] = value
     return out
 
 
@@ -212,7 +211,7 @@ def _costs(session: Session, prompt_ids: list[int]) -> dict[int, tuple[float | N
     return {p: tuple(None if v is None else float(v) for v in rest) for p, *rest in rows}
 
 
-def _kappas(task, pairs: list[tuple[dict, dict]], samples: int, seed: int) -> list[Figure]:
+def _kappas(task, pairs: list[tuple[dict, dict]], weights: np.ndarray) -> list[Figure]:
     """Cohen's kappa between drafts and finals for each facet the drafts speak to, with its interval."""
     figures = []
     for facet in task.facets:
@@ -225,7 +224,7 @@ def _kappas(task, pairs: list[tuple[dict, dict]], samples: int, seed: int) -> li
         ratings, labels = categorical.codes(raw)
         k = max(len(labels), 1)
         stats = categorical.cohen_stats(ratings[:, 0], ratings[:, 1], k)
-        ci = bootstrap(stats, lambda s, k=k: categorical.cohen_from(s, k), samples=samples, seed=seed)
+        ci = bootstrap(stats, lambda s, k=k: categorical.cohen_from(s, k), weights=weights)
         both = int(((ratings[:, 0] >= 0) & (ratings[:, 1] >= 0)).sum())
         figures.append(_figure(f"Cohen's kappa · {facet}" if len(task.facets) > 1 else "Cohen's kappa", ci, both))
     return figures
@@ -254,6 +253,9 @@ def evaluate(
     drafts = _drafts(session, prompt_ids)
     earlier = _earlier_results(session, stage, sorted({i for d in drafts.values() for i in d if i in truths}))
     outcomes, costs = _outcomes(session, prompt_ids), _costs(session, prompt_ids)
+    # Resampling depends only on the number of items: every figure of every version over as many
+    # items shares one draw (and gets the interval a bootstrap of its own with this seed would).
+    weights: dict[int, np.ndarray] = {}
     reports, rows = [], []
     for prompt in chosen:
         kind = draft_kinds()[prompt.draft_kind]
@@ -270,8 +272,11 @@ def evaluate(
             pairs.append((task.facet_values(answer), task.facet_values(final)))
             scores.append(score)
             rows.append(Compared(item_id, external_id, prompt.id, prompt.version, payload, final, score))
-        share = _figure(SHARE if nominal else MEAN, accuracy(scores, samples=samples, seed=seed), len(scores))
-        figures = [*_kappas(task, pairs, samples, seed), share] if nominal else [share]
+        if scores and len(scores) not in weights:
+            weights[len(scores)] = resample_weights(len(scores), samples, seed)
+        w = weights.get(len(scores))
+        share = _figure(SHARE if nominal else MEAN, bootstrap(mean_stats(np.array(scores)), mean_from, weights=w), len(scores))
+        figures = [*_kappas(task, pairs, w), share] if nominal else [share]
         run = prompt_service.counts(session, prompt)
         accepted, shown = outcomes.get(prompt.id, (0, 0))
         p50, p95, prompt_tokens, completion_tokens = costs.get(prompt.id, (None, None, None, None))
