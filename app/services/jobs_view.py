@@ -93,11 +93,17 @@ def _short(task_name: str) -> str:
 class _Names:
     stages: dict[int, tuple[int, str, str]]  # stage id -> (project id, project name, stage name)
     exports: dict[int, tuple[int, str, str]]  # export id -> (project id, project name, format)
+    prompts: dict[int, tuple[int, str, int]]  # prompt id -> (stage id, draft kind, version)
 
 
 def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
-    """The projects, stages and exports that jobs' arguments name, in two queries."""
-    stage_ids = {a["stage_id"] for a in args if isinstance(a.get("stage_id"), int)}
+    """The projects, stages, exports and prompt versions that jobs' arguments name, in up to three queries."""
+    prompt_ids = {a["prompt_id"] for a in args if isinstance(a.get("prompt_id"), int)}
+    prompts = {}
+    if prompt_ids:
+        rows = session.execute(sa.text("SELECT id, stage_id, draft_kind, version FROM prompts WHERE id = ANY(:ids)"), {"ids": list(prompt_ids)})
+        prompts = {r[0]: (r[1], r[2], r[3]) for r in rows}
+    stage_ids = {a["stage_id"] for a in args if isinstance(a.get("stage_id"), int)} | {p[0] for p in prompts.values()}
     export_ids = {a["export_id"] for a in args if isinstance(a.get("export_id"), int)}
     stages, exports = {}, {}
     if stage_ids:
@@ -112,11 +118,17 @@ def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
             {"ids": list(export_ids)},
         )
         exports = {r[0]: (r[1], r[2], r[3]) for r in rows}
-    return _Names(stages, exports)
+    return _Names(stages, exports, prompts)
 
 
 def _describe(task: str, args: dict[str, Any], names: _Names) -> tuple[str, str, int | None]:
     """(what the job does, where: "project › stage", project id) from its arguments."""
+    if "prompt_id" in args and "stage_id" not in args:  # a draft batch: its prompt version names the stage
+        prompt = names.prompts.get(args["prompt_id"])
+        n = len(args.get("item_ids") or [])
+        if prompt is None:
+            return f"prompt {args['prompt_id']} (deleted) · {n} item{'s' if n != 1 else ''}", "", None
+        args = {"stage_id": prompt[0], "kind": f"{prompt[1]} v{prompt[2]}", "item_ids": args.get("item_ids")}
     if "stage_id" in args:
         stage = names.stages.get(args["stage_id"])
         where = f"{stage[1]} › {stage[2]}" if stage else f"stage {args['stage_id']} (deleted)"

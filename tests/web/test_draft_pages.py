@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db import transaction
-from app.models import Prompt, Suggestion
+from app.models import Prompt, Stage, Suggestion
 from tests import factories
 from tests.conftest import csrf_from, login
 from tests.drafting.test_eval import expected_kappa, two_versions
@@ -31,6 +31,11 @@ def staged(app, client, settings, storage, tmp_path, monkeypatch):
         tokens = {"admin": {"Authorization": f"Bearer {factories.token(s, boss)}"}}
     login(client, "boss")
     return sc, tokens
+
+
+def stage_name(app, stage_id: int) -> str:
+    with transaction(app.state.sessions) as s:
+        return s.get(Stage, stage_id).name
 
 
 def evaluation_rows(page: str) -> dict[int, str]:
@@ -206,6 +211,8 @@ def test_the_run_form_queues_draft_jobs_and_shows_their_progress(app, client, se
     assert [(a["prompt_id"], len(a["item_ids"])) for _, a in jobs] == [(v1.id, 32), (v1.id, 20)]
     row = re.search(rf'<tr id="prompt-{v1.id}".*?</tr>', page, re.S)[0]
     assert 'value="0" max="52"' in row and "2 waiting" in row and 'hx-trigger="every 2s"' in page
+    jobs_page = client.get("/admin/jobs").text  # named by their prompt version, project and stage
+    assert f"{KIND} v1 · 32 items" in jobs_page and f"{KIND} v1 · 20 items" in jobs_page and f"› {stage_name(app, sc.stage_id)}" in jobs_page
 
     # The worker finishes the first batch and fails the second: the poll shows it.
     with transaction(app.state.sessions) as s:
