@@ -45,3 +45,17 @@ class DraftKind:
     as_answer: Callable[[Mapping[str, Any], ItemInput], dict[str, Any] | None] = _no_answer
     source: str = ""  # where the default prompt comes from (paper, section)
     settings: Mapping[str, Any] = field(default_factory=dict)  # default max_tokens / temperature
+
+
+def answer_schema(properties: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """A draft kind's answer schema: an object of exactly these properties, every one required (the
+    shape OpenAI's strict structured output and vLLM's guided decoding both accept)."""
+    return {"type": "object", "properties": dict(properties), "required": list(properties), "additionalProperties": False}
+
+
+def json_instruction(schema: Mapping[str, Any]) -> str:
+    """The system text asking for the schema's JSON object, key by key with each key's description, for
+    servers that cannot be given the schema (structured "none" or "json_object"). No braces: a prompt's
+    text is a format string."""
+    keys = "; ".join(f'"{name}": {spec.get("description", spec.get("type", "a value"))}' for name, spec in schema["properties"].items())
+    return f"Answer with one JSON object and nothing else, with these keys. {keys}."

@@ -33,12 +33,15 @@ def store(
     *,
     model_version: str = "",
     score: float | None = None,
+    prompt_id: int | None = None,
 ) -> None:
-    """Store a model's output; computing it again with the same model version replaces it."""
+    """Store a model's output (a draft names its prompt version); computing it again with the same model
+    version replaces it."""
     session.execute(
         pg_insert(Suggestion)
         .values(
-            item_id=item_id, stage_id=stage_id, kind=kind, model=model, model_version=model_version, payload=payload, score=score
+            item_id=item_id, stage_id=stage_id, kind=kind, model=model, model_version=model_version, payload=payload, score=score,
+            prompt_id=prompt_id,
         )
         .on_conflict_do_update(
             index_elements=["item_id", "stage_id", "kind", "model", "model_version"],
