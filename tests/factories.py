@@ -94,19 +94,6 @@ def choice_draft_kind(name: str = "generic.test-choice"):
     )
 
 
-def premises_draft_kind(name: str = "visargs.test-premises"):
-    """A draft kind for visargs.premises stages (a set facet: scored by the task's mean Jaccard)."""
-    from app.datasets.draft import DraftKind
-
-    return DraftKind(
-        name=name, title="Visual premises (test)", workflows=("visargs.premises",), suggestion_kind="visargs.premises-draft",
-        schema={"type": "object", "properties": {"premises": {"type": "array", "items": {"type": "string"}}}, "required": ["premises"]},
-        template="List the visual premises of this advertisement.", fields=lambda item: {}, placeholders=(),
-        to_payload=lambda answer, item: {"premises": answer["premises"]},
-        as_answer=lambda payload, item: {"visual_premises": payload["premises"], "discard": False},
-    )
-
-
 def install_draft_kind(monkeypatch, kind, dataset: str) -> None:
     """Declare `kind` on a registered dataset for the length of the test (beside the ones it has)."""
     from app.datasets import get_dataset

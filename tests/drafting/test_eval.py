@@ -115,29 +115,58 @@ def test_acceptance_counts_the_outcomes_of_the_versions_drafts(session, settings
     assert (v1.shown, v1.accepted_share) == (0, None)
 
 
-def test_a_set_task_is_scored_by_its_mean_agreement(session, monkeypatch):
-    """visargs.premises: a discard label and a premise set; the draft's score is the task's mean over
-    both facets (the label agrees, the set by Jaccard), averaged over items with a bootstrap interval."""
-    factories.install_draft_kind(monkeypatch, factories.premises_draft_kind(), "visargs")
-    pid, stage_ids = factories.project(session, ["visargs.premises"])
-    stage_id = stage_ids[0]
-    prompt = factories.prompt(session, stage_id, "visargs.test-premises")
+def _items(session, project_id: int, stage_id: int, n: int) -> list[int]:
+    """`n` items standing in a stage, made directly (what the evaluation reads of them is their id)."""
+    ids = []
+    for k in range(n):
+        item = Item(project_id=project_id, external_id=f"x-{k}", data={"image": "x.png"}, stage_id=stage_id, status=ItemStatus.done)
+        session.add(item)
+        session.flush()
+        ids.append(item.id)
+    return ids
+
+
+def test_a_set_task_is_scored_by_its_mean_agreement(session):
+    """visargs.premises with its own draft kind: a discard label and a premise set; a draft's score is
+    the task's mean over both facets (the label agrees, the set by Jaccard), averaged over items with a
+    bootstrap interval."""
+    pid, (stage_id, *_) = factories.project(session, ["visargs.premises"])
+    prompt = factories.prompt(session, stage_id, "visargs.visual_premises")
     rng = random.Random(11)
     vocabulary = [f"premise {k}" for k in range(8)]
     scores = []
-    for n in range(30):
-        item = Item(project_id=pid, external_id=f"ad-{n}", data={"image": "x.png"}, stage_id=stage_id, status=ItemStatus.done)
-        session.add(item)
-        session.flush()
+    for item_id in _items(session, pid, stage_id, 30):
         final, draft = rng.sample(vocabulary, 3), rng.sample(vocabulary, rng.randint(1, 4))
-        factories.finished(session, stage_id, item.id, {"visual_premises": final, "discard": False})
-        factories.drafted(session, prompt, item.id, {"premises": draft})
+        factories.finished(session, stage_id, item_id, {"visual_premises": final, "discard": False})
+        factories.drafted(session, prompt, item_id, {"visual_premises": draft})
         scores.append((1.0 + sets.jaccard(draft, final)) / 2)
     (report,) = draft_eval.evaluate(session, stage_id, [prompt.id], samples=400, seed=1).versions
     ci = bootstrap(mean_stats(np.array(scores)), mean_from, samples=400, seed=1)
     figure = report.headline
     assert figure.name == "mean agreement" and report.figures == [figure] and figure.items == 30
     assert (figure.estimate, figure.low, figure.high) == pytest.approx((np.mean(scores), ci.low, ci.high), abs=1e-12)
+
+
+def test_a_task_with_several_labels_gets_a_kappa_per_label(session):
+    """colorswap.recaption's two captions are labels (compared after case and spacing): a kappa each."""
+    pid, stage_ids = factories.project(session, ["colorswap.filter", "colorswap.recaption"])
+    stage_id = stage_ids[1]
+    prompt = factories.prompt(session, stage_id, "colorswap.caption_pair")
+    rng = random.Random(5)
+    pairs = [("a red cat in a grey hat", "a grey cat in a red hat"), ("a blue cup on a green mat", "a green cup on a blue mat"),
+             ("a pink bag by a black door", "a black bag by a pink door")]
+    drafts, finals = [], []
+    for item_id in _items(session, pid, stage_id, 24):
+        final, draft = rng.choice(pairs), rng.choice(pairs)
+        draft = (draft[0].upper(), draft[1]) if rng.random() < 0.3 else draft  # case does not count
+        factories.finished(session, stage_id, item_id, {"caption_1": final[0], "caption_2": final[1]})
+        factories.drafted(session, prompt, item_id, {"caption_1": draft[0], "caption_2": draft[1]})
+        drafts.append([d.lower() for d in draft])
+        finals.append(list(final))
+    report = draft_eval.evaluate(session, stage_id, [prompt.id], samples=100).versions[0]
+    assert [f.name for f in report.figures] == ["Cohen's kappa · caption 1", "Cohen's kappa · caption 2", "share agreeing"]
+    for n, figure in enumerate(report.figures[:2]):
+        assert figure.estimate == pytest.approx(cohen_kappa_score([d[n] for d in drafts], [f[n] for f in finals]), abs=1e-12)
 
 
 def test_gold_items_measure_drafts_against_the_truth(session, settings, storage, tmp_path, monkeypatch):
