@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
+from app.datasets import draft_kinds, get_task
 from app.db import transaction
 from app.models import Prompt, Stage, Suggestion
 from tests import factories
@@ -232,3 +233,37 @@ def test_the_run_form_queues_draft_jobs_and_shows_their_progress(app, client, se
     status = client.get(f"/api/v1/prompts/{sc.prompts[1].id}", headers=admin, params={"run": again.json()["run_id"]}).json()
     assert status["run"] == {"run_id": again.json()["run_id"], "jobs": 1, "waiting": 1, "running": 0, "succeeded": 0, "failed": 0, "items": 10, "done": 0,
                              "active": True, "errors": []}
+
+
+def test_every_datasets_kinds_save_their_default_prompt_from_the_page(app, client, tmp_path):
+    """For a stage of every workflow a dataset drafts for, the page's new-version form, sent as it is
+    prefilled (the kind's default prompt, the first configured drafter), saves version 1."""
+    drafters = tmp_path / "drafters.toml"
+    drafters.write_text('[drafters.local]\nbackend = "local"\nmodel_dir = "/models/tiny"\n')
+    app.state.settings = app.state.settings.model_copy(update={"drafters_file": drafters})
+    workflows = sorted({w for k in draft_kinds().values() for w in k.workflows})
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "boss", "admin")
+        stages = {}
+        for w in workflows:
+            before = get_task(w).requires  # a task that builds on another comes after it
+            _, stage_ids = factories.project(s, [before, w] if before else [w])
+            stages[w] = stage_ids[-1]
+    login(client, "boss")
+    saved = 0
+    for workflow, stage_id in stages.items():
+        page = client.get(f"/stages/{stage_id}/drafts")
+        assert page.status_code == 200, (workflow, page.text[:300])
+        for kind, form in re.findall(r'<form method="post" action="/stages/\d+/prompts" class="new-version" data-kind="([^"]+)">(.*?)</form>',
+                                     page.text, re.S):
+            fields = {n: html.unescape(v) for n, v in re.findall(r'<textarea name="(\w+)"[^>]*>(.*?)</textarea>', form, re.S)}
+            fields |= {n: html.unescape(v) for n, v in re.findall(r'<input name="(\w+)" value="([^"]*)"', form)}
+            fields["drafter"] = re.search(r'<option value="([^"]+)" selected', form)[1]
+            posted = client.post(f"/stages/{stage_id}/prompts", data={**fields, "draft_kind": kind, "csrf_token": csrf_from(page.text)},
+                                 follow_redirects=False)
+            assert posted.status_code == 303, (kind, posted.text[:500])
+            saved += 1
+    with transaction(app.state.sessions) as s:
+        rows = s.execute(sa.select(Prompt.draft_kind, Prompt.version, Prompt.drafter, Prompt.template)).all()
+    assert saved == len(draft_kinds()) == len(rows)
+    assert all(version == 1 and drafter == "local" and template == draft_kinds()[kind].template for kind, version, drafter, template in rows)
