@@ -35,6 +35,8 @@ from app.web import (
     api_suggestions,
     assets,
     auth_pages,
+    draft_api,
+    draft_pages,
     export_pages,
     gold_api,
     gold_pages,
@@ -174,11 +176,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # shares a path with the annotation pages, so the order changes no match.
     app.include_router(api.router)
     app.include_router(gold_api.router)
-    for module in (api_items, api_review, api_suggestions):
+    for module in (api_items, api_review, api_suggestions, draft_api):
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    for module in (auth_pages, project_pages, review_pages, gold_pages, admin_pages, export_pages, assets, api_docs):
+    for module in (auth_pages, project_pages, review_pages, gold_pages, admin_pages, export_pages, draft_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     api_docs.with_bearer_tokens(app)

@@ -74,3 +74,75 @@ def annotation(session: Session, stage_id: int, user_id: int, payload: dict, key
     claimed = annotations.claim(session, stage_id, user_id)
     assert claimed is not None, "nothing left to claim"
     return annotations.submit(session, claimed.assignment_id, user_id, payload, key or uuid.uuid4().hex)
+
+
+# -- drafting ------------------------------------------------------------------------------------
+
+
+def choice_draft_kind(name: str = "generic.test-choice"):
+    """A draft kind for generic.choice stages (the built-in datasets declare theirs): the model picks
+    one of the choices; its draft is the answer as it is."""
+    from app.datasets.draft import DraftKind
+
+    return DraftKind(
+        name=name, title="Pick the answer (test)", workflows=("generic.choice",), suggestion_kind="generic.choice-draft",
+        schema={"type": "object", "properties": {"choice": {"type": "string"}}, "required": ["choice"]},
+        template="Question: {question}\nAnswer with one of: {choices}.", system="You answer questions about images.",
+        fields=lambda item: {"question": item.data.get("question", ""), "choices": ", ".join(item.data.get("choices") or [])},
+        placeholders=("question", "choices"), to_payload=lambda answer, item: {"choice": answer["choice"]},
+        as_answer=lambda payload, item: {"choice": payload["choice"]}, settings={"max_tokens": 16, "temperature": 0.0},
+    )
+
+
+def install_draft_kind(monkeypatch, kind, dataset: str) -> None:
+    """Declare `kind` on a registered dataset for the length of the test (beside the ones it has)."""
+    from app.datasets import get_dataset
+
+    cls = type(get_dataset(dataset))
+    monkeypatch.setattr(cls, "drafts", (*cls.drafts, kind))
+
+
+def prompt(session: Session, stage_id: int, kind: str, *, drafter: str = "test-drafter", **fields):
+    """The stage's next prompt version of `kind` (defaults: the kind's prompt)."""
+    from app.services import prompts
+
+    return prompts.new_version(session, stage_id, kind, drafter=drafter, **fields)
+
+
+def drafted(session: Session, prompt, item_id: int, payload: dict, *, model: str = "tiny-vlm", latency_ms: int | None = None,
+            prompt_tokens: int | None = None, completion_tokens: int | None = None) -> int:
+    """A valid draft of `prompt` for the item, stored as the draft job stores one; returns its id."""
+    from app.datasets import draft_kinds
+    from app.models import Suggestion
+
+    row = Suggestion(
+        item_id=item_id, stage_id=prompt.stage_id, kind=draft_kinds()[prompt.draft_kind].suggestion_kind, model=model,
+        model_version=f"{prompt.draft_kind} v{prompt.version}", payload=payload, prompt_id=prompt.id, latency_ms=latency_ms,
+        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+    )
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+def failed_draft(session: Session, prompt, item_id: int, reason: str, raw: str = "", *, latency_ms: int | None = None) -> None:
+    from app.models import DraftFailure
+
+    session.add(DraftFailure(prompt_id=prompt.id, item_id=item_id, reason=reason, raw=raw, model="tiny-vlm", latency_ms=latency_ms))
+    session.flush()
+
+
+def finished(session: Session, stage_id: int, item_id: int, payload: dict, *, discard: bool = False) -> None:
+    """The item's final record in the stage, as consolidation writes one."""
+    from app.models import ItemResult
+
+    session.add(ItemResult(item_id=item_id, stage_id=stage_id, payload=payload, discard=discard, source="auto"))
+    session.flush()
+
+
+def item_ids(session: Session, project_id: int) -> list[int]:
+    import sqlalchemy as sa
+
+    from app.models import Item
+
+    return list(session.scalars(sa.select(Item.id).where(Item.project_id == project_id).order_by(Item.id)))

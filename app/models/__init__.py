@@ -4,7 +4,7 @@ from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.counts import AnnotatorCount, ItemCount, StageCount
-from app.models.drafting import DraftFailure, Prompt
+from app.models.drafting import DraftFailure, Prompt, PromptRun
 from app.models.exports import Export, ItemSplit, SplitDefinition
 from app.models.gold import AnnotatorFlag, GoldItem, ImageHash, LeakReport
 from app.models.items import Asset, Item, ItemResult
@@ -38,6 +38,7 @@ __all__ = [
     "LoginThrottle",
     "Project",
     "Prompt",
+    "PromptRun",
     "Role",
     "SplitDefinition",
     "Stage",

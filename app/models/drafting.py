@@ -46,3 +46,22 @@ class DraftFailure(Base):
     prompt_tokens: Mapped[int | None]
     completion_tokens: Mapped[int | None]
     created_at: Mapped[datetime] = created_at()
+
+
+class PromptRun(Base):
+    """A run of a prompt version that someone asked for: its scope, the items it chose, and the range
+    of ids its draft jobs got, so that its progress is read from exactly those jobs."""
+
+    __tablename__ = "prompt_runs"
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    prompt_id: Mapped[int] = mapped_column(sa.ForeignKey("prompts.id", ondelete="CASCADE"), index=True)
+    scope: Mapped[str] = mapped_column(sa.String(16))  # all, missing, sample
+    sample: Mapped[int | None]
+    seed: Mapped[int] = mapped_column(server_default="0")
+    items: Mapped[int]
+    batches: Mapped[int]
+    first_job: Mapped[int | None] = mapped_column(sa.BigInteger)  # None: no job was queued (every batch waited already)
+    last_job: Mapped[int | None] = mapped_column(sa.BigInteger)
+    created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = created_at()

@@ -130,7 +130,7 @@ def _equivalence(session: Session, stage: Stage, samples: int, seed: int) -> dic
 
 
 def _nominal(values, items, annotators, facet, weights, samples, seed) -> dict[str, Any]:
-    raw = [[None if values[i].get(u) is None else _label(values[i][u].get(facet)) for u in annotators] for i in items]
+    raw = [[None if values[i].get(u) is None else nominal_label(values[i][u].get(facet)) for u in annotators] for i in items]
     ratings, labels = categorical.codes(raw)
     k = max(len(labels), 1)
     out: dict[str, Any] = {"kind": "nominal", "labels": [str(x) for x in labels], "metrics": {}}
@@ -214,7 +214,7 @@ def _with_consensus(values, items, facet) -> dict[str, float]:
     """Per annotator, the share of their labels equal to the item's strict-majority label."""
     hits: dict[str, list[bool]] = defaultdict(list)
     for i in items:
-        given = {u: _label(v.get(facet)) for u, v in values[i].items() if v.get(facet) is not None}
+        given = {u: nominal_label(v.get(facet)) for u, v in values[i].items() if v.get(facet) is not None}
         if not given:
             continue
         label, count = Counter(given.values()).most_common(1)[0]
@@ -238,7 +238,8 @@ def latest(session: Session, stage_id: int) -> AgreementReport | None:
     )
 
 
-def _label(value: Any) -> Any:
+def nominal_label(value: Any) -> Any:
+    """A nominal facet's value as a label to count: scalars as they are, anything else by its repr."""
     return value if isinstance(value, (str, int, bool)) or value is None else repr(value)
 
 

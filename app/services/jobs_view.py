@@ -3,7 +3,7 @@ duration), periodic jobs grouped per task, job arguments named (project › stag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -93,11 +93,17 @@ def _short(task_name: str) -> str:
 class _Names:
     stages: dict[int, tuple[int, str, str]]  # stage id -> (project id, project name, stage name)
     exports: dict[int, tuple[int, str, str]]  # export id -> (project id, project name, format)
+    prompts: dict[int, tuple[int, str, int]]  # prompt id -> (stage id, draft kind, version)
 
 
 def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
-    """The projects, stages and exports that jobs' arguments name, in two queries."""
-    stage_ids = {a["stage_id"] for a in args if isinstance(a.get("stage_id"), int)}
+    """The projects, stages, exports and prompt versions that jobs' arguments name, in up to three queries."""
+    prompt_ids = {a["prompt_id"] for a in args if isinstance(a.get("prompt_id"), int)}
+    prompts = {}
+    if prompt_ids:
+        rows = session.execute(sa.text("SELECT id, stage_id, draft_kind, version FROM prompts WHERE id = ANY(:ids)"), {"ids": list(prompt_ids)})
+        prompts = {r[0]: (r[1], r[2], r[3]) for r in rows}
+    stage_ids = {a["stage_id"] for a in args if isinstance(a.get("stage_id"), int)} | {p[0] for p in prompts.values()}
     export_ids = {a["export_id"] for a in args if isinstance(a.get("export_id"), int)}
     stages, exports = {}, {}
     if stage_ids:
@@ -112,11 +118,17 @@ def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
             {"ids": list(export_ids)},
         )
         exports = {r[0]: (r[1], r[2], r[3]) for r in rows}
-    return _Names(stages, exports)
+    return _Names(stages, exports, prompts)
 
 
 def _describe(task: str, args: dict[str, Any], names: _Names) -> tuple[str, str, int | None]:
     """(what the job does, where: "project › stage", project id) from its arguments."""
+    if "prompt_id" in args and "stage_id" not in args:  # a draft batch: its prompt version names the stage
+        prompt = names.prompts.get(args["prompt_id"])
+        n = len(args.get("item_ids") or [])
+        if prompt is None:
+            return f"prompt {args['prompt_id']} (deleted) · {n} item{'s' if n != 1 else ''}", "", None
+        args = {"stage_id": prompt[0], "kind": f"{prompt[1]} v{prompt[2]}", "item_ids": args.get("item_ids")}
     if "stage_id" in args:
         stage = names.stages.get(args["stage_id"])
         where = f"{stage[1]} › {stage[2]}" if stage else f"stage {args['stage_id']} (deleted)"
@@ -169,6 +181,67 @@ def counts(session: Session) -> dict[str, int]:
     """One-off jobs by status."""
     q = sa.text(f"SELECT status::text, count(*) FROM procrastinate_jobs WHERE task_name NOT IN ({_PERIODIC_TASKS}) GROUP BY 1")
     return dict(session.execute(q).all())
+
+
+# -- prompt runs --------------------------------------------------------------------------------------------
+
+_RUN_JOBS = sa.text(
+    """
+    SELECT run.prompt_id, run.id AS run_id, j.status::text AS status,
+           jsonb_array_length(j.args->'item_ids') AS items, r.done, r.error
+      FROM (SELECT DISTINCT ON (prompt_id) * FROM prompt_runs
+             WHERE prompt_id = ANY(:prompts) AND (CAST(:run AS bigint) IS NULL OR id = :run)
+             ORDER BY prompt_id, id DESC) run
+      LEFT JOIN procrastinate_jobs j
+        ON j.task_name = 'vlcurate:draft' AND j.id BETWEEN run.first_job AND run.last_job
+       AND (j.args->>'prompt_id')::bigint = run.prompt_id
+      LEFT JOIN job_runs r ON r.job_id = j.id
+    """
+)
+
+
+@dataclass
+class RunProgress:
+    """A run of a prompt version: how many of its draft jobs wait, run, succeeded or failed, and the
+    items they hold and have done (a succeeded job has done all of its items)."""
+
+    run_id: int | None = None
+    jobs: int = 0
+    waiting: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    items: int = 0
+    done: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.waiting + self.running > 0
+
+
+def draft_runs(session: Session, prompt_ids: list[int], run_id: int | None = None) -> dict[int, RunProgress]:
+    """Per prompt version, the progress of its newest run (or of run `run_id`), from the draft jobs
+    that run queued; a version never run gets an empty one."""
+    out = {p: RunProgress() for p in prompt_ids}
+    if not prompt_ids:
+        return out
+    for r in session.execute(_RUN_JOBS, {"prompts": list(prompt_ids), "run": run_id}).mappings():
+        run = out[r["prompt_id"]]
+        run.run_id = r["run_id"]
+        if r["status"] is None:
+            continue  # no job: every batch was waiting already, or the jobs are gone
+        n = r["items"] or 0
+        run.jobs += 1
+        run.items += n
+        run.waiting += r["status"] == "todo"
+        run.running += r["status"] == "doing"
+        run.succeeded += r["status"] == "succeeded"
+        run.failed += r["status"] == "failed"
+        run.done += n if r["status"] == "succeeded" else (r["done"] or 0)
+        if r["status"] == "failed" and r["error"] and r["error"] not in run.errors:
+            run.errors.append(r["error"])
+    return out
 
 
 # -- worker liveness -------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from app.datasets import draft_kinds
 from app.datasets.draft import DraftKind
 from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
-from app.models import DraftFailure, Item, ItemResult, Prompt, Stage, Suggestion
+from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, PromptRun, Stage, Suggestion
 from app.services.audit import record
 
 Scope = Literal["all", "missing", "sample"]
@@ -90,11 +90,23 @@ def get(session: Session, prompt_id: int) -> Prompt:
     return prompt
 
 
+def drafter_names(app_settings) -> list[str] | None:
+    """The drafters a prompt may name: those of the drafters file, or None when no file is set (the
+    server then takes any name; the worker's file decides)."""
+    from app.drafting.config import drafters
+
+    if getattr(app_settings, "drafters_file", None) is None:
+        return None
+    return sorted(drafters(app_settings))
+
+
 def new_version(
     session: Session, stage_id: int, draft_kind: str, *, drafter: str, template: str | None = None,
     system: str | None = None, settings: dict[str, Any] | None = None, note: str = "", actor_id: int | None = None,
+    known_drafters: list[str] | None = None,
 ) -> Prompt:
-    """Add the next version of a stage's prompt for a draft kind; omitted text is the kind's default."""
+    """Add the next version of a stage's prompt for a draft kind; omitted text is the kind's default.
+    `known_drafters` (see `drafter_names`): the names the drafter must be one of, where known."""
     stage = session.get(Stage, stage_id)
     if stage is None:
         raise NotFound(f"No stage {stage_id}.")
@@ -102,6 +114,11 @@ def new_version(
     drafter = (drafter or "").strip()
     if not drafter or len(drafter) > 64:
         raise Invalid("Name the drafter (one of the worker's configured drafters) in at most 64 characters.", field="drafter")
+    if known_drafters is not None and drafter not in known_drafters:
+        raise Invalid(
+            f"No drafter named '{drafter}' in VLCURATE_DRAFTERS_FILE (configured: {', '.join(known_drafters) or 'none'}).",
+            field="drafter",
+        )
     template = kind.template if template is None else template
     if not template.strip():
         raise Invalid("The template is empty.", field="template")
@@ -127,10 +144,12 @@ def new_version(
 
 
 def stage_items(stage_id: int):
-    """Items a stage drafts for: those in it now (active) and those that finished it."""
+    """Items a stage drafts for: those in it now (active), those that finished it, and its gold items
+    (served like any item, so they show drafts too; and a prompt is measured on them against the truth)."""
     finished = sa.select(ItemResult.item_id).where(ItemResult.stage_id == stage_id)
+    gold = sa.select(GoldItem.item_id).where(GoldItem.stage_id == stage_id)
     return sa.select(Item.id).where(
-        sa.or_(sa.and_(Item.stage_id == stage_id, Item.status == ItemStatus.active), Item.id.in_(finished))
+        sa.or_(sa.and_(Item.stage_id == stage_id, Item.status == ItemStatus.active), Item.id.in_(finished), Item.id.in_(gold))
     )
 
 
@@ -159,24 +178,33 @@ class RunStarted:
     items: int
     batches: int
     job_ids: list[int]
+    run_id: int | None = None  # the PromptRun row that follows its jobs
 
 
 def start_run(
     session: Session, app_settings, prompt_id: int, scope: Scope = "missing", *, sample: int | None = None, seed: int = 0,
     actor_id: int | None = None,
 ) -> RunStarted:
-    """Queue `draft` jobs for the prompt over the scope's items (batches of worker_batch_size).
-    Commits first: the jobs read the prompt from their own connection."""
+    """Queue `draft` jobs for the prompt over the scope's items (batches of worker_batch_size), and
+    record the run with the range of its jobs' ids, which its progress is read from. The caller
+    commits (a commit here would close the caller's transaction under it); the jobs are queued at
+    once on the queue's own connection and read the prompt from theirs, so the prompt must be
+    committed before its first run, as every caller's is (made by an earlier request or command)."""
     from app.worker import jobs
 
     prompt = get(session, prompt_id)
     ids = chosen_items(session, prompt, scope, sample, seed)
     record(session, "prompt.run", actor_id=actor_id, target=f"stage:{prompt.stage_id}", prompt_id=prompt.id, scope=scope, items=len(ids))
-    session.commit()
     size = app_settings.worker_batch_size
     batches = [ids[i : i + size] for i in range(0, len(ids), size)]
     job_ids = [j for j in (jobs.defer_draft(app_settings, prompt.id, b) for b in batches) if j is not None]
-    return RunStarted(len(ids), len(batches), job_ids)
+    run = PromptRun(
+        prompt_id=prompt.id, scope=scope, sample=sample if scope == "sample" else None, seed=seed, items=len(ids), batches=len(batches),
+        first_job=min(job_ids, default=None), last_job=max(job_ids, default=None), created_by=actor_id,
+    )
+    session.add(run)
+    session.flush()
+    return RunStarted(len(ids), len(batches), job_ids, run.id)
 
 
 @dataclass(frozen=True)

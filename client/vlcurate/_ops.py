@@ -15,15 +15,19 @@ from vlcurate.errors import NotFound, VlcurateError
 from vlcurate.models import (
     AgreementReport,
     ClaimOut,
+    DraftEvaluation,
+    DraftKindOut,
     ExportOut,
     FinalRecord,
     ItemOut,
     ItemPage,
     ProjectOut,
     ProjectSettings,
+    PromptOut,
     RecordsOut,
     ReviewOut,
     ReviewRow,
+    RunOut,
     SplitVersionListed,
     SplitVersionOut,
     SubmitOut,
@@ -274,6 +278,67 @@ class Operations:
             yield Call("GET", f"/exports/{job.id}/files/{relative}", download_to=target, idempotent=True)
         (out / "manifest.json").write_text(json.dumps(job.manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return out
+
+    # -- drafting --------------------------------------------------------------------------------
+
+    def _draft_kinds(self, stage: int) -> Op:
+        reply = yield Call("GET", f"/stages/{stage}/draft-kinds")
+        return [DraftKindOut.model_validate(k) for k in reply.json()]
+
+    def _draft_prompts(self, stage: int) -> Op:
+        reply = yield Call("GET", f"/stages/{stage}/prompts")
+        return [PromptOut.model_validate(p) for p in reply.json()]
+
+    def _draft_prompt(self, stage: int, draft_kind: str, drafter: str, fields: dict[str, Any]) -> Op:
+        body = {"draft_kind": draft_kind, "drafter": drafter, **{k: v for k, v in fields.items() if v is not None}}
+        reply = yield Call("POST", f"/stages/{stage}/prompts", json=body)
+        return PromptOut.model_validate(reply.json())
+
+    def _prompt(self, prompt_id: int, run: int | None = None) -> Op:
+        reply = yield Call("GET", f"/prompts/{prompt_id}", params={} if run is None else {"run": run})
+        return PromptOut.model_validate(reply.json())
+
+    def _draft(self, prompt_id: int, scope: str = "missing", sample: int | None = None, seed: int = 0, *, wait: bool = False,
+               poll: float = 1.0, timeout: float | None = None, progress: bool = False) -> Op:
+        """Start a run; with `wait`, follow its jobs until none waits or runs and return the version then."""
+        reply = yield Call("POST", f"/prompts/{prompt_id}/runs", json={"scope": scope, "sample": sample, "seed": seed})
+        run = RunOut.model_validate(reply.json())
+        if not wait:
+            return run
+        deadline = None if timeout is None else time.monotonic() + timeout
+        bar = _progress(progress, run.items, f"draft {prompt_id}")
+        try:
+            while True:
+                prompt = yield from self._prompt(prompt_id, run.run_id)
+                if bar is not None:
+                    bar.n = prompt.run.done
+                    bar.refresh()
+                if not prompt.run.active:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    raise VlcurateError(f"Prompt {prompt_id}'s run still has {prompt.run.waiting + prompt.run.running} jobs "
+                                        f"waiting or running after {timeout} s ({prompt.run.done}/{prompt.run.items} items).")
+                yield Sleep(poll)
+        finally:
+            if bar is not None:
+                bar.close()
+        if prompt.run.failed:
+            raise VlcurateError(f"{prompt.run.failed} of {prompt.run.jobs} draft jobs of prompt {prompt_id} failed: "
+                                + "; ".join(prompt.run.errors))
+        return prompt
+
+    def _draft_evaluation(self, stage: int, prompts, gold: bool = False, samples: int = 1000, seed: int = 0,
+                          parquet: str | Path | None = None) -> Op:
+        if isinstance(prompts, str):
+            ids = prompts
+        else:
+            ids = ",".join(str(getattr(p, "id", p)) for p in prompts)  # ids, or PromptOut rows
+        params = {"prompts": ids, "gold": gold}
+        reply = yield Call("GET", f"/stages/{stage}/drafts/evaluation", params={**params, "samples": samples, "seed": seed})
+        found = DraftEvaluation.model_validate(reply.json())
+        if parquet is not None:
+            yield Call("GET", f"/stages/{stage}/drafts/evaluation.parquet", params=params, download_to=Path(parquet))
+        return found
 
 
 def _for_each(op: Op, fn) -> Op:

@@ -133,6 +133,42 @@ class _Api:
         With `gold`, the stages' gold items come too, in `gold.jsonl` (never in the data files)."""
         return self._run(self._export(project, format, out, splits=splits, version=version, poll=poll, timeout=timeout, gold=gold))
 
+    # -- drafting with a model -------------------------------------------------------------------------
+
+    def draft_kinds(self, stage: int):
+        """What a model can draft for the stage (`DraftKindOut`: default prompt, template fields, answer schema) (admin)."""
+        return self._run(self._draft_kinds(stage))
+
+    def draft_prompts(self, stage: int):
+        """The stage's prompt versions (`PromptOut`), with what each drafted and its run's progress (admin)."""
+        return self._run(self._draft_prompts(stage))
+
+    def draft_prompt(self, stage: int, draft_kind: str, drafter: str, *, template: str | None = None, system: str | None = None,
+                     max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None, note: str = ""):
+        """Save the next prompt version of `draft_kind` for the stage (`PromptOut`); what is left out comes
+        from the kind's default prompt. `drafter` names one of the server's configured drafters (admin)."""
+        fields = {"template": template, "system": system, "max_tokens": max_tokens, "temperature": temperature, "seed": seed, "note": note}
+        return self._run(self._draft_prompt(stage, draft_kind, drafter, fields))
+
+    def prompt(self, prompt_id: int, *, run: int | None = None):
+        """A prompt version (`PromptOut`) with its counts and the progress of its newest run (or of `run`) (admin)."""
+        return self._run(self._prompt(prompt_id, run))
+
+    def draft(self, prompt_id: int, *, scope: str = "missing", sample: int | None = None, seed: int = 0, wait: bool = False,
+              poll: float = 1.0, timeout: float | None = None, progress: bool = False):
+        """Run a prompt version over its stage's items: `scope` "missing" (items lacking a valid draft of
+        it), "all", or "sample" (`sample` items, seeded). Returns the queued run (`RunOut`: its id and job
+        ids); with `wait`, follows its jobs (a tqdm bar with `progress`) and returns the version
+        (`PromptOut`) once none waits or runs, raising VlcurateError if a job failed or `timeout` passed."""
+        return self._run(self._draft(prompt_id, scope, sample, seed, wait=wait, poll=poll, timeout=timeout, progress=progress))
+
+    def draft_evaluation(self, stage: int, prompts, *, gold: bool = False, samples: int = 1000, seed: int = 0,
+                         parquet: str | Path | None = None):
+        """Prompt versions (ids, `PromptOut`s, or "1,2") against what people finished in the stage, or its
+        gold answers with `gold` (`DraftEvaluation`: agreement with bootstrap 95 % intervals, share accepted
+        unchanged, schema-valid share, latency, tokens); `parquet` also downloads the per-item rows there."""
+        return self._run(self._draft_evaluation(stage, prompts, gold, samples, seed, parquet))
+
 
 class Client(Operations, _Api):
     """A synchronous client of a vlcurate server: `Client(url, token)` (or VLCURATE_SERVER / VLCURATE_TOKEN)."""

@@ -71,6 +71,10 @@ ACCESS = {
     ("POST", "/projects/{project_id}/exports"): ADMIN,
     ("GET", "/exports/{export_id}.zip"): ADMIN,
     ("GET", "/exports/{export_id}/files/{path:path}"): ADMIN,
+    ("GET", "/stages/{stage_id}/drafts"): ADMIN,
+    ("POST", "/stages/{stage_id}/prompts"): ADMIN,
+    ("POST", "/stages/{stage_id}/drafts/run"): ADMIN,
+    ("GET", "/stages/{stage_id}/drafts/evaluation.parquet"): ADMIN,
     ("GET", "/api/v1/projects"): USER,
     ("GET", "/api/v1/projects/{project_id}"): USER,
     ("POST", "/api/v1/projects"): ADMIN,
@@ -105,6 +109,13 @@ ACCESS = {
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/send-back"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/take-back"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/suggestions"): ADMIN,
+    ("GET", "/api/v1/stages/{stage_id}/draft-kinds"): ADMIN,
+    ("GET", "/api/v1/stages/{stage_id}/prompts"): ADMIN,
+    ("POST", "/api/v1/stages/{stage_id}/prompts"): ADMIN,
+    ("GET", "/api/v1/prompts/{prompt_id}"): ADMIN,
+    ("POST", "/api/v1/prompts/{prompt_id}/runs"): ADMIN,
+    ("GET", "/api/v1/stages/{stage_id}/drafts/evaluation"): ADMIN,
+    ("GET", "/api/v1/stages/{stage_id}/drafts/evaluation.parquet"): ADMIN,
 }
 
 # Path parameters are filled with values that name nothing: an allowed caller gets a 404 or a 422 and
