@@ -43,6 +43,10 @@ class DraftKind:
     system: str = ""
     images: tuple[str, ...] = ("/image",)  # JSON pointers of the item's images sent with the prompt
     as_answer: Callable[[Mapping[str, Any], ItemInput], dict[str, Any] | None] = _no_answer
+    # A draft that is no answer (an explanation) is scored against the record's reference instead:
+    # `score(payload, item)` in 0..1 (None: not comparable), named `score_name` on the evaluation.
+    score: Callable[[Mapping[str, Any], ItemInput], float | None] | None = None
+    score_name: str = ""
     source: str = ""  # where the default prompt comes from (paper, section)
     settings: Mapping[str, Any] = field(default_factory=dict)  # default max_tokens / temperature
 

@@ -259,24 +259,35 @@ def evaluate(
     reports, rows = [], []
     for prompt in chosen:
         kind = draft_kinds()[prompt.draft_kind]
+        against_reference = kind.score is not None  # a draft that is no answer: scored against the record
+        labels = nominal and not against_reference
         pairs, scores, uncomparable = [], [], 0
         for item_id, payload in sorted(drafts.get(prompt.id, {}).items()):
             if item_id not in truths:
                 continue
             external_id, data, final = truths[item_id]
-            answer = kind.as_answer(payload, ItemInput(item_id, data, {}, earlier.get(item_id, {})))
-            if answer is None:
-                uncomparable += 1
-                continue
-            score = float(task.compare(answer, final))
-            pairs.append((task.facet_values(answer), task.facet_values(final)))
+            item = ItemInput(item_id, data, {}, earlier.get(item_id, {}))
+            if against_reference:
+                found = kind.score(payload, item)
+                if found is None:
+                    uncomparable += 1
+                    continue
+                score = float(found)
+            else:
+                answer = kind.as_answer(payload, item)
+                if answer is None:
+                    uncomparable += 1
+                    continue
+                score = float(task.compare(answer, final))
+                pairs.append((task.facet_values(answer), task.facet_values(final)))
             scores.append(score)
             rows.append(Compared(item_id, external_id, prompt.id, prompt.version, payload, final, score))
         if scores and len(scores) not in weights:
             weights[len(scores)] = resample_weights(len(scores), samples, seed)
         w = weights.get(len(scores))
-        share = _figure(SHARE if nominal else MEAN, bootstrap(mean_stats(np.array(scores)), mean_from, weights=w), len(scores))
-        figures = [*_kappas(task, pairs, w), share] if nominal else [share]
+        name = (kind.score_name or "score against the reference") if against_reference else (SHARE if labels else MEAN)
+        share = _figure(name, bootstrap(mean_stats(np.array(scores)), mean_from, weights=w), len(scores))
+        figures = [*_kappas(task, pairs, w), share] if labels else [share]
         run = prompt_service.counts(session, prompt)
         accepted, shown = outcomes.get(prompt.id, (0, 0))
         p50, p95, prompt_tokens, completion_tokens = costs.get(prompt.id, (None, None, None, None))

@@ -220,3 +220,34 @@ def test_the_chart_draws_one_bar_per_version_and_figure(session, settings, stora
         assert [b["label"] for b in group["bars"]] == ["generic.test-choice v1", "generic.test-choice v2"]
         for b in group["bars"]:
             assert b["low"] <= b["x"] + b["width"] <= b["high"] or b["estimate"] < 0
+
+
+def test_an_explanation_is_scored_by_entity_f1_against_its_section(session):
+    """artwork.explanation with its own draft kind: a drafted explanation is no judgement, so each is
+    scored by its entity F1 against the record's section (app.agreement.entities), averaged over items
+    with a bootstrap interval; an item without linked entities is not comparable."""
+    from app.agreement.entities import scores as entity_scores
+    from tests.datasets.artwork.test_artwork import EXPLAINED
+
+    pid, (stage_id, *_) = factories.project(session, ["artwork.explanation"])
+    prompt = factories.prompt(session, stage_id, "artwork.drafted_explanation")
+    rng = random.Random(5)
+    words = ["It hung in the Louvre.", "Vincenzo Peruggia took it.", "It came back to Paris.", "It is small.", "Rome saw it."]
+    expected = []
+    for k in range(24):
+        data = {**EXPLAINED, "id": f"a-{k}", "entities": [] if k == 0 else EXPLAINED["entities"]}
+        item = Item(project_id=pid, external_id=data["id"], data=data, stage_id=stage_id, status=ItemStatus.done)
+        session.add(item)
+        session.flush()
+        text = " ".join(rng.sample(words, rng.randint(1, 4)))
+        factories.finished(session, stage_id, item.id, {"verdict": "kept"})
+        factories.drafted(session, prompt, item.id, {"explanation": text})
+        if k:
+            expected.append(entity_scores(data["entities"], data["text"], text)["entity_f1"])
+    (report,) = draft_eval.evaluate(session, stage_id, [prompt.id], samples=300, seed=2).versions
+    ci = bootstrap(mean_stats(np.array(expected)), mean_from, samples=300, seed=2)
+    figure = report.headline
+    assert figure.name == "entity F1 against the section" and report.figures == [figure]
+    assert figure.items == 23 and report.uncomparable == 1
+    assert (figure.estimate, figure.low, figure.high) == pytest.approx((np.mean(expected), ci.low, ci.high), abs=1e-12)
+    assert 0 < figure.estimate < 1

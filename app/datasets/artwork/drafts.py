@@ -59,6 +59,10 @@ def as_answer(payload: Mapping[str, Any], item: ItemInput) -> dict[str, Any] | N
     return None  # an explanation is not a judgement: drafts are scored against the reference (reference_score)
 
 
+def score(payload: Mapping[str, Any], item: ItemInput) -> float | None:
+    return reference_score(payload, item.data)
+
+
 EXPLAIN = DraftKind(
     name=DRAFTED_KIND,
     title="An explanation of the section from the image and the title (ExpArt's instruction)",
@@ -71,6 +75,8 @@ EXPLAIN = DraftKind(
     placeholders=("instruction", "instruction_without_title", "title", "section_path"),
     to_payload=to_payload,
     as_answer=as_answer,
+    score=score,
+    score_name="entity F1 against the section",
     source="ExpArt (Hayashi et al., Towards Artwork Explanation in Large-scale Vision Language Models, ACL 2024): the "
     "paper's instruction for a section path, with the title. The system text asking for JSON is ours.",
     settings={"max_tokens": 800, "temperature": 0.0},
