@@ -28,7 +28,7 @@ def verify_password(password_hash: str, password: str) -> bool:
 def dummy_hash() -> str:
     """A hash to verify against for an unknown user, which keeps their login as slow as a known
     user's. Made once per process, when first asked (the server asks at start-up), not on import:
-    hashing takes a quarter of a second, which every command of the command line would pay."""
+    hashing takes about 0.2 s of CPU, which every command of the command line would pay."""
     return hash_password(secrets.token_urlsafe(16))
 
 

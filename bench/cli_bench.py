@@ -36,8 +36,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 
-# What the environment's `vlcurate` script runs; `app.cli` comes from the root first on PYTHONPATH.
-VLCURATE = [sys.executable, "-c", "import sys; from app.cli import main; sys.argv[0] = 'vlcurate'; sys.exit(main())"]
+# What the environment's `vlcurate` script runs; `app.cli` comes from the root first on PYTHONPATH
+# (-P: not from the current directory).
+VLCURATE = [sys.executable, "-P", "-c", "import sys; from app.cli import main; sys.argv[0] = 'vlcurate'; sys.exit(main())"]
 
 
 def env_for(root: Path, **extra: str | None) -> dict[str, str]:

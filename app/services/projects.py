@@ -1,7 +1,7 @@
 """Projects and stages: creation, listing, and the per-stage progress counts.
 
 The dataset registry (`app.datasets`) is imported by the functions that check workflows, not at the
-top: importing every dataset package costs a command about 0.25 s, and listing projects or finding
+top: importing every dataset package costs a command about 0.1 s of CPU, and listing projects or finding
 one by name (`vlcurate project list`, `splits`, `leaks`) needs none of it (docs/cli-startup.md)."""
 
 from __future__ import annotations
