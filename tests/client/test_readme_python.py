@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,12 +53,18 @@ def wheels() -> Path:
     """The client's dependencies (and its build backend) as wheels, fetched once per client/pyproject.toml."""
     key = hashlib.sha256((ROOT / "client" / "pyproject.toml").read_bytes()).hexdigest()[:12]
     folder = Path(os.environ.get("VLCURATE_TEST_WHEELS", Path.home() / ".cache" / "vlcurate" / "test-wheels")) / key
-    if not (folder / ".complete").exists():
-        pip("wheel", "--wheel-dir", str(folder), "./client[datasets]")
-        pip("download", "--dest", str(folder), "--only-binary", ":all:", "setuptools>=77", "wheel")
-        for built in folder.glob("vlcurate_client-*"):
+    if not folder.exists():
+        # Filled beside it and renamed into place: a test run beside this one sees all of it or none.
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        filling = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{key}-"))
+        pip("wheel", "--wheel-dir", str(filling), "./client[datasets]")
+        pip("download", "--dest", str(filling), "--only-binary", ":all:", "setuptools>=77", "wheel")
+        for built in filling.glob("vlcurate_client-*"):
             built.unlink()  # built from the working tree at each install
-        (folder / ".complete").touch()
+        try:
+            filling.rename(folder)
+        except OSError:  # another run got there first
+            shutil.rmtree(filling)
     return folder
 
 
