@@ -53,6 +53,7 @@ bench: $(TEST_STAMP) browser
 	$(BIN)/python bench/agreement_bench.py
 	$(BIN)/python bench/export_bench.py
 	$(BIN)/python bench/client_bench.py
+	$(BIN)/python bench/draft_bench.py
 	VLCURATE_CHROMIUM=$(CHROMIUM) $(BIN)/python bench/next_screen_bench.py
 
 clean:

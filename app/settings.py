@@ -139,6 +139,11 @@ class Settings(BaseSettings):
     clip_model_dir: Path | None = Field(
         default=None, description="Local directory of a CLIP-family model for image-text matching (never downloaded)."
     )
+    drafters_file: Path | None = Field(
+        default=None,
+        description="TOML file naming the model servers and local models that draft (`[drafters.<name>]` tables: see "
+        "app/drafting/config.py). Absent: no drafter is configured.",
+    )
     worker_batch_size: int = Field(default=32, ge=1, description="Items per suggestion job, and images per model batch.")
     unsupported_threshold: float = Field(
         default=0.45, description="WikiDO: a caption phrase below this similarity to the reference text is flagged."

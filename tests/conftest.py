@@ -359,14 +359,14 @@ def wait_for(url: str, proc, timeout: float = 30.0) -> None:
 
 
 @contextmanager
-def running(cmd: list[str], health_url: str, env: dict | None = None) -> Iterator[subprocess.Popen]:
+def running(cmd: list[str], health_url: str, env: dict | None = None, timeout: float = 30.0) -> Iterator[subprocess.Popen]:
     """Run a server process until the block ends, once `health_url` answers. Its output goes to a file:
     a pipe that nobody reads fills up after a few logged tracebacks, and the server then hangs."""
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
             try:
-                wait_for(health_url, proc)
+                wait_for(health_url, proc, timeout)
             except (RuntimeError, TimeoutError) as exc:
                 log.seek(0)
                 raise RuntimeError(f"{exc}: {log.read()[-4000:]}") from None

@@ -123,18 +123,24 @@ def demo() -> None:
 @app.command()
 def worker(
     concurrency: int = typer.Option(1, min=1, help="Jobs run at once (model jobs are best run one at a time)."),
-    queues: Optional[str] = typer.Option(None, help="Comma-separated queues (default: suggest,maintenance,export)."),
+    queues: Optional[str] = typer.Option(
+        None, help="Comma-separated queues (default: suggest,draft,maintenance,export); `--queues draft` makes a drafting box."
+    ),
 ) -> None:
-    """Run background jobs: suggestions, and the reconcile job that catches up on missing work."""
+    """Run background jobs: suggestions, drafts, and the reconcile job that catches up on missing work."""
     from app.db import connection_budget
     from app.worker import backends, jobs
 
     settings, _ = _sessions()
     jobs.configure(settings)
     names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
+    unknown = sorted(set(names) - set(jobs.QUEUES))
+    if unknown or not names:
+        console.print(f"[red]Unknown queue {', '.join(unknown) or '(none given)'}[/]; the queues are {', '.join(jobs.QUEUES)}.")
+        raise typer.Exit(2)
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
     console.print(connection_budget(settings), highlight=False, soft_wrap=True)
-    for line in jobs.availability(settings):
+    for line in [*jobs.availability(settings), *jobs.drafter_lines(settings)]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     recovered = jobs.recover_stalled(settings)
     if recovered:

@@ -3,7 +3,8 @@
 A dataset (`app/datasets/<name>/dataset.py`) declares its item schema (validates imports),
 which item fields are images, its stage tasks in pipeline order (routing is each task's
 `applies`), the figures and breakdown of its project page, the suggestion producers of the
-kinds its tasks read, and its published export: how a finished item becomes a record of the
+kinds its tasks read and the draft kinds a vision-language model can write for them (`drafts`),
+and its published export: how a finished item becomes a record of the
 release, which files ship with it, and optional capabilities (boxes for COCO) declared as
 values, never discovered.
 """
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from app.datasets.draft import DraftKind
 from app.datasets.suggest import Producer
 from app.datasets.task import Task
 
@@ -148,6 +150,8 @@ class Dataset:
     figures: ClassVar[Mapping[str, AnswerFigures]] = {}
     # Producers of the suggestion kinds this dataset's tasks read.
     producers: ClassVar[tuple[Producer, ...]] = ()
+    # What a vision-language model can draft for this dataset's stages (app.datasets.draft).
+    drafts: ClassVar[tuple[DraftKind, ...]] = ()
     # How the published export writes a split's records: "jsonl" (a line each) or "json" (an
     # array), at `published_path`, in the release's `release_style`; files that ship with the
     # records go beside it. Parquet columns come in `parquet_columns` order (a Hub card's), then the rest.

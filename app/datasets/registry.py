@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.datasets.dataset import Dataset
+from app.datasets.draft import DraftKind
 from app.datasets.suggest import Producer
 from app.datasets.task import Task
 from app.errors import Invalid
@@ -74,3 +75,8 @@ def all_datasets() -> list[Dataset]:
 def producers() -> dict[str, Producer]:
     """Every registered producer by suggestion kind."""
     return {p.kind: p for d in _DATASETS.values() for p in d.producers}
+
+
+def draft_kinds() -> dict[str, DraftKind]:
+    """Every registered draft kind by name."""
+    return {k.name: k for d in _DATASETS.values() for k in d.drafts}

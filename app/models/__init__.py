@@ -4,6 +4,7 @@ from app.models.annotations import Annotation, Assignment, Draft
 from app.models.audit import AuditEvent
 from app.models.base import Base
 from app.models.counts import AnnotatorCount, ItemCount, StageCount
+from app.models.drafting import DraftFailure, Prompt
 from app.models.exports import Export, ItemSplit, SplitDefinition
 from app.models.gold import AnnotatorFlag, GoldItem, ImageHash, LeakReport
 from app.models.items import Asset, Item, ItemResult
@@ -23,6 +24,7 @@ __all__ = [
     "AuditEvent",
     "Base",
     "Draft",
+    "DraftFailure",
     "Export",
     "GoldItem",
     "ImageHash",
@@ -35,6 +37,7 @@ __all__ = [
     "LeakReport",
     "LoginThrottle",
     "Project",
+    "Prompt",
     "Role",
     "SplitDefinition",
     "Stage",

@@ -23,6 +23,11 @@ class Suggestion(Base):
     model_version: Mapped[str] = mapped_column(sa.Text, server_default="")
     payload: Mapped[dict[str, Any]]
     score: Mapped[float | None]
+    # Drafted by a vision-language model: the prompt version, and what the call cost.
+    prompt_id: Mapped[int | None] = mapped_column(sa.ForeignKey("prompts.id", ondelete="CASCADE"), index=True)
+    latency_ms: Mapped[int | None]
+    prompt_tokens: Mapped[int | None]
+    completion_tokens: Mapped[int | None]
     created_at: Mapped[datetime] = created_at()
 
 

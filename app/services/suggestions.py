@@ -33,16 +33,23 @@ def store(
     *,
     model_version: str = "",
     score: float | None = None,
+    prompt_id: int | None = None,
+    latency_ms: int | None = None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
 ) -> None:
-    """Store a model's output; computing it again with the same model version replaces it."""
+    """Store a model's output; computing it again with the same model version replaces it. A drafted
+    one names its prompt version and what the call cost (latency, tokens)."""
+    drafted = {"prompt_id": prompt_id, "latency_ms": latency_ms, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
     session.execute(
         pg_insert(Suggestion)
         .values(
-            item_id=item_id, stage_id=stage_id, kind=kind, model=model, model_version=model_version, payload=payload, score=score
+            item_id=item_id, stage_id=stage_id, kind=kind, model=model, model_version=model_version, payload=payload, score=score,
+            **drafted,
         )
         .on_conflict_do_update(
             index_elements=["item_id", "stage_id", "kind", "model", "model_version"],
-            set_={"payload": payload, "score": score, "created_at": sa.func.now()},
+            set_={"payload": payload, "score": score, **drafted, "created_at": sa.func.now()},
         )
     )
 

@@ -2,7 +2,8 @@
 
 `suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
 stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
-twice). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
+twice). `draft(prompt_id, item_ids)` runs a prompt version over a batch on the "draft" queue
+(`app.drafting.run`), so a GPU box can take only drafting (`vlcurate worker --queues draft`). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
 (a killed worker), enqueues batches for items that lack a suggestion a stage reads, queues again
 the exports, leak reports and agreement reports that were asked for but have no job (their defer
 failed), and drops its own succeeded runs older than a day. A defer cannot share the caller's
@@ -43,7 +44,7 @@ from app.worker.backends import ModelUnavailable
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint()
-QUEUES = ("suggest", "maintenance", "export")
+QUEUES = ("suggest", "draft", "maintenance", "export")
 
 
 class JobFailed(RuntimeError):
@@ -120,8 +121,13 @@ def close_queue() -> None:
 # -- reporting ----------------------------------------------------------------------------------------
 
 
+@dataclass
+class Run:
+    label: str  # a job may say more about what it did when it ends (drafts: how many were invalid)
+
+
 @contextmanager
-def report(job_id: int, task: str, label: str, total: int) -> Iterator[None]:
+def report(job_id: int, task: str, label: str, total: int) -> Iterator[Run]:
     """Record the job as running, then as succeeded or failed with a one-line error (no traceback)."""
     sessions = env().sessions
     with transaction(sessions) as s:
@@ -131,8 +137,9 @@ def report(job_id: int, task: str, label: str, total: int) -> Iterator[None]:
         else:
             run.status, run.error, run.finished_at, run.total = "running", None, None, total
             run.attempts += 1
+    run = Run(label)
     try:
-        yield
+        yield run
     except Exception as exc:
         message = str(exc) if isinstance(exc, (JobFailed, ModelUnavailable)) else f"{type(exc).__name__}: {exc}"
         with transaction(sessions) as s:
@@ -143,7 +150,10 @@ def report(job_id: int, task: str, label: str, total: int) -> Iterator[None]:
             )
         raise
     with transaction(sessions) as s:
-        s.execute(sa.update(JobRun).where(JobRun.job_id == job_id).values(status="succeeded", done=total, finished_at=sa.func.now()))
+        s.execute(
+            sa.update(JobRun).where(JobRun.job_id == job_id)
+            .values(status="succeeded", done=total, label=run.label, finished_at=sa.func.now())
+        )
 
 
 # -- suggestions ----------------------------------------------------------------------------------------
@@ -189,6 +199,49 @@ def suggest(context: JobContext, stage_id: int, kind: str, item_ids: list[int]) 
     label = f"{kind} · stage {stage_id} · {len(item_ids)} items"
     with report(context.job.id, "suggest", label, len(item_ids)):
         return compute_suggestions(stage_id, kind, item_ids)
+
+
+# -- drafts ------------------------------------------------------------------------------------------------
+
+
+def draft_job(prompt_id: int, item_ids: list[int]):
+    """The draft task for one batch of one prompt version, locked by it: one copy waits at a time,
+    copies never run together."""
+    lock = f"draft:{prompt_id}:{item_ids[0]}-{item_ids[-1]}:{len(item_ids)}"
+    return draft.configure(queueing_lock=lock, lock=lock)
+
+
+def defer_draft(settings: Settings, prompt_id: int, item_ids: list[int]) -> int | None:
+    """Queue one batch of a prompt run; None when the same batch already waits."""
+    make_app(settings)  # binds the tasks, which a fresh process (the CLI) has not done yet
+    return _defer(settings, draft_job(prompt_id, item_ids), {"prompt_id": prompt_id, "item_ids": item_ids}, f"draft {prompt_id}")
+
+
+@blueprint.task(name="draft", queue="draft", pass_context=True, retry=RETRY)
+def draft(context: JobContext, prompt_id: int, item_ids: list[int]) -> int:
+    """Draft a batch of items with a prompt version; items with a valid draft of it are skipped. The
+    job's label ends saying how many answers were drafted, invalid (stored as draft failures) and skipped."""
+    from app.drafting import run as drafting
+
+    label = f"prompt {prompt_id} · {len(item_ids)} items"
+    with report(context.job.id, "draft", label, len(item_ids)) as run:
+        outcome = drafting.draft(prompt_id, item_ids)
+        run.label = f"{label} · {outcome.drafted} drafted, {outcome.invalid} invalid, {outcome.skipped} skipped"
+        return outcome.drafted
+
+
+def drafter_lines(settings: Settings) -> list[str]:
+    """What the worker says at start-up about the drafters it can call: name, backend, URL or model
+    directory, model (never a key)."""
+    from app.drafting.config import drafters
+
+    try:
+        found = drafters(settings)
+    except DomainError as exc:
+        return [f"  drafters: unavailable — {exc.message}"]
+    if not found:
+        return ["  drafters: none (set VLCURATE_DRAFTERS_FILE to a TOML file of [drafters.<name>] tables)"]
+    return [f"  drafter {name}: {config.describe()}" for name, config in sorted(found.items())]
 
 
 @blueprint.task(name="agreement", queue="maintenance", pass_context=True, retry=RETRY)

@@ -3,7 +3,8 @@
 // to it, Shift + a number strikes from the frame through that word, ←/→ move one token, X or Space
 // strikes, Shift+X strikes up to the last struck word, Z undoes. A (a data-key button) strikes the
 // model's underlined words, choosing Hallucinated. F shows the image full size. The text field takes
-// insertions and substitutions; once typed in, it wins until "Back to striking words".
+// insertions and substitutions; once typed in, it wins until "Back to striking words". A caption a model
+// rewrote (data-drafted) fills the field the same way until A strikes the underlined words instead.
 // C / H / W (verdicts), A, Enter and S come from app.js.
 (function () {
   "use strict";
@@ -26,6 +27,7 @@
     var cursor = 0;
     var anchor = null;
     var manual = false;
+    var drafted = field.hasAttribute("data-drafted"), typed = false;
     var words = [];  // token index of word n + 1
     spans.forEach(function (s, i) { if (s.dataset.n) words.push(i); });
     var buffer = "", striking = false, timer = null;
@@ -61,7 +63,8 @@
         field.dispatchEvent(new Event("input", { bubbles: true }));
       }
       var n = struck.filter(Boolean).length;
-      preview.textContent = manual ? "Edited by hand: the text field is what is stored." : n ? n + " word" + (n > 1 ? "s" : "") + " struck." : "";
+      preview.textContent = manual ? (drafted && !typed ? "The model's rewritten caption: the text field is what is stored."
+        : "Edited by hand: the text field is what is stored.") : n ? n + " word" + (n > 1 ? "s" : "") + " struck." : "";
       root.querySelector("[data-tokens]").classList.toggle("disabled", manual);
       restart.hidden = !manual;
     }
@@ -97,7 +100,8 @@
     // The model's underlined words, struck at once (choosing Hallucinated if needed).
     function acceptSuggestion() {
       choose("hallucinated");
-      if (manual) return;
+      if (manual && (typed || !drafted)) return;
+      manual = false;  // a rewritten caption nobody typed in gives way to the underlined words
       var marked = spans.map(function (s) { return s.classList.contains("unsupported"); });
       if (!marked.some(function (m, i) { return m && !struck[i]; })) return;
       remember();
@@ -138,7 +142,7 @@
       });
     });
     field.addEventListener("input", function (event) {
-      if (event.isTrusted) { manual = true; paint(false); }
+      if (event.isTrusted) { manual = true; typed = true; paint(false); }
     });
     restart.addEventListener("click", function () {
       manual = false;

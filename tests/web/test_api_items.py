@@ -65,4 +65,4 @@ def test_records_items_finals_and_suggestions(client, app, api):
     assert unknown.status_code == 422 and "has no split 'nope'" in unknown.json()["detail"]
     settings = client.get(f"/api/v1/projects/{pid}/settings", headers=api["ann"]).json()
     assert settings["dataset"] == "wikido" and settings["image_fields"] == ["/image"]
-    assert settings["stages"][0]["suggestion_kinds"] == ["wikido.itm", "wikido.unsupported"]
+    assert settings["stages"][0]["suggestion_kinds"] == ["wikido.itm", "wikido.unsupported", "wikido.caption"]

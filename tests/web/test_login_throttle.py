@@ -125,6 +125,8 @@ def test_the_admin_users_page_shows_recent_failed_logins(app, users):
 def test_the_wait_holds_on_every_replica(settings, users):
     from app.main import create_app
 
+    # A wait long enough to outlast a loaded machine's three password checks.
+    settings = settings.model_copy(update={"login_backoff_seconds": 60.0, "login_backoff_max_seconds": 60.0})
     replica_a, replica_b = (TestClient(create_app(settings), client=ATTACKER) for _ in range(2))
     for _ in range(3):
         assert login(replica_a, "ann", "wrong password").status_code == 401

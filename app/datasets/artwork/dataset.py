@@ -8,6 +8,7 @@ from typing import Any
 
 from app.datasets.artwork import charts as artwork_charts
 from app.datasets.artwork import demo
+from app.datasets.artwork.drafts import DRAFTS
 from app.datasets.artwork.explanation import ArtworkExplanation, indices_of, metrics_of
 from app.datasets.artwork.schema import EXPLANATION, SECTIONS, ArtworkSection, instructions, section_path
 from app.datasets.artwork.sections import ArtworkSections
@@ -26,6 +27,7 @@ class ExpArt(Dataset):
     tasks = (ArtworkSections, ArtworkExplanation)
     breakdown = ("section",)
     demos = demo.DEMOS
+    drafts = DRAFTS
     published_layout = "jsonl"
     published_path = "{split}.jsonl"
     export_log_name = "judgements.jsonl"

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.agreement.entities import generated_entities, scores, tokens, unique
-from app.datasets.artwork.schema import EXPLANATION, SECTIONS, section_path, section_view, segments
+from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, SECTIONS, section_path, section_view, segments
 from app.datasets.task import Consolidation, Task, image_urls
 from app.datasets.wikido.tokenedits import tokenize
 
@@ -66,6 +66,9 @@ class ArtworkExplanation(Task):
     keys_help = ("1–5 score · ←/→ move · X or Space strikes a word · Shift+X strikes up to the last struck word · "
                  "click strikes · Z undoes · Enter submits · S skips")
     facets = {"score": "nominal", "struck tokens": "token_set"}
+    # A vision-language model's own explanation of the section (app.datasets.artwork.drafts), shown beside
+    # the one being judged with its entity metrics; it is not an answer, so no outcome is recorded for it.
+    suggestion_kinds = (DRAFTED_KIND,)
 
     def validate_annotation(self, item, payload, config, results=None):
         clean = super().validate_annotation(item, payload, config, results)
@@ -157,12 +160,20 @@ class ArtworkExplanation(Task):
             "extra": [e for e in gen_ents if gen_kind(e) == "extra"],
             "metrics": metrics_of(item),
             "rubric": RUBRIC,
+            "drafted": _drafted(suggestions.get(DRAFTED_KIND)),
         }
 
     def view_item(self, item, config, *, assets, results, sizes):
         return {**section_view(item, assets), "model": item.get("model") or "", "explanation": item.get("explanation") or ""}
 
     def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        if kind == DRAFTED_KIND:
+            text = str(payload.get("explanation") or "")
+            f1 = (payload.get("metrics") or {}).get("entity_f1")
+            return {
+                "score": None, "note": "Drafted explanation" + (f" · entity F1 {f1:.3f}" if isinstance(f1, (int, float)) else ""),
+                "tokens": [{"text": t.text, "space": t.end < len(text) and text[t.end].isspace(), "struck": False} for t in tokenize(text)],
+            }
         explanation = item.get("explanation") or ""
         struck = indices_of(payload.get("struck"))
         return {
@@ -173,6 +184,13 @@ class ArtworkExplanation(Task):
                 for i, t in enumerate(tokenize(explanation))
             ],
         }
+
+
+def _drafted(hint) -> dict[str, Any] | None:
+    if not hint or not hint.payload.get("explanation"):
+        return None
+    return {"model": f"{hint.model} {hint.model_version}".strip(), "explanation": hint.payload["explanation"],
+            "metrics": hint.payload.get("metrics") or {}}
 
 
 def _as_list(value: Any) -> list[Any]:

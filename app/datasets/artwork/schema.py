@@ -13,6 +13,9 @@ from app.datasets.task import image_urls
 
 SECTIONS = "artwork.sections"
 EXPLANATION = "artwork.explanation"
+# An explanation a vision-language model drafted from the image and the title (app.datasets.artwork.drafts):
+# payload {"explanation": text, "metrics": its entity metrics against the section's text}.
+DRAFTED_KIND = "artwork.drafted_explanation"
 
 
 class ArtworkSection(ItemBase):

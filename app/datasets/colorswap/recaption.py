@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.colorswap.schema import FILTER, RECAPTION, VocabularyConfig, candidate_pointer
+from app.datasets.colorswap.schema import FILTER, PAIR_KIND, RECAPTION, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs, check_swap
 from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
 
@@ -67,6 +67,7 @@ class ColorSwapRecaption(Task):
     view_template = "datasets/colorswap/recaption_view.html"
     requires = FILTER
     facets = {"caption 1": "nominal", "caption 2": "nominal"}
+    suggestion_kinds = (PAIR_KIND,)
     has_live_check = True
     keys_help = (
         "the caption 1 field has the focus, the caret at its end · Tab goes to caption 2 · Enter submits (a caption "
@@ -113,10 +114,26 @@ class ColorSwapRecaption(Task):
                     "original": item[f"caption_{n}"],
                 }
             )
-        return {"images": images, "required": _recaption_required(item, config)}
+        drafted = suggestions.get(PAIR_KIND)
+        return {
+            "images": images,
+            "required": _recaption_required(item, config),
+            "drafted_by": f"{drafted.model} {drafted.model_version}".strip() if drafted else None,
+        }
 
     def initial_values(self, item, config, *, results, suggestions):
-        return {"caption_1": item["caption_1"], "caption_2": item["caption_2"]}
+        """The captions as they came, or the pair a model drafted (Enter stores it)."""
+        drafted = suggestions.get(PAIR_KIND)
+        source = drafted.payload if drafted and all(drafted.payload.get(f"caption_{n}") for n in (1, 2)) else item
+        return {"caption_1": source["caption_1"], "caption_2": source["caption_2"]}
+
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """A drafted pair: accepted when both captions were stored as drafted (case and spacing aside),
+        edited when one was, rejected when neither was."""
+        if kind != PAIR_KIND:
+            return None
+        same = [one_line(payload.get(k) or "").lower() == one_line(suggestion.get(k) or "").lower() for k in ("caption_1", "caption_2")]
+        return "accepted" if all(same) else "edited" if any(same) else "rejected"
 
     def view_item(self, item, config, *, assets, results, sizes):
         vocab = Vocabulary.from_config(config)

@@ -14,6 +14,9 @@ RECAPTION = "colorswap.recaption"
 # The suggestion kind the filter screen reads: payload {"scores": [[caption 1, caption 2], ...]},
 # one image-text score pair per candidate, in candidate order.
 ITM_KIND = "colorswap.itm"
+# The suggestion kind the recaption screen reads: a caption pair a language model wrote from caption 1
+# (app.datasets.colorswap.drafts), payload {"caption_1": text, "caption_2": text}, a swap pair.
+PAIR_KIND = "colorswap.caption_pair"
 
 
 class VocabularyConfig(StageConfig):

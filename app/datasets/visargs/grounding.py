@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.datasets.task import Task, image_urls
 from app.datasets.visargs.schema import (
     BOX_KIND,
+    DRAFTED_BOX_KIND,
     GROUNDING,
     MAX_PREMISES,
     PREMISES,
@@ -42,7 +43,7 @@ class VisArgsGrounding(Task):
     template = "datasets/visargs/grounding.html"
     view_template = "datasets/visargs/grounding_view.html"
     requires = PREMISES
-    suggestion_kinds = (BOX_KIND, REGION_KIND)
+    suggestion_kinds = (BOX_KIND, DRAFTED_BOX_KIND, REGION_KIND)
     facets = {"boxes": "boxes"}
     keys_help = (
         "the image has the focus and the first premise without a box is current · 1–9 pick a premise · "
@@ -82,7 +83,7 @@ class VisArgsGrounding(Task):
         """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
         from app.agreement.boxes import iou  # with numpy, which registering the dataset need not load (app.datasets.task)
 
-        if kind not in (BOX_KIND, REGION_KIND):
+        if kind not in self.suggestion_kinds:
             return None
         final = payload.get("b_box") or []
         verdicts = []
@@ -105,8 +106,8 @@ class VisArgsGrounding(Task):
         vps = premises_of(results)
         suggested: dict[int, dict] = {}
         models = []
-        # OCR boxes first (they are exact for quoted text), then image-text region matches.
-        for kind in (BOX_KIND, REGION_KIND):
+        # OCR boxes first (they are exact for quoted text), then a vision-language model's, then image-text region matches.
+        for kind in self.suggestion_kinds:
             hint = suggestions.get(kind)
             before = len(suggested)
             for box in (hint.payload.get("boxes") if hint else None) or []:

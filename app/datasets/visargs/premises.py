@@ -13,6 +13,7 @@ from app.datasets.task import Consolidation, StageConfig, Task, image_urls
 from app.datasets.visargs.schema import (
     MAX_PREMISES,
     PREMISES,
+    PREMISES_KIND,
     SPARE_ROWS,
     clean,
     row_indices,
@@ -55,6 +56,8 @@ class VisArgsPremises(Task):
     template = "datasets/visargs/premises.html"
     view_template = "datasets/visargs/premises_view.html"
     facets = {"discard": "nominal", "visual premises": "set"}
+    # Premises a vision-language model drafted (app.datasets.visargs.drafts) replace the record's candidates.
+    suggestion_kinds = (PREMISES_KIND,)
     keys_help = (
         "the first premise has the focus and drafts start kept · ↑/↓ or Tab go to the next premise's text · "
         "Alt+K keeps or drops a premise · Ctrl+Enter splits at the caret · Alt+↑/↓ moves a premise · "
@@ -109,18 +112,37 @@ class VisArgsPremises(Task):
         next_index = max([r["index"] for r in rows], default=-1) + 1
         # Spare rows are for additions: they start dropped, and typing in one keeps it.
         spares = [{"index": i, "text": "", "keep": False, "pos": 1000 + i} for i in range(next_index, next_index + SPARE_ROWS)]
-        return {"image": image_urls(item.get("image"), assets.get("/image")), "rows": rows + spares}
+        drafted = suggestions.get(PREMISES_KIND)
+        return {
+            "image": image_urls(item.get("image"), assets.get("/image")),
+            "rows": rows + spares,
+            "drafted_by": f"{drafted.model} {drafted.model_version}".strip() if drafted and drafted.payload.get("visual_premises") else None,
+        }
 
     def initial_values(self, item, config, *, results, suggestions):
-        # Drafts start kept: most are right, and dropping one is one key (Alt+K) or a click.
+        # Drafts start kept: most are right, and dropping one is one key (Alt+K) or a click. A model's
+        # drafted premises come first; the record's candidates otherwise.
         accept = bool(config.get("accept_candidates", True))
         values: dict[str, Any] = {}
-        for i, text in enumerate(item.get("candidate_premises") or []):
+        drafted = suggestions.get(PREMISES_KIND)
+        texts = (drafted.payload.get("visual_premises") if drafted else None) or item.get("candidate_premises") or []
+        for i, text in enumerate(texts):
             values[f"text_{i}"] = text
             values[f"pos_{i}"] = str(i)
             if accept:
                 values[f"keep_{i}"] = "on"
         return values
+
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """Drafted premises: accepted when exactly those were kept (case and spacing aside), edited when
+        some were, rejected when none were or the image was discarded."""
+        if kind != PREMISES_KIND or not suggestion.get("visual_premises"):
+            return None
+        drafted = {clean(t).lower() for t in suggestion["visual_premises"]}
+        kept = set() if payload.get("discard") else {clean(t).lower() for t in payload.get("visual_premises") or []}
+        if kept == drafted:
+            return "accepted"
+        return "edited" if kept & drafted else "rejected"
 
     def view_item(self, item, config, *, assets, results, sizes):
         return {"image": image_urls(item.get("image"), assets.get("/image")), "drafts": list(item.get("candidate_premises") or [])}

@@ -21,6 +21,12 @@ EQUIVALENCE = "visargs.equivalence"
 BOX_KIND = "visargs.boxes"
 # The same payload from an image-text model: the best-matching region per premise, with its score.
 REGION_KIND = "visargs.regions"
+# Drafted by a vision-language model (app.datasets.visargs.drafts): the premises screen's visual premises
+# {"visual_premises": [...]}, the structure screen's {"commonsense_premises", "conclusion", "reasoning_steps"},
+# and the grounding screen's boxes in BOX_KIND's payload.
+PREMISES_KIND = "visargs.visual_premises"
+ARGUMENT_KIND = "visargs.argument"
+DRAFTED_BOX_KIND = "visargs.premise_boxes"
 MAX_PREMISES = 40
 SPARE_ROWS = 2  # empty rows a form without JavaScript offers for additions
 

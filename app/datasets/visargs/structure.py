@@ -16,6 +16,7 @@ from app.datasets.visargs.argtree import (
     validate_tree,
 )
 from app.datasets.visargs.schema import (
+    ARGUMENT_KIND,
     EQUIVALENCE,
     MAX_PREMISES,
     PREMISES,
@@ -89,6 +90,11 @@ def _structure_problems(vps: list[str], payload: Mapping[str, Any], config: Mapp
     return steps, syntax + empty, check
 
 
+def _folded(value: Any) -> Any:
+    """A text, or each text of a list, with case and spacing folded."""
+    return [clean(v).lower() for v in value or []] if isinstance(value, list) else clean(value).lower()
+
+
 def _trailing_dropped(rows: list[dict[str, Any]], empty) -> list[dict[str, Any]]:
     while rows and empty(rows[-1]):
         rows = rows[:-1]
@@ -107,6 +113,8 @@ class VisArgsStructure(Task):
     # Conclusions worded differently can still be equivalent: reviewers judge pairs in visargs.equivalence.
     equivalence = Equivalence(field="conclusion", judge=EQUIVALENCE)
     facets = {"discard": "nominal", "conclusion (same words)": "nominal"}
+    # A model's drafted argument (app.datasets.visargs.drafts) replaces the record's candidates.
+    suggestion_kinds = (ARGUMENT_KIND,)
     has_live_check = True
     keys_help = (
         "the drafted step concluding C has the focus, else the first step without inputs (the conclusion, when there is none yet) · in a step's chips: "
@@ -171,7 +179,9 @@ class VisArgsStructure(Task):
         focus = concludes_c[0] if concludes_c else next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
         if not clean(values.get("conclusion")):
             focus = "conclusion"
+        drafted = suggestions.get(ARGUMENT_KIND)
         return {
+            "drafted_by": f"{drafted.model} {drafted.model_version}".strip() if drafted else None,
             "focus": focus,
             "image": image_urls(item.get("image"), assets.get("/image")),
             "vps": vps,
@@ -182,9 +192,27 @@ class VisArgsStructure(Task):
         }
 
     def initial_values(self, item, config, *, results, suggestions):
+        drafted = suggestions.get(ARGUMENT_KIND)
+        if drafted:
+            p = drafted.payload
+            return structure_values(p.get("commonsense_premises") or [], p.get("conclusion") or "", p.get("reasoning_steps") or [])
         return structure_values(
             item.get("candidate_commonsense") or [], item.get("candidate_conclusion") or "", item.get("candidate_steps") or []
         )
+
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """A drafted argument: accepted when stored as drafted (spacing aside), rejected when the image was
+        discarded or nothing of it was kept, edited otherwise."""
+        if kind != ARGUMENT_KIND:
+            return None
+        if payload.get("discard"):
+            return "rejected"
+        parts = ("commonsense_premises", "conclusion", "reasoning_steps")
+        same = [_folded(payload.get(k)) == _folded(suggestion.get(k)) for k in parts]
+        if all(same):
+            return "accepted"
+        kept = set(_folded(payload.get("commonsense_premises"))) & set(_folded(suggestion.get("commonsense_premises")))
+        return "edited" if any(same) or kept else "rejected"
 
     def live_check(self, item, values, config, results):
         vps = premises_of(results)

@@ -30,6 +30,9 @@ from app.datasets.voldoger.release import (
 )
 
 VERIFY = "voldoger.verify"
+# A vision-language model's check of the row (app.datasets.voldoger.drafts): payload {"image": "keep" |
+# "discard", "label": a payload label or None, "paraphrase": text, "reason": the model's reason}.
+CHECK_KIND = "voldoger.check"
 ROUTES = ("all", "flipped")
 _FIELDS = ("image", "label", "paraphrase", "text", "note")
 
@@ -68,6 +71,21 @@ def llm_text(item: dict[str, Any]) -> str:
     return str((item.get("stylised") or {}).get(TEXT_FIELD.get(item.get("task"), ""), "") or "")
 
 
+def check_values(check: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """A model's check as the screen's form values: its image and label decisions, its paraphrase kept
+    when it has the LLM's words (else edited to it), and its reason as the comment (for the check log)."""
+    paraphrase = str(check.get("paraphrase") or "")
+    values = {
+        "image": check.get("image"),
+        "paraphrase": "keep" if _words(paraphrase) == _words(llm_text(item)) else "edit",
+        "text": paraphrase,
+        "note": str(check.get("reason") or ""),
+    }
+    if check.get("label") is not None:
+        values["label"] = check["label"]
+    return values
+
+
 class VoldogerVerify(Task):
     name = VERIFY
     title = "VOLDOGER: check a stylised image, its label and its paraphrase"
@@ -77,6 +95,7 @@ class VoldogerVerify(Task):
     template = "datasets/voldoger/verify.html"
     view_template = "datasets/voldoger/verify_view.html"
     facets = {"image kept": "nominal", "label": "nominal", "paraphrase kept": "nominal"}
+    suggestion_kinds = (CHECK_KIND,)
     keys_help = (
         "K keeps the stylised image · D discards it · L the LLM's label · O the original label · digits a given label · "
         "P the paraphrase keeps the meaning · E edits it · + / − zoom, 0 resets · Esc leaves a text field · "
@@ -202,10 +221,28 @@ class VoldogerVerify(Task):
             "original_label_name": names.get(before, before),
             "llm_label_name": names.get(after, after),
             "flipped": flipped(task, original, stylised),
+            "check": self._check_view(suggestions.get(CHECK_KIND), item, names),
+        }
+
+    @staticmethod
+    def _check_view(hint, item, names) -> dict[str, Any] | None:
+        if not hint:
+            return None
+        p = hint.payload
+        return {
+            "model": f"{hint.model} {hint.model_version}".strip(),
+            "keeps": p.get("image") == "keep",
+            "label_name": names.get(p.get("label"), p.get("label")),
+            "paraphrase": p.get("paraphrase") or "",
+            "paraphrase_kept": check_values(p, item)["paraphrase"] == "keep",
+            "reason": p.get("reason") or "",
         }
 
     def initial_values(self, item, config, *, results, suggestions):
-        """The LLM's work is the suggestion: its label, its paraphrase kept (the text ready to edit)."""
+        """The LLM's work is the suggestion: its label, its paraphrase kept (the text ready to edit). A
+        vision-language model's check, where one was drafted, preselects all three decisions instead."""
+        if CHECK_KIND in suggestions:
+            return check_values(suggestions[CHECK_KIND].payload, item)
         task = item.get("task")
         values = {"paraphrase": "keep", "text": llm_text(item)}
         _, after = labels(task, item.get("original") or {}, item.get("stylised") or {})
@@ -217,7 +254,19 @@ class VoldogerVerify(Task):
     def view_item(self, item, config, *, assets, results, sizes):
         return self.screen_context(item, config, assets=assets, results=results, suggestions={}, values={})
 
+    def suggestion_outcome(self, kind, suggestion, payload, item):
+        """A drafted check: accepted when the answer makes its three decisions, rejected when it keeps or
+        discards the image otherwise, edited in between."""
+        if kind != CHECK_KIND:
+            return None
+        drafted, given = self.facet_values(check_values(suggestion, item)), self.facet_values(payload)
+        if drafted == given:
+            return "accepted"
+        return "rejected" if drafted["image kept"] != given["image kept"] else "edited"
+
     def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+        if kind == CHECK_KIND:
+            payload = {**check_values(payload, item), "note": f"Reason: {payload.get('reason') or '—'}"}
         task = item.get("task")
         before, after = labels(task, item.get("original") or {}, item.get("stylised") or {})
         label = payload.get("label")

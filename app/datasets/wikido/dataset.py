@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from app.datasets.dataset import AnswerFigures, Dataset, ItemBase, JsonStyle
 from app.datasets.registry import register
 from app.datasets.wikido import demo, producers
+from app.datasets.wikido.drafts import DRAFTS
 from app.datasets.wikido.verify import VERDICTS, VERIFY, WikiDOVerify
 
 
@@ -51,6 +52,7 @@ class WikiDO(Dataset):
         )
     }
     producers = producers.PRODUCERS
+    drafts = DRAFTS
     export_log_name = "verification_log.jsonl"
 
     # The release's JSONL is written as `json.dumps` writes by default (separators ", " and

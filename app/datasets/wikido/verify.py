@@ -23,6 +23,9 @@ VERDICTS = ("correct", "hallucinated", "wrong")
 # over the caption's tokens (`tokenedits.tokenize`), the words the reference text does not support.
 UNSUPPORTED_KIND = "wikido.unsupported"
 ITM_KIND = "wikido.itm"  # payload {"score": cosine of caption and image}
+# A caption a vision-language model rewrote (app.datasets.wikido.drafts): payload {"caption": text}; it
+# fills the corrected-caption field, so H and Enter store it.
+CAPTION_KIND = "wikido.caption"
 
 
 class VerifyAnnotation(BaseModel):
@@ -48,7 +51,7 @@ class WikiDOVerify(Task):
     annotation_schema = VerifyAnnotation
     template = "datasets/wikido/verify.html"
     view_template = "datasets/wikido/verify_view.html"
-    suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND)
+    suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND, CAPTION_KIND)
     facets = {"verdict": "nominal", "deleted words": "token_set"}
     keys_help = (
         "C correct · H hallucinated · W wrong · A strikes the model's underlined words · hallucinated: a word's "
@@ -129,6 +132,7 @@ class WikiDOVerify(Task):
             if re.match(r"\w", t.text):
                 numbers[i] = len(numbers) + 1
         model = f"{hint.model} {hint.model_version}".strip() if hint else None
+        drafted = suggestions.get(CAPTION_KIND)
         return {
             "tokens": [
                 {
@@ -150,9 +154,22 @@ class WikiDOVerify(Task):
                 else None
             ),
             "image": image_urls(item.get("image"), assets.get("/image")),
+            # A rewritten caption fills the text field; the note says whose it is and whether it changes anything.
+            "caption_draft": (
+                {
+                    "model": f"{drafted.model} {drafted.model_version}".strip(),
+                    "shown": values.get("caption") == drafted.payload.get("caption"),
+                    "same": _norm(drafted.payload.get("caption")) == _norm(caption),
+                }
+                if drafted and drafted.payload.get("caption")
+                else None
+            ),
         }
 
     def initial_values(self, item, config, *, results, suggestions):
+        drafted = suggestions.get(CAPTION_KIND)
+        if drafted and drafted.payload.get("caption"):
+            return {"caption": drafted.payload["caption"]}
         return {"caption": item["caption"]}
 
     def view_item(self, item, config, *, assets, results, sizes):
@@ -170,6 +187,8 @@ class WikiDOVerify(Task):
             flagged = {i for span in payload.get("spans") or [] if isinstance(span, list) and len(span) == 2 for i in range(int(span[0]), int(span[1]))}
             runs = [{**t, "op": "unsupported" if t["index"] in flagged else None} for t in _token_runs(caption)]
             return {"note": "Words the reference text does not support (underlined)", "tokens": runs}
+        if kind == CAPTION_KIND:
+            return {"note": "Rewritten caption", "tokens": correction_runs(caption, str(payload.get("caption") or ""))}
         if kind is not None:
             score = payload.get("score")
             return {"note": f"Image-text fit {score:.3f}" if isinstance(score, (int, float)) else "Image-text fit: none"}
@@ -183,7 +202,11 @@ class WikiDOVerify(Task):
 
     def suggestion_outcome(self, kind, suggestion, payload, item):
         """Unsupported spans: accepted when exactly those words were struck, edited when some were;
-        an unrelated caption: accepted when the verdict is Wrong."""
+        an unrelated caption: accepted when the verdict is Wrong. A rewritten caption: accepted when
+        stored as it was (or, when it changes nothing, when the verdict is Correct), edited when
+        corrected otherwise, rejected by a Correct verdict; Wrong says nothing of it."""
+        if kind == CAPTION_KIND:
+            return _caption_outcome(suggestion, payload, item)
         if kind != UNSUPPORTED_KIND:
             return None
         if suggestion.get("unrelated"):  # the hint was "nothing is supported: Wrong?"
@@ -197,6 +220,19 @@ class WikiDOVerify(Task):
         if struck == flagged:
             return "accepted"
         return "edited" if struck & flagged else "rejected"
+
+
+def _caption_outcome(suggestion, payload, item) -> str | None:
+    drafted = _norm(suggestion.get("caption"))
+    changes = drafted != _norm(item.get("caption"))
+    verdict = payload.get("verdict")
+    if verdict == "correct":
+        return "rejected" if changes else "accepted"
+    if verdict != "hallucinated":
+        return None
+    if _norm(payload.get("caption")) == drafted:
+        return "accepted"
+    return "edited" if changes else "rejected"
 
 
 def _token_runs(text: str) -> list[dict[str, Any]]:
