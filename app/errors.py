@@ -1,14 +1,16 @@
-"""Domain errors raised by services; the web layer maps them to HTTP responses."""
+"""Domain errors raised by services; the web layer maps them to HTTP responses.
+
+Every command of the command line imports this module, so it imports neither psycopg nor Jinja at
+its top: the two functions that use them import them when called."""
 
 import errno
-
-import psycopg
-from jinja2.filters import do_filesizeformat
 
 
 def size_text(size: int) -> str:
     """A size as people read it ("30 MiB", not 31457280): Jinja's filesizeformat, which the pages use
     too (filter `size`), in binary units as the settings' defaults are written."""
+    from jinja2.filters import do_filesizeformat
+
     return do_filesizeformat(size, binary=True).replace(".0 ", " ")
 
 
@@ -64,6 +66,8 @@ def full_disk(exc: BaseException | None) -> str | None:
     """Whose disk `exc` says is full: "server" (a file the app wrote: ENOSPC or EDQUOT) or "database"
     (PostgreSQL's SQLSTATE 53100, disk_full), looked for also in what wrapped or followed it; None
     for any other error."""
+    import psycopg
+
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

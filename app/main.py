@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import ROOT, __version__
+from app import ROOT, __version__, security
 from app.db import get_engine, session_factory
 from app.errors import FULL_DISK_MESSAGES, DomainError, full_disk
 from app.settings import Settings, get_settings
@@ -158,6 +158,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessions = session_factory(app.state.engine)
     app.state.storage = make_storage(settings)
     app.state.progress_cache = {}  # stage id -> (monotonic time, StageProgress); see annotate_pages.stage_bar
+    security.dummy_hash()  # made now, so that no login waits for it
 
     app.add_middleware(
         PageSessions,

@@ -194,6 +194,31 @@ def test_project_create_names_stages_and_adds_follow_on_stages(env, tmp_path):
     ]
 
 
+def test_project_list_shows_each_projects_workflows_and_counts(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # a table row a line
+    r = invoke("project", "list")
+    assert r.exit_code == 0 and "No projects yet" in r.output
+    assert invoke("project", "create", "[bold]Cats[/bold]", "--workflow", "generic.choice", "--config", '{"choices": ["cat", "dog"]}').exit_code == 0
+    assert invoke("project", "create", "CS", "--workflow", "colorswap.filter").exit_code == 0
+    (tmp_path / "cat.png").write_bytes(png_bytes())
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps({"id": f"c{i}", "image": "cat.png"}) for i in range(3)))
+    assert invoke("import", "[bold]Cats[/bold]", str(tmp_path / "items.jsonl")).exit_code == 0
+    with transaction(env) as s:
+        s.execute(sa.update(Item).where(Item.external_id == "c0").values(status="done"))
+
+    r = invoke("project", "list")
+    assert r.exit_code == 0, r.output
+    assert "[bold]Cats[/bold]" in r.output  # a name is shown as typed, never read as console markup
+    assert "colorswap.filter → colorswap.recaption" in r.output
+    r = invoke("project", "list", "--json")
+    listed = json.loads(r.output)
+    assert [(p["name"], [s["workflow"] for s in p["stages"]]) for p in listed] == [
+        ("[bold]Cats[/bold]", ["generic.choice"]), ("CS", ["colorswap.filter", "colorswap.recaption"]),
+    ]
+    assert (listed[0]["items"], listed[0]["done"], listed[1]["items"]) == (3, 1, 0)
+    assert type(listed[0]["items"]) is int  # counts are whole numbers, as the API gives them
+
+
 def test_equivalence_project_imports_and_shows_the_records_image(env, tmp_path, app, client):
     """A visargs.equivalence record's "image" is stored on import (it was dropped: "0 images") and
     drawn on the judging screen."""

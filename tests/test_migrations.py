@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from app.migrate import check_current, downgrade, include_object, upgrade
+from app.migrate import alembic_config, check_current, downgrade, head_revisions, include_object, upgrade
 from app.models import Base
 from tests.conftest import create_scratch_database, drop_database
 
@@ -16,6 +16,12 @@ def test_models_and_migrations_do_not_drift(engine):
         context = MigrationContext.configure(conn, opts={"compare_type": True, "include_object": include_object})
         diff = compare_metadata(context, Base.metadata)
     assert diff == []
+
+
+def test_the_newest_revision_read_from_the_files_is_alembics(db_url):
+    from alembic.script import ScriptDirectory
+
+    assert head_revisions() == set(ScriptDirectory.from_config(alembic_config(db_url)).get_heads())
 
 
 def test_upgrade_downgrade_upgrade(server_url):

@@ -6,7 +6,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 
 # A word: letters and digits, with apostrophes and hyphens inside it ("dog's", "well-known").
@@ -31,6 +30,8 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 def soft_jaccard(a: Sequence[str], b: Sequence[str], similarity: Callable[[Sequence[str], Sequence[str]], np.ndarray], threshold: float) -> float:
     """Jaccard where two texts count as the same when an optimal one-to-one matching pairs them
     with similarity >= threshold: matched / (|A| + |B| - matched)."""
+    from scipy.optimize import linear_sum_assignment  # imported when used, as in boxes.matched_ious
+
     a, b = list(dict.fromkeys(a)), list(dict.fromkeys(b))
     if not a and not b:
         return 1.0

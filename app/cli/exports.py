@@ -6,11 +6,9 @@ import json
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.cli import app, remote
-from app.cli.common import _fail, _sessions, console, err
-from app.db import transaction
+from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError
 
 
@@ -31,20 +29,23 @@ def splits_cmd(
     """Save a new version of the project's split definition and show its counts (or --list them)."""
     from rich.table import Table
 
-    from app.services import projects, splits
+    left, config = 0, {}
+    if not show:
+        from app.services import splits
 
-    left = 0
-    try:
-        config = {} if show else splits.config_from_text(
-            seed=seed, ratios=ratios, counts=counts, rest=rest, stratify=stratify, held_out=held_out, held_out_split=held_out_split,
-        )
-    except DomainError as exc:
-        _fail(exc.message, exc.errors)
+        try:
+            config = splits.config_from_text(
+                seed=seed, ratios=ratios, counts=counts, rest=rest, stratify=stratify, held_out=held_out, held_out_split=held_out_split,
+            )
+        except DomainError as exc:
+            _fail(exc.message, exc.errors)
     if server:
         with remote.client(server, token) as api:
             target = api.project(int(project) if project.isdigit() else project)
             rows = [(d.version, d.counts, d.config) for d in (api.splits(target.id) if show else [api.save_splits(target.id, config)])]
     else:
+        from app.services import projects, splits
+
         settings, sessions = _sessions()
         try:
             with transaction(sessions) as session:
@@ -81,11 +82,6 @@ def export_cmd(
 ) -> None:
     """Export the project's finished items in a format, split by its split definition, with a manifest.
     With --server the server's worker writes it and it is downloaded into the directory --out names."""
-    from rich.progress import MofNCompleteColumn
-
-    from app.services import export, projects, targets
-    from app.storage import make_storage
-
     if server:
         if out.startswith("s3://"):
             _fail("Through --server, --out is a local directory the export is downloaded to.")
@@ -97,6 +93,10 @@ def export_cmd(
         counts = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
         console.print(f"Exported {counts} to {folder} ({len(manifest['files'])} files, manifest.json).")
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from app.services import export, projects, targets
+    from app.storage import make_storage
 
     settings, sessions = _sessions()
     try:

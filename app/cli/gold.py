@@ -9,8 +9,7 @@ from typing import Optional
 import typer
 
 from app.cli import app, gold_app
-from app.cli.common import _fail, _sessions, console
-from app.db import transaction
+from app.cli.common import _fail, _sessions, console, transaction
 from app.errors import DomainError
 
 

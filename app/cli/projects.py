@@ -7,13 +7,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from app import jsontext
 from app.cli import app, project_app
 from app.cli import remote
-from app.cli.common import _fail, _sessions, console, err
-from app.db import transaction
+from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError
 
 
@@ -59,6 +57,43 @@ def project_create(
     print(project_id)
 
 
+@project_app.command("list")
+def project_list(
+    as_json: bool = typer.Option(False, "--json", help="Print the projects as GET /api/v1/projects gives them."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
+) -> None:
+    """List the projects: id, name, the workflows of their stages and how many items are done."""
+    if server:
+        with remote.client(server, token) as api:
+            rows = [p.model_dump() for p in api.projects()]
+    else:
+        from app.services import projects
+
+        settings, sessions = _sessions()
+        with transaction(sessions) as session:
+            rows = [p.as_dict() for p in projects.progress(session)]
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        console.print("No projects yet: `vlcurate project create` makes one (`vlcurate demo` a few to try).")
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    for column, justify in (("id", "right"), ("name", "left"), ("workflows", "left"), ("items", "right"), ("done", "right"),
+                            ("discarded", "right"), ("in review", "right")):
+        table.add_column(column, justify=justify)
+    for p in rows:
+        review = sum(s["counts"]["review"] for s in p["stages"])
+        # Names are people's text: shown as typed, never read as console markup.
+        table.add_row(str(p["id"]), Text(p["name"]), Text(" → ".join(s["workflow"] for s in p["stages"])),
+                      f"{p['items']:,}", f"{p['done']:,}", f"{p['discarded']:,}", f"{review:,}")
+    console.print(table)
+
+
 def _stage_name(workflow: str) -> str:
     """A stage's name from its task's title without the dataset in front ("VisArgs: one box per
     visual premise" → "One box per visual premise"): the project page already names the dataset."""
@@ -80,14 +115,15 @@ def import_cmd(
 ) -> None:
     """Import items into PROJECT; all or nothing. With --server: pushed through the API in batches,
     leaving out records whose id the project has (run it again to resume)."""
-    from app.services import imports, projects
-
     if server:
         with remote.client(server, token) as api:
             pushed = api.push_records(_ref(project), remote.read_records(file), images=images or file.parent)
         console.print(f"Imported {pushed.created:,} items ({pushed.images:,} images, {pushed.new_images:,} new; "
                       f"{pushed.skipped:,} already there).")
         return
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    from app.services import imports, projects
     from app.storage import make_storage
 
     settings, sessions = _sessions()
@@ -155,6 +191,7 @@ def suggest(
         _fail("Through --server, suggestions come from a file: give --from FILE (the worker runs the models on the server).")
 
     import sqlalchemy as sa
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     from app.models import JobRun, Stage
     from app.services import projects
@@ -184,7 +221,7 @@ def suggest(
     for k in sorted({b.kind for b in batches}):
         why = jobs.unavailable(k, settings)
         if why:
-            err.print(f"[yellow]Warning:[/] {k} cannot run here ({why}); its jobs will fail until it can.", highlight=False)
+            err.print(f"[yellow]Warning:[/] {k} cannot run here: {why}. Its jobs will fail until it can.", highlight=False)
     app_ = jobs.make_app(settings)
     with app_.open():
         job_ids = jobs.defer_batches(app_, batches)

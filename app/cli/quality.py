@@ -8,8 +8,7 @@ from typing import Optional
 import typer
 
 from app.cli import app, remote
-from app.cli.common import _fail, _sessions, console
-from app.db import transaction
+from app.cli.common import _fail, _sessions, console, transaction
 from app.errors import DomainError
 
 
@@ -88,7 +87,7 @@ def _remote_reports(project: str, stage: Optional[str], samples: int, seed: int,
 
 def _local_reports(project: str, stage: Optional[str], samples: int, seed: int, soft: bool) -> list[dict]:
     from app.services import agreement, projects
-    from app.worker import jobs
+    from app.worker.backends import soft_match_embedder
 
     settings, sessions = _sessions()
     with transaction(sessions) as session:
@@ -100,7 +99,7 @@ def _local_reports(project: str, stage: Optional[str], samples: int, seed: int, 
         if not chosen:
             _fail(f"Project '{target.name}' has no stage '{stage}'.")
         reports = [
-            agreement.stage_report(session, st.id, samples=samples, seed=seed, embed=jobs.soft_match_embedder(st.workflow) if soft else None)
+            agreement.stage_report(session, st.id, samples=samples, seed=seed, embed=soft_match_embedder(st.workflow) if soft else None)
             for st in chosen
         ]
     return reports

@@ -1,6 +1,7 @@
 """Remote mode of the command line: with --server URL --token T (or VLCURATE_SERVER / VLCURATE_TOKEN),
-`import`, `suggest --from`, `export`, `agreement` and `splits` go through the Python client and the
-REST API instead of opening the database, so they work wherever the server is reachable."""
+`project list`, `import`, `suggest --from`, `export`, `agreement` and `splits` go through the Python
+client and the REST API instead of opening the database, so they work wherever the server is
+reachable (and import neither SQLAlchemy nor psycopg)."""
 
 from __future__ import annotations
 

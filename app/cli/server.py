@@ -9,14 +9,14 @@ import typer
 
 from app.cli import app, db_app
 from app.cli.common import _sessions, console
-from app.db import connection_budget, database_url, get_engine, session_factory, transaction
-from app.settings import get_settings
 
 
 @db_app.command("upgrade")
 def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
     """Apply migrations up to REVISION (default: the newest)."""
+    from app.db import database_url
     from app.migrate import upgrade
+    from app.settings import get_settings
 
     upgrade(database_url(get_settings()), revision)
     console.print("Database schema is up to date.")
@@ -25,7 +25,9 @@ def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) 
 @db_app.command("downgrade")
 def db_downgrade(revision: str = typer.Argument(..., help="Target revision, e.g. -1 or base.")) -> None:
     """Revert migrations down to REVISION."""
+    from app.db import database_url
     from app.migrate import downgrade
+    from app.settings import get_settings
 
     downgrade(database_url(get_settings()), revision)
     console.print(f"Database schema downgraded to {revision}.")
@@ -34,7 +36,9 @@ def db_downgrade(revision: str = typer.Argument(..., help="Target revision, e.g.
 @db_app.command("revision")
 def db_revision(message: str = typer.Argument(..., help="What the migration changes.")) -> None:
     """Write a new migration from the difference between the models and the database."""
+    from app.db import database_url
     from app.migrate import revision
+    from app.settings import get_settings
 
     revision(database_url(get_settings()), message)
 
@@ -53,8 +57,10 @@ def serve(
 
     import uvicorn
 
+    from app.db import connection_budget, database_url, get_engine, session_factory, transaction
     from app.migrate import upgrade
     from app.services.users import ensure_first_admin
+    from app.settings import get_settings
 
     # SIGTERM (a service manager, `kill`) ends like Ctrl-C: uvicorn shuts down gracefully, then
     # re-raises the signal; as an exit instead of a kill, the embedded PostgreSQL this process
@@ -97,8 +103,10 @@ def _exit_on_signal(signum, frame) -> None:
 @app.command()
 def demo() -> None:
     """Create demo accounts and projects (images are drawn locally). Safe to run again."""
+    from app.db import database_url, get_engine, session_factory, transaction
     from app.migrate import upgrade
     from app.services.demo import load_demo
+    from app.settings import get_settings
     from app.storage import make_storage
 
     settings = get_settings()
@@ -120,7 +128,7 @@ def worker(
     ),
 ) -> None:
     """Run background jobs: suggestions, drafts, and the reconcile job that catches up on missing work."""
-    from app.datasets import producers
+    from app.db import connection_budget
     from app.worker import backends, jobs
 
     settings, _ = _sessions()
@@ -132,10 +140,7 @@ def worker(
         raise typer.Exit(2)
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
     console.print(connection_budget(settings), highlight=False, soft_wrap=True)
-    for kind in sorted(producers()):
-        why = jobs.unavailable(kind, settings)
-        console.print(f"  {kind}: {'ready' if why is None else 'unavailable — ' + why}", highlight=False, markup=False)
-    for line in jobs.drafter_lines(settings):
+    for line in [*jobs.availability(settings), *jobs.drafter_lines(settings)]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     recovered = jobs.recover_stalled(settings)
     if recovered:

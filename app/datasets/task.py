@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.agreement.pairs import mean_agreement
 from app.errors import Invalid, format_validation_error
 
 
@@ -180,6 +179,10 @@ class Task:
     def compare(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
         """Agreement of two annotations in [0, 1]: the mean over the facets either speaks to.
         Not a hook: every comparison goes through the facets."""
+        # Imported here: the metrics bring numpy, which commands that only read the registry
+        # (`vlcurate project list`) need not load.
+        from app.agreement.pairs import mean_agreement
+
         return mean_agreement(self.facets, self.facet_values(a), self.facet_values(b))
 
     def consolidate(self, payloads: list[dict[str, Any]], config: Mapping[str, Any]) -> Consolidation:

@@ -1,4 +1,8 @@
-"""Projects and stages: creation, listing, and the per-stage progress counts."""
+"""Projects and stages: creation, listing, and the per-stage progress counts.
+
+The dataset registry (`app.datasets`) is imported by the functions that check workflows, not at the
+top: importing every dataset package costs a command about 0.1 s of CPU, and listing projects or finding
+one by name (`vlcurate project list`, `splits`, `leaks`) needs none of it (docs/cli-startup.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,6 @@ import sqlalchemy as sa
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.orm import Session
 
-from app.datasets import dataset_of, follow_on, get_task
 from app.errors import Conflict, Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
 from app.models import Annotation, GoldItem, ItemCount, ItemResult, Project, Stage, StageCount
@@ -43,6 +46,8 @@ def stage_specs_for(
     """The stages of a new project that starts with workflow `first`: then the stages `then` names
     (the command line lists the pipeline), by default the workflow's own follow-on stages (the project
     form offers first stages only). `config` is the first stage's, or every stage's with `config_for_all`."""
+    from app.datasets import follow_on
+
     names = (first, *(tuple(then) if then is not None else follow_on(first)))
     configs = _shared_config(names, config or {}) if config_for_all else [config or {}] + [{}] * (len(names) - 1)
     try:
@@ -60,6 +65,8 @@ def stage_specs_for(
 def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[str, Any]]:
     """One configuration for a whole pipeline, cut into each stage's share: a stage gets the keys its
     task reads; a key that no stage reads stays with the first, whose check then refuses it."""
+    from app.datasets import get_task
+
     known = [set(get_task(w).config_keys()) if _is_task(w) else set() for w in names]
     read_somewhere = set().union(*known)
     return [
@@ -69,6 +76,8 @@ def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[st
 
 
 def _is_task(name: str) -> bool:
+    from app.datasets import get_task
+
     try:
         get_task(name)
     except Invalid:
@@ -79,6 +88,8 @@ def _is_task(name: str) -> bool:
 def create_project(
     session: Session, name: str, stages: list[StageSpec], *, description: str = "", actor_id: int | None = None
 ) -> Project:
+    from app.datasets import dataset_of, get_task
+
     name = name.strip()
     if not name:
         raise Invalid("A project needs a name.", field="name")
@@ -243,9 +254,10 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
         stages[s.id] = sp
         projects[s.project_id].stages.append(sp)
 
-    # Maintained counts (app.models.counts), not count(*) over the items: a few rows per stage.
+    # Maintained counts (app.models.counts), not count(*) over the items: a few rows per stage. Sums
+    # of bigints are numeric in PostgreSQL (Decimal here): cast back, so the counts are ints.
     for project_id, stage_id, status, n in session.execute(
-        sa.select(ItemCount.project_id, ItemCount.stage_id, ItemCount.status, sa.func.sum(ItemCount.n))
+        sa.select(ItemCount.project_id, ItemCount.stage_id, ItemCount.status, _int_sum(ItemCount.n))
         .where(ItemCount.project_id.in_(ids), ItemCount.status != ItemStatus.gold)  # gold items are no part of the data
         .group_by(ItemCount.project_id, ItemCount.stage_id, ItemCount.status)
     ):
@@ -261,7 +273,7 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
             setattr(stages[stage_id], status, getattr(stages[stage_id], status) + n)
 
     for stage_id, finished, first_revisions in session.execute(
-        sa.select(StageCount.stage_id, sa.func.sum(StageCount.finished), sa.func.sum(StageCount.annotations))
+        sa.select(StageCount.stage_id, _int_sum(StageCount.finished), _int_sum(StageCount.annotations))
         .where(StageCount.stage_id.in_(list(stages)))
         .group_by(StageCount.stage_id)
     ):
@@ -281,6 +293,10 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
     ):
         stages[stage_id].finished -= n
     return list(projects.values())
+
+
+def _int_sum(column) -> sa.ColumnElement[int]:
+    return sa.cast(sa.func.sum(column), sa.BigInteger)
 
 
 def _stage_progress_statement() -> sa.Select:

@@ -137,7 +137,7 @@ def authenticate(
         record(session, "login.refused", target=username, ip=ip, scope=refused.scope, wait_seconds=round(refused.seconds, 1))
         return LoginOutcome(refused=refused)
     user = session.scalar(sa.select(User).where(User.username == username))
-    ok = security.verify_password(user.password_hash if user else security.DUMMY_HASH, password)
+    ok = security.verify_password(user.password_hash if user else security.dummy_hash(), password)
     if user is None or not ok or not user.is_active:
         login_throttle.failed(session, username, ip, policy)
         record(session, "login.failed", target=username, ip=ip)

@@ -180,6 +180,19 @@ class TextSimilarity:
         return self.embed(a) @ self.embed(b).T
 
 
+def soft_match_embedder(workflow: str):
+    """MiniLM's text embedding for soft-matched Jaccard when the workflow has text-set facets
+    and the worker extra is installed; None otherwise (the report then says where it comes from)."""
+    from app.datasets import get_task
+
+    if "set" not in get_task(workflow).facets.values():
+        return None
+    try:
+        return text_similarity().embed
+    except ModelUnavailable:
+        return None
+
+
 @lru_cache(maxsize=1)
 def text_similarity() -> TextSimilarity:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -378,20 +378,8 @@ def compute_agreement(stage_id: int, *, samples: int = 1000, seed: int = 0) -> i
         stage = s.get(Stage, stage_id)
         if stage is None:
             raise JobFailed(f"Stage {stage_id} no longer exists.")
-        figures = agreement_service.stage_report(s, stage_id, samples=samples, seed=seed, embed=soft_match_embedder(stage.workflow))
+        figures = agreement_service.stage_report(s, stage_id, samples=samples, seed=seed, embed=backends.soft_match_embedder(stage.workflow))
         return agreement_service.store(s, stage_id, figures).id
-
-
-def soft_match_embedder(workflow: str):
-    """MiniLM's text embedding for soft-matched Jaccard when the workflow has text-set facets
-    and the worker extra is installed; None otherwise (the report then says where it comes from)."""
-
-    if "set" not in get_task(workflow).facets.values():
-        return None
-    try:
-        return backends.text_similarity().embed
-    except backends.ModelUnavailable:
-        return None
 
 
 def defer_agreement(settings: Settings, stage_id: int) -> int | None:
@@ -403,15 +391,55 @@ def defer_agreement(settings: Settings, stage_id: int) -> int | None:
 # -- finding work ------------------------------------------------------------------------------------------
 
 
-def unavailable(kind: str, settings: Settings) -> str | None:
-    """Why a kind cannot run in this installation, or None when it can (a cheap check, no model load)."""
+NO_EXTRA = "the worker extra is not installed"
+NO_CLIP = "VLCURATE_CLIP_MODEL_DIR is not set"
+# What to do about each reason, said once beside it.
+_REMEDY = {NO_EXTRA: backends.WORKER_EXTRA, NO_CLIP: "a local CLIP model directory; nothing is downloaded"}
+
+
+def blockers(kind: str, settings: Settings) -> dict[str, list[str]]:
+    """What keeps a kind from running in this installation (a cheap check, no model load): each reason,
+    worded the same for every kind it holds back, with the modules it misses; empty when the kind can run."""
     producer = producers().get(kind)
     if producer is None:
-        return f"unknown kind {kind}"
-    if producer.needs_clip and not settings.clip_model_dir:
-        return "set VLCURATE_CLIP_MODEL_DIR to a local CLIP model directory"
+        return {f"unknown kind {kind}": []}
+    found: dict[str, list[str]] = {}
     missing = [m for m in producer.modules if importlib.util.find_spec(m) is None]
-    return f"install the worker extra (pip install 'vlcurate[worker]'): {', '.join(missing)} missing" if missing else None
+    if missing:
+        found[NO_EXTRA] = missing
+    if producer.needs_clip and not settings.clip_model_dir:
+        found[NO_CLIP] = []
+    return found
+
+
+def _said(reason: str, missing: list[str]) -> str:
+    """A reason with its remedy and the modules missing: "the worker extra is not installed (pip install ...; missing torch)"."""
+    notes = [n for n in (_REMEDY.get(reason), f"missing {', '.join(missing)}" if missing else None) if n]
+    return f"{reason} ({'; '.join(notes)})" if notes else reason
+
+
+def unavailable(kind: str, settings: Settings) -> str | None:
+    """Why a kind cannot run in this installation, in one line, or None when it can."""
+    return "; ".join(_said(why, missing) for why, missing in blockers(kind, settings).items()) or None
+
+
+def availability(settings: Settings) -> list[str]:
+    """The worker's start-up lines on suggestions: how many kinds can run here, then one line per reason
+    that holds kinds back, naming them and the modules missing (not one line per kind)."""
+    kinds = sorted(producers())
+    held: dict[str, tuple[list[str], list[str]]] = {}  # reason -> (kinds, modules missing)
+    for kind in kinds:
+        for why, missing in blockers(kind, settings).items():
+            names, modules = held.setdefault(why, ([], []))
+            names.append(kind)
+            modules.extend(m for m in missing if m not in modules)
+    if not held:
+        return [f"Suggestions: all {len(kinds)} kinds can run here."]
+    ready = [k for k in kinds if not any(k in names for names, _ in held.values())]
+    lines = [f"Suggestions: {len(ready)} of {len(kinds)} kinds can run here{' (' + ', '.join(ready) + ')' if ready else ''}; "
+             "exports, agreement and leak reports need no model and run all the same."]
+    lines += [f"  - {_said(why, modules)}: {', '.join(names)}" for why, (names, modules) in held.items()]
+    return lines
 
 
 @dataclass

@@ -67,7 +67,9 @@ def test_colorswap_scores_are_stored_once_and_preselect(committed, settings, sto
 def test_kinds_that_cannot_run_are_not_enqueued_by_reconcile(committed, settings, storage):
     records, files = colorswap_records(1)
     project_id, _ = _import(committed, settings, storage, "cs2", ["colorswap.filter"], records, files)
-    assert jobs.unavailable("colorswap.itm", settings) == "set VLCURATE_CLIP_MODEL_DIR to a local CLIP model directory"
+    assert jobs.unavailable("colorswap.itm", settings) == (
+        "VLCURATE_CLIP_MODEL_DIR is not set (a local CLIP model directory; nothing is downloaded)"
+    )
     with transaction(committed) as s:
         assert jobs.missing_batches(s, settings, project_id=project_id) == []
         assert len(jobs.missing_batches(s, settings, project_id=project_id, available_only=False)) == 1

@@ -11,7 +11,7 @@ import pytest
 from app.agreement import sets
 from app.db import transaction
 from app.services import agreement
-from app.worker import backends, jobs
+from app.worker import backends
 from tests.conftest import make_token, make_user, png_bytes, zip_bytes
 
 GIVEN = {  # item -> each annotator's visual premises
@@ -38,7 +38,7 @@ def test_soft_jaccard_counts_paraphrased_premises_as_the_same(client, app):
 
     with transaction(sessions) as s:
         plain = agreement.stage_report(s, stage_id, samples=100)
-        soft = agreement.stage_report(s, stage_id, samples=100, embed=jobs.soft_match_embedder("visargs.premises"))
+        soft = agreement.stage_report(s, stage_id, samples=100, embed=backends.soft_match_embedder("visargs.premises"))
     name = "mean soft Jaccard (similarity >= 0.8)"
     assert name not in plain["facets"]["visual premises"]["metrics"] and "worker" in plain["facets"]["visual premises"]["notes"][0]
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.agreement.boxes import iou
 from app.datasets.task import Task, image_urls
 from app.datasets.visargs.schema import (
     BOX_KIND,
@@ -82,6 +81,8 @@ class VisArgsGrounding(Task):
 
     def suggestion_outcome(self, kind, suggestion, payload, item):
         """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
+        from app.agreement.boxes import iou  # with numpy, which registering the dataset need not load (app.datasets.task)
+
         if kind not in self.suggestion_kinds:
             return None
         final = payload.get("b_box") or []
