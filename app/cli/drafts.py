@@ -12,8 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.cli import draft_app, remote
-from app.cli.common import _fail, _sessions, console, err
-from app.db import transaction
+from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError
 
 
