@@ -57,7 +57,7 @@ def phash_of(image) -> int:
     the same `draft` to check it: one decode serves both, and the hash is the same as `phash`'s)."""
     import imagehash
 
-    bits = imagehash.phash(image.convert("RGB")).hash.flatten()
+    bits = imagehash.phash(image if image.mode == "RGB" else image.convert("RGB")).hash.flatten()
     value = int("".join("1" if b else "0" for b in bits), 2)
     return value - (1 << 64) if value >= 1 << 63 else value
 
