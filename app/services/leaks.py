@@ -88,7 +88,8 @@ def run(sessions, storage, project_id: int, version: int | None = None, *, embed
         progress: Progress | None = None) -> tuple[int, dict[str, Any]]:
     """Make and store the report of a split version (the newest when None), as the worker's job
     does: hash the project's images that have no hash yet, a batch per transaction (work done
-    survives a stopped job), then compute the report in one snapshot. Returns (its id, the report)."""
+    survives a stopped job), then compute and store the report in one transaction. Returns (its id,
+    the report)."""
     progress = progress or _quiet
     started = time.perf_counter()
     with sessions.begin() as s:
