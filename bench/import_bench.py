@@ -2,9 +2,14 @@
 1,000,000), and of the largest file with a bad record near its end, each in its own process,
 which reports its time and peak RSS. Target: >= 50,000 records/s, peak RSS <= 500 MB at any size.
 
+By default every record names the same image (the figure is parsing, validation and writing rows);
+with `--images N` the records name N distinct photo-like pictures in turn (`--image-format`, at
+`--image-size`), so that each is checked, hashed and stored once: the figure is the image work.
+
 Uses DATABASE_URL when set, else the embedded PostgreSQL, and a scratch database it drops afterwards.
 
     python bench/import_bench.py [--records 100000 1000000] [--no-bad] [--format jsonl|json]
+                                 [--images 5000 --image-format jpeg|png --image-size 640x480]
 """
 
 from __future__ import annotations
@@ -60,14 +65,36 @@ def database_cpu() -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def write_records(path: Path, n: int, bad_at: int | None = None) -> None:
+def write_images(folder: Path, n: int, fmt: str, size: tuple[int, int]) -> list[str]:
+    """N distinct photo-like pictures (smooth colour fields with grain), their file names."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    ext = "jpg" if fmt == "jpeg" else "png"
+    names = []
+    for i in range(n):
+        smooth = Image.fromarray(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8), "RGB").resize(size, Image.BICUBIC)
+        grain = rng.integers(-12, 13, (size[1], size[0], 3), dtype=np.int16)
+        pixels = np.clip(np.asarray(smooth, dtype=np.int16) + grain, 0, 255).astype(np.uint8)
+        out = io.BytesIO()
+        Image.fromarray(pixels, "RGB").save(out, fmt.upper(), **({"quality": 85} if fmt == "jpeg" else {}))
+        names.append(f"img{i}.{ext}")
+        (folder / names[-1]).write_bytes(out.getvalue())
+    return names
+
+
+def write_records(path: Path, n: int, bad_at: int | None = None, images: list[str] | None = None) -> None:
     """N records as JSONL, or as a JSON array for a .json path, written a record at a time (the
-    benchmark itself holds none of them)."""
+    benchmark itself holds none of them); they name `images` in turn (default: one image)."""
     array = path.suffix == ".json"
+    images = images or ["img.png"]
     with path.open("w") as out:
         out.write("[\n" if array else "")
         for i in range(n):
-            rec = {"id": f"r{i}", "image": "img.png", "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"}
+            rec = {"id": f"r{i}", "image": images[i % len(images)], "question": f"Is record {i} fine?", "group_id": f"g{i % 97}"}
             if i == bad_at:
                 rec.update(BAD)
             out.write(json.dumps(rec) + ("," if array and i < n - 1 else "") + "\n")
@@ -79,6 +106,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--no-bad", action="store_true", help="Skip the file with a bad record near its end.")
     parser.add_argument("--format", choices=["jsonl", "json"], default="jsonl", help="JSON Lines, or one JSON array.")
+    parser.add_argument("--images", type=int, default=0, help="Distinct images the records name in turn (default: one).")
+    parser.add_argument("--image-format", choices=["jpeg", "png"], default="jpeg")
+    parser.add_argument("--image-size", default="640x480", help="WIDTHxHEIGHT of each distinct image.")
     parser.add_argument("--child", nargs=3, metavar=("PROJECT", "FILE", "IMAGES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -90,6 +120,8 @@ def main() -> None:
         sessions = session_factory(engine)
         # Every record names the same image: the figure is parsing, validation and writing rows.
         (tmp / "img.png").write_bytes(draw_shape("circle", (200, 30, 30), seed=0))
+        image_size = tuple(int(v) for v in args.image_size.lower().split("x"))
+        images = write_images(tmp, args.images, args.image_format, image_size) if args.images else None
         runs = [(n, None) for n in args.records]
         if not args.no_bad:
             runs.append((max(args.records), max(args.records) - BAD_FROM_END))
@@ -101,7 +133,7 @@ def main() -> None:
                 name = f"bench {n} {'bad' if bad_at is not None else 'good'}"
                 projects.create_project(s, name, [spec])
             path = tmp / f"records.{args.format}"
-            write_records(path, n, bad_at)
+            write_records(path, n, bad_at, images)
             out = subprocess.run(
                 [sys.executable, __file__, "--child", name, str(path), str(tmp)], env=env, capture_output=True, text=True
             )
@@ -117,7 +149,8 @@ def main() -> None:
             if bad_at is None:
                 if result["exit"] != 0:
                     sys.exit(out.stderr)
-                print(f"import: {n:,} records ({size:.0f} MB) in {result['seconds']:.2f} s "
+                with_images = f" naming {args.images:,} {args.image_format} images of {args.image_size}" if images else ""
+                print(f"import: {n:,} records ({size:.0f} MB){with_images} in {result['seconds']:.2f} s "
                       f"({n / result['seconds']:,.0f} records/s), {rss}")
             else:
                 said = [line.strip() for line in out.stderr.splitlines() if line.strip().startswith(("Error", "-"))]

@@ -1,8 +1,9 @@
 """Leakage benchmark: perceptual-hash time per stored image, and the report's search over 100K images
 and 384K captions with its time and peak RSS. Targets: report under 60 s and 1 GB. No database.
 
-Hashing is timed on `--hash-sample` real JPEGs (decoded, hashed; as the worker does once per stored
-image) and extrapolated to `--images`, unless `--hash-all`. The search runs on `--images` 64-bit
+Hashing is timed on `--hash-sample` real JPEGs (decoded, hashed: as the leaks job does for an image
+stored without a hash; the import hashes in the decode that checks the image, see
+`bench/import_bench.py --images`) and extrapolated to `--images`, unless `--hash-all`. The search runs on `--images` 64-bit
 hashes (random, as distinct photos' are, with `--planted` near-duplicate pairs) and `--captions`
 captions (random words, with planted copies differing in case and punctuation, and planted near
 copies one word longer): the banded Hamming search, normalised exact texts, MinHash LSH and

@@ -121,16 +121,15 @@ def export_cmd(
 
 def _leak_check(sessions, settings, project: str, version: int | None, *, refuse: bool) -> None:
     """Warn (or with --no-leaks refuse) while the split version has groups of duplicates across splits."""
-    from app.services import leaks, projects
-    from app.storage import make_storage
+    from app.cli.gold import find_leaks
+    from app.services import projects
 
     with transaction(sessions) as session:
         target = projects.find_project(session, project)
-        try:
-            report = leaks.compute(session, make_storage(settings), target.id, version)
-        except DomainError:
-            return  # no split version: nothing can leak
-        leaks.store(session, target.id, report)
+    try:
+        report = find_leaks(sessions, settings, target.id, version)
+    except DomainError:
+        return  # no split version: nothing can leak
     if report["leaked_groups"]:
         pairs = ", ".join(f"{k}: {v}" for k, v in report["leaks"].items())
         if refuse:

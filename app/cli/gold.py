@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from app.cli import app, gold_app
-from app.cli.common import _fail, _sessions, console, transaction
+from app.cli import app, gold_app, remote
+from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError
 
 
@@ -72,30 +74,56 @@ def gold_accuracy(
     console.print(table)
 
 
+@contextmanager
+def step_bar() -> Iterator:
+    """A progress bar on stderr following a long report's steps: yields its (step, done, total) callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("leaks", total=None)
+        yield lambda step, done, total: bar.update(task, description=step, completed=done, total=total if total > 1 else None)
+
+
+def find_leaks(sessions, settings, project_id: int, version: int | None = None) -> dict:
+    """Make and store a split version's leak report in this process, as the worker's job does
+    (hashing the images that have no hash yet first), with a progress bar."""
+    from app.services import leaks
+    from app.storage import make_storage
+
+    with step_bar() as progress:
+        return leaks.run(sessions, make_storage(settings), project_id, version, progress=progress)[1]
+
+
 @app.command("leaks")
 def leaks_cmd(
     project: str = typer.Argument(..., help="Project id or name."),
     version: Optional[int] = typer.Option(None, help="Split definition version (default: the newest)."),
     as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
     keep_together: bool = typer.Option(False, "--keep-together", help="Put each leaked group into one split (saves a new split version)."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
-    """Leakage and duplicates across and within a split version's splits (images and texts); exit 2 while leaks remain."""
+    """Leakage and duplicates across and within a split version's splits (images and texts); exit 2 while leaks remain.
+    With --server the server's worker makes the report (the newest split version's) and this follows its progress."""
     from app.services import leaks, projects
-    from app.storage import make_storage
 
-    settings, sessions = _sessions()
-    storage = make_storage(settings)
-    try:
-        with transaction(sessions) as session:
-            target = projects.find_project(session, project)
-            report = leaks.compute(session, storage, target.id, version)
-            leaks.store(session, target.id, report)
+    if server:
+        if version is not None:
+            _fail("Through --server the report is made for the newest split version (--version reads stored ones locally).")
+        with remote.client(server, token) as api:
+            report = api.leaks(int(project) if project.isdigit() else project, keep_together=keep_together).model_dump()
+    else:
+        settings, sessions = _sessions()
+        try:
+            with transaction(sessions) as session:
+                target = projects.find_project(session, project).id
+            report = find_leaks(sessions, settings, target, version)
             if keep_together and report["leaked_groups"]:
-                new = leaks.keep_together(session, target.id, report)
-                report = leaks.compute(session, storage, target.id, new.version)
-                leaks.store(session, target.id, report)
-    except DomainError as exc:
-        _fail(exc.message, exc.errors)
+                with transaction(sessions) as session:
+                    new = leaks.keep_together(session, target, report)
+                report = find_leaks(sessions, settings, target, new.version)
+        except DomainError as exc:
+            _fail(exc.message, exc.errors)
     if as_json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

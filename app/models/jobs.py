@@ -20,6 +20,7 @@ class JobRun(Base):
     label: Mapped[str] = mapped_column(sa.Text, server_default="")
     # running, succeeded, failed (may be retried; procrastinate's status says which)
     status: Mapped[str] = mapped_column(sa.String(16))
+    step: Mapped[str] = mapped_column(sa.Text, server_default="")  # what a long job is doing now; done/total count it
     done: Mapped[int] = mapped_column(server_default="0")
     total: Mapped[int] = mapped_column(server_default="0")
     attempts: Mapped[int] = mapped_column(server_default="0")

@@ -43,7 +43,7 @@ from app.datasets.task import Task, is_external
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
-from app.models import Asset
+from app.models import Asset, ImageHash
 from app.services import sampling
 from app.services.pipeline import first_applying
 from app.services.records import parse_records
@@ -299,6 +299,8 @@ def _text_array(values: list[str]):
 
 
 def _record_assets(session: Session, images: list[CheckedImage]) -> int:
+    """Record the images first named by this import as assets, with their perceptual hashes (an
+    image stored before has its hash added if it lacks one); returns how many assets are new."""
     if not images:
         return 0
     known = set(
@@ -322,4 +324,7 @@ def _record_assets(session: Session, images: list[CheckedImage]) -> int:
                 for c in fresh
             ],
         )
+    hashed = [{"sha256": c.sha256, "phash": c.phash} for c in images if c.phash is not None]
+    if hashed:
+        session.execute(pg_insert(ImageHash).on_conflict_do_nothing(index_elements=["sha256"]), hashed)
     return len(fresh)

@@ -1,5 +1,6 @@
 """The jobs page's data: procrastinate's queue joined with what our tasks reported (progress, error,
-duration), periodic jobs grouped per task, job arguments named (project › stage), and worker liveness."""
+duration), periodic jobs grouped per task, job arguments named (project › stage), and worker liveness;
+and a project's newest leak report job, which the export page and the API follow."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ _PERIODIC_TASKS = "SELECT DISTINCT task_name FROM procrastinate_periodic_defers"
 _ONE_OFF = sa.text(
     f"""
     SELECT j.id, j.task_name, j.status::text AS status, j.attempts, j.queue_name, j.args,
-           r.label, r.done, r.total, r.error, r.started_at, r.finished_at
+           r.label, r.step, r.done, r.total, r.error, r.started_at, r.finished_at
       FROM procrastinate_jobs j
       LEFT JOIN job_runs r ON r.job_id = j.id
      WHERE j.task_name NOT IN ({_PERIODIC_TASKS})
@@ -57,6 +58,7 @@ class JobRow:
     error: str | None
     started_at: datetime | None
     finished_at: datetime | None
+    step: str = ""
     where: str = ""  # "project › stage", or the project alone
     project_id: int | None = None
 
@@ -94,10 +96,11 @@ class _Names:
     stages: dict[int, tuple[int, str, str]]  # stage id -> (project id, project name, stage name)
     exports: dict[int, tuple[int, str, str]]  # export id -> (project id, project name, format)
     prompts: dict[int, tuple[int, str, int]]  # prompt id -> (stage id, draft kind, version)
+    projects: dict[int, str]  # project id -> name
 
 
 def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
-    """The projects, stages, exports and prompt versions that jobs' arguments name, in up to three queries."""
+    """The projects, stages, exports and prompt versions that jobs' arguments name, in up to four queries."""
     prompt_ids = {a["prompt_id"] for a in args if isinstance(a.get("prompt_id"), int)}
     prompts = {}
     if prompt_ids:
@@ -105,7 +108,8 @@ def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
         prompts = {r[0]: (r[1], r[2], r[3]) for r in rows}
     stage_ids = {a["stage_id"] for a in args if isinstance(a.get("stage_id"), int)} | {p[0] for p in prompts.values()}
     export_ids = {a["export_id"] for a in args if isinstance(a.get("export_id"), int)}
-    stages, exports = {}, {}
+    project_ids = {a["project_id"] for a in args if isinstance(a.get("project_id"), int)}
+    stages, exports, projects = {}, {}, {}
     if stage_ids:
         rows = session.execute(
             sa.text("SELECT s.id, p.id, p.name, s.name FROM stages s JOIN projects p ON p.id = s.project_id WHERE s.id = ANY(:ids)"),
@@ -118,7 +122,10 @@ def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
             {"ids": list(export_ids)},
         )
         exports = {r[0]: (r[1], r[2], r[3]) for r in rows}
-    return _Names(stages, exports, prompts)
+    if project_ids:
+        rows = session.execute(sa.text("SELECT id, name FROM projects WHERE id = ANY(:ids)"), {"ids": list(project_ids)})
+        projects = {r[0]: r[1] for r in rows}
+    return _Names(stages, exports, prompts, projects)
 
 
 def _describe(task: str, args: dict[str, Any], names: _Names) -> tuple[str, str, int | None]:
@@ -144,6 +151,10 @@ def _describe(task: str, args: dict[str, Any], names: _Names) -> tuple[str, str,
         if export is None:
             return f"export {args['export_id']}", "(deleted)", None
         return f"{export[2]} export #{args['export_id']}", export[1], export[0]
+    if "project_id" in args:
+        name = names.projects.get(args["project_id"])
+        what = "leak report" if task == "leaks" else task
+        return (what, name, args["project_id"]) if name else (what, f"project {args['project_id']} (deleted)", None)
     return "", "", None
 
 
@@ -160,7 +171,7 @@ def recent_jobs(session: Session, limit: int = 100) -> list[JobRow]:
                 id=r["id"], task=task, status=r["status"], attempts=r["attempts"], queue=r["queue_name"],
                 label=what or r["label"] or "", done=r["done"] or 0,
                 total=r["total"] or len(args.get("item_ids") or []), error=r["error"],
-                started_at=r["started_at"], finished_at=r["finished_at"], where=where, project_id=project_id,
+                started_at=r["started_at"], finished_at=r["finished_at"], step=r["step"] or "", where=where, project_id=project_id,
             )
         )
     return out
@@ -242,6 +253,53 @@ def draft_runs(session: Session, prompt_ids: list[int], run_id: int | None = Non
         if r["status"] == "failed" and r["error"] and r["error"] not in run.errors:
             run.errors.append(r["error"])
     return out
+
+
+# -- a project's leak report job ----------------------------------------------------------------------
+
+# The newest leak job of the project (by the queue's index on its queue name), with what it reported,
+# and whether a report was asked for that no job has taken yet (its defer failed: reconcile queues it).
+_LEAK_JOB = sa.text(
+    """
+    SELECT j.id, j.status::text AS status, r.step, r.done, r.total, r.error,
+           EXISTS (SELECT 1 FROM job_requests q WHERE q.task = 'leaks' AND q.key = :project) AS requested
+      FROM (SELECT 1) AS one
+      LEFT JOIN LATERAL (SELECT id, status FROM procrastinate_jobs
+                          WHERE queue_name = 'maintenance' AND task_name = 'vlcurate:leaks'
+                            AND args->>'project_id' = CAST(:project AS text)
+                          ORDER BY id DESC LIMIT 1) AS j ON true
+      LEFT JOIN job_runs r ON r.job_id = j.id
+    """
+)
+_STATUS = {"todo": "queued", "doing": "running", "succeeded": "succeeded"}  # the others (failed, cancelled, aborted): failed
+
+
+@dataclass
+class JobState:
+    """A job as a page or a script follows it: queued, running (its step, done of total), succeeded or failed."""
+
+    job_id: int | None  # None while its request waits for the reconcile job to queue it
+    status: str
+    step: str = ""
+    done: int = 0
+    total: int = 0
+    error: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("queued", "running")
+
+
+def leak_job(session: Session, project_id: int) -> JobState | None:
+    """The project's newest leak report job (None when none was ever asked for). A request that no
+    job has taken yet makes it "queued", whatever became of the jobs before."""
+    row = session.execute(_LEAK_JOB, {"project": project_id}).mappings().one()
+    if row["id"] is None and not row["requested"]:
+        return None
+    status = _STATUS.get(row["status"], "failed") if row["id"] is not None else "queued"
+    if row["requested"] and status != "queued":  # the job asked for after this one is not queued yet
+        return JobState(None, "queued")
+    return JobState(row["id"], status, row["step"] or "", row["done"] or 0, row["total"] or 0, row["error"])
 
 
 # -- worker liveness -------------------------------------------------------------------------------------

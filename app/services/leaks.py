@@ -6,8 +6,13 @@ content-addressed), near-duplicate images (perceptual hashes within the first st
 near matches); and, in the worker job where the models are there, near-duplicate texts by MiniLM
 cosine and near-duplicate images by CLIP cosine (`Embedders`; the report's `matchers` says which
 ran). Linked items form groups (union-find); a group spanning two splits is a leak. Nothing is
-compared pair by pair: see `app.leakage`. Perceptual hashes are computed once per stored image
-and kept in `image_hashes`; embeddings are computed per report, in the worker.
+compared pair by pair: see `app.leakage`.
+
+Perceptual hashes are kept in `image_hashes`: the import computes each in the decode that checks the
+image (`app.images.check_image`). `run`, which the worker's `leaks` job calls, first hashes the
+project's stored images that still have none (stored before hashes were kept, or not hashable at
+import), a batch per transaction with its progress; `compute` itself only reads hashes, so no web
+request ever decodes an image for the report. Embeddings are computed per report, in the worker.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from app import leakage
 from app.datasets.task import StageConfig
+from app.errors import Conflict, NotFound
 from app.lifecycle import ItemStatus
 from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport, SplitDefinition, Stage
 from app.services import splits
@@ -41,24 +47,65 @@ COMMON_TEXT_SHARE, COMMON_TEXT_MIN = 0.05, 10
 HASH_BATCH = 500
 EMBED_BATCH = 256
 
+# What a long report says it is doing: (step, done, total), e.g. ("hashing images", 500, 10_000).
+Progress = Callable[[str, int, int], None]
 
-def ensure_hashes(session: Session, storage, shas: set[str]) -> int:
-    """Compute and keep the perceptual hash of every image in `shas` that has none yet; returns how many."""
-    have = set(session.scalars(sa.select(ImageHash.sha256).where(ImageHash.sha256.in_(list(shas))))) if shas else set()
-    missing = sorted(shas - have)
+
+def _quiet(step: str, done: int, total: int) -> None:
+    pass
+
+
+_MISSING_HASHES = sa.text(
+    """
+    SELECT a.sha256, a.storage_key FROM assets a
+     WHERE a.sha256 IN (SELECT e.value FROM items i, jsonb_each_text(i.assets) e WHERE i.project_id = :project)
+       AND NOT EXISTS (SELECT 1 FROM image_hashes h WHERE h.sha256 = a.sha256)
+     ORDER BY a.sha256
+    """
+)
+
+
+def missing_hashes(session: Session, project_id: int) -> list[tuple[str, str]]:
+    """(sha256, storage key) of the project's stored images that have no perceptual hash yet."""
+    return [(sha, key) for sha, key in session.execute(_MISSING_HASHES, {"project": project_id})]
+
+
+def hash_images(session: Session, storage, images: list[tuple[str, str]]) -> int:
+    """Compute and keep the perceptual hashes of stored images (sha256, storage key); returns how
+    many were kept (an unreadable image has none: its exact matches still count)."""
+    rows = []
+    for sha, key in images:
+        try:
+            rows.append({"sha256": sha, "phash": leakage.phash(storage.get(key))})
+        except Exception:
+            continue
+    if rows:
+        session.execute(pg_insert(ImageHash).values(rows).on_conflict_do_nothing())
+    return len(rows)
+
+
+def run(sessions, storage, project_id: int, version: int | None = None, *, embedders: Embedders | None = None,
+        progress: Progress | None = None) -> tuple[int, dict[str, Any]]:
+    """Make and store the report of a split version (the newest when None), as the worker's job
+    does: hash the project's images that have no hash yet, a batch per transaction (work done
+    survives a stopped job), then compute and store the report in one transaction. Returns (its id,
+    the report)."""
+    progress = progress or _quiet
+    started = time.perf_counter()
+    with sessions.begin() as s:
+        splits.get_definition(s, project_id, version)  # no split version: refused before any work
+        missing = missing_hashes(s, project_id)
+    progress("hashing images", 0, len(missing))
     for start in range(0, len(missing), HASH_BATCH):
-        batch = missing[start:start + HASH_BATCH]
-        keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(batch))).all())
-        rows = []
-        for sha in batch:
-            if sha in keys:
-                try:
-                    rows.append({"sha256": sha, "phash": leakage.phash(storage.get(keys[sha]))})
-                except Exception:  # an unreadable image has no perceptual hash; its exact hash still counts
-                    continue
-        if rows:
-            session.execute(pg_insert(ImageHash).values(rows).on_conflict_do_nothing())
-    return len(missing)
+        with sessions.begin() as s:
+            hash_images(s, storage, missing[start:start + HASH_BATCH])
+        progress("hashing images", min(start + HASH_BATCH, len(missing)), len(missing))
+    hashing = time.perf_counter() - started
+    with sessions.begin() as s:
+        report = compute(s, storage, project_id, version, embedders=embedders, progress=progress)
+        report["hashed_now"] = len(missing)
+        report["seconds"] = {"hash new images": round(hashing, 3), **report["seconds"], "total": round(time.perf_counter() - started, 3)}
+        return store(s, project_id, report).id, report
 
 
 def item_texts(data: dict[str, Any]) -> list[str]:
@@ -90,12 +137,15 @@ def _config(stage: Stage | None, key: str) -> float:
 
 
 def compute(session: Session, storage, project_id: int, version: int | None = None, *,
-            embedders: Embedders | None = None) -> dict[str, Any]:
+            embedders: Embedders | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """The report of a split version (the newest when None): leaked groups per split pair, and
     duplicate groups within one split, each with its items (split, image, text) and why they match.
-    With `embedders` (the worker job), MiniLM and CLIP embeddings find near duplicates too."""
+    With `embedders` (the worker job), MiniLM and CLIP embeddings find near duplicates too. Images
+    are compared by the perceptual hashes kept (`run` hashes those that have none first)."""
     started = time.perf_counter()
     embedders = embedders or Embedders()
+    progress = progress or _quiet
+    progress("reading items", 0, 1)
     definition = splits.get_definition(session, project_id, version)
     first = session.scalar(sa.select(Stage).where(Stage.project_id == project_id).order_by(Stage.position).limit(1))
     distance = int(_config(first, "duplicate_image_distance"))
@@ -126,12 +176,10 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
             why[(min(a, b), max(a, b))].add(kind)
 
     timing: dict[str, float] = {}
+    progress("matching images", 0, 1)
     for ids in by_sha.values():
         for a, b in zip(ids, ids[1:]):
             link(a, b, "same image")
-    t = time.perf_counter()
-    hashed = ensure_hashes(session, storage, set(by_sha))
-    timing["hash new images"] = time.perf_counter() - t
     t = time.perf_counter()
     hashes = dict(session.execute(sa.select(ImageHash.sha256, ImageHash.phash).where(ImageHash.sha256.in_(list(by_sha)))).all()) if by_sha else {}
     shas = list(hashes)
@@ -142,13 +190,14 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     if embedders.images is not None and by_sha:
         t = time.perf_counter()
         cosine = _config(first, "duplicate_image_cosine")
-        found, vectors = image_embeddings(session, storage, list(by_sha), embedders.images)
+        found, vectors = image_embeddings(session, storage, list(by_sha), embedders.images, progress)
         for x, y in leakage.near_vector_pairs(found, vectors, cosine):
             link(by_sha[x][0], by_sha[y][0], "near image (CLIP)")
         timing["CLIP images"] = time.perf_counter() - t
         image_matchers += f" + CLIP cosine >= {cosine:g}"
     else:
         image_matchers += f"; {embedders.images_missing}"
+    progress("matching texts", 0, 1)
     t = time.perf_counter()
     by_text: dict[str, list[int]] = defaultdict(list)
     for item_id, text in texts:
@@ -168,7 +217,11 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     if embedders.texts is not None and keys:
         t = time.perf_counter()
         cosine = _config(first, "duplicate_text_cosine")
-        vectors = np.concatenate([embedders.texts(keys[i:i + EMBED_BATCH]) for i in range(0, len(keys), EMBED_BATCH)])
+        parts = []
+        for i in range(0, len(keys), EMBED_BATCH):
+            progress("embedding texts (MiniLM)", i, len(keys))
+            parts.append(embedders.texts(keys[i:i + EMBED_BATCH]))
+        vectors = np.concatenate(parts)
         for x, y in leakage.near_vector_pairs(keys, vectors, cosine):
             link(by_text[x][0], by_text[y][0], "near text (MiniLM)")
         timing["MiniLM texts"] = time.perf_counter() - t
@@ -176,6 +229,7 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     else:
         text_matchers += f"; {embedders.texts_missing}"
 
+    progress("grouping", 0, 1)
     leaked: dict[str, int] = defaultdict(int)
     out_groups = []
     for members in groups.groups():
@@ -199,18 +253,21 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
         "within_split_groups": sum(not g["leak"] for g in out_groups),
         "common_texts": dict(sorted(common.items(), key=lambda kv: -kv[1])[:20]),
         "groups": out_groups,
-        "hashed_now": hashed,
+        "hashed_now": 0,
         "seconds": {**{k: round(v, 3) for k, v in timing.items()}, "total": round(time.perf_counter() - started, 3)},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "matchers": {"images": image_matchers, "texts": text_matchers},
     }
 
 
-def image_embeddings(session: Session, storage, shas: list[str], embed: Callable[[list[bytes]], np.ndarray]) -> tuple[list[str], np.ndarray]:
+def image_embeddings(session: Session, storage, shas: list[str], embed: Callable[[list[bytes]], np.ndarray],
+                     progress: Progress | None = None) -> tuple[list[str], np.ndarray]:
     """The embeddings of the stored images, a batch at a time (an unreadable image is left out)."""
+    progress = progress or _quiet
     found: list[str] = []
     parts: list[np.ndarray] = []
     for start in range(0, len(shas), EMBED_BATCH):
+        progress("embedding images (CLIP)", start, len(shas))
         batch = shas[start:start + EMBED_BATCH]
         keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(batch))).all())
         datas = []
@@ -236,6 +293,16 @@ def latest(session: Session, definition_id: int) -> LeakReport | None:
     return session.scalar(sa.select(LeakReport).where(LeakReport.definition_id == definition_id).order_by(LeakReport.id.desc()).limit(1))
 
 
+def stored(session: Session, project_id: int, version: int | None = None) -> dict[str, Any]:
+    """The newest stored report of a split version (the newest when None); NotFound when none was made."""
+    definition = splits.get_definition(session, project_id, version)
+    row = latest(session, definition.id)
+    if row is None:
+        raise NotFound(f"No leak report of split version {definition.version} yet: ask for one "
+                       f"(POST /api/v1/projects/{project_id}/leaks, or Find leaks on the export page).")
+    return row.report
+
+
 def keep_together(session: Session, project_id: int, report: dict[str, Any], *, actor_id: int | None = None) -> SplitDefinition:
     """Put each leaked group into one split: its items (and every item already grouped with one of
     them) share a group id, and the same split configuration is saved as a new version. Duplicate
@@ -243,8 +310,6 @@ def keep_together(session: Session, project_id: int, report: dict[str, Any], *, 
     counts, single items fill around the groups), so an ungrouped pair could straddle it."""
     definition = session.get(SplitDefinition, report["definition_id"])
     if definition is None or definition.project_id != project_id:
-        from app.errors import NotFound
-
         raise NotFound("That split version is not this project's.")
     merged = 0
     for group in report["groups"]:
@@ -273,8 +338,6 @@ def page_view(session: Session, project_id: int, shown: int = 50) -> dict[str, A
 
 def keep_newest_together(session: Session, project_id: int, *, actor_id: int | None) -> SplitDefinition:
     """"Keep groups together" on the newest split version's newest report."""
-    from app.errors import Conflict
-
     view = page_view(session, project_id)
     if not view or not view["report"]:
         raise Conflict("Find the leaks of the newest split version first.")

@@ -1,4 +1,5 @@
-"""The export page (admins): split definitions with their counts, exports with progress and downloads."""
+"""The export page (admins): split definitions with their counts, the leak report with its job's
+progress, exports with progress and downloads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import DomainError, NotFound
 from app.models import Role
-from app.services import export, leaks, projects, splits, targets
+from app.services import export, jobs_view, leaks, projects, splits, targets
 from app.web.assets import attachment, presigned, streamed
 from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash
@@ -36,7 +37,7 @@ def _context(session: Session, project_id: int, **extra) -> dict:
     return {
         "project": project, "versions": versions, "unassigned": splits.unassigned(session, versions[0]) if versions else None,
         "finished": export.count_items(session, project_id, None), "exports": rows, "formats": export.formats_of(session, project_id),
-        "leak": leaks.page_view(session, project_id),
+        "leak": leaks.page_view(session, project_id), "leak_job": jobs_view.leak_job(session, project_id),
         "form": extra.pop("form", {}), "export_form": extra.pop("export_form", {}), "running": any(r["status"] in ("queued", "running") for r in rows), **extra,
     }
 

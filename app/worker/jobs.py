@@ -8,7 +8,8 @@ twice). `draft(prompt_id, item_ids)` runs a prompt version over a batch on the "
 the exports, leak reports and agreement reports that were asked for but have no job (their defer
 failed), and drops its own succeeded runs older than a day. A defer cannot share the caller's
 transaction; reconcile is what makes the queue catch up regardless.
-Jobs report their progress and errors in `job_runs`, which the jobs page shows.
+Jobs report their progress and errors in `job_runs`, which the jobs page shows; a long job (the
+leak report) also names the step it is on (`progress_of`), which the export page shows as it runs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import asyncio
 import importlib.util
 import logging
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -135,7 +137,7 @@ def report(job_id: int, task: str, label: str, total: int) -> Iterator[Run]:
         if run is None:
             s.add(JobRun(job_id=job_id, task=task, label=label, status="running", total=total, attempts=1))
         else:
-            run.status, run.error, run.finished_at, run.total = "running", None, None, total
+            run.status, run.error, run.finished_at, run.total, run.done, run.step = "running", None, None, total, 0, ""
             run.attempts += 1
     run = Run(label)
     try:
@@ -150,10 +152,31 @@ def report(job_id: int, task: str, label: str, total: int) -> Iterator[Run]:
             )
         raise
     with transaction(sessions) as s:
+        # Done is the total of the last step a job reported (`progress_of`), else the one it started with.
         s.execute(
             sa.update(JobRun).where(JobRun.job_id == job_id)
-            .values(status="succeeded", done=total, label=run.label, finished_at=sa.func.now())
+            .values(status="succeeded", done=JobRun.total, label=run.label, finished_at=sa.func.now())
         )
+
+
+# A step's progress is written at most this often (a new step is written at once).
+PROGRESS_SECONDS = 1.0
+
+
+def progress_of(job_id: int) -> Callable[[str, int, int], None]:
+    """A callback (step, done, total) that records a running job's step and progress in `job_runs`."""
+    sessions = env().sessions
+    last: dict[str, Any] = {"step": None, "at": 0.0}
+
+    def update(step: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if step == last["step"] and now - last["at"] < PROGRESS_SECONDS and done < total:
+            return
+        last.update(step=step, at=now)
+        with transaction(sessions) as s:
+            s.execute(sa.update(JobRun).where(JobRun.job_id == job_id).values(step=step, done=done, total=total))
+
+    return update
 
 
 # -- suggestions ----------------------------------------------------------------------------------------
@@ -274,19 +297,22 @@ def export(context: JobContext, export_id: int) -> int:
 
 @blueprint.task(name="leaks", queue="maintenance", pass_context=True, retry=RETRY)
 def leaks(context: JobContext, project_id: int, version: int | None = None) -> int:
-    """Compute and store the leakage and duplicates report of a project's split version (the export page reads it)."""
+    """Make and store the leakage and duplicates report of a project's split version (the export
+    page reads it): its images that have no perceptual hash yet are hashed first. Each step
+    (hashing images, matching, embeddings) is reported with its progress as it runs."""
     from app.services import leaks as leaks_service
 
     e = env()
     taken("leaks", project_id)
-    with report(context.job.id, "leaks", f"project {project_id}", 1):
+    with report(context.job.id, "leaks", f"project {project_id}", 0):
+        progress = progress_of(context.job.id)
+        progress("loading models", 0, 1)
         embedders = leak_embedders(e.settings)
-        with transaction(e.sessions) as s:
-            try:
-                found = leaks_service.compute(s, e.storage, project_id, version, embedders=embedders)
-            except DomainError as exc:
-                raise JobFailed(exc.message) from None
-            return leaks_service.store(s, project_id, found).id
+        try:
+            report_id, _ = leaks_service.run(e.sessions, e.storage, project_id, version, embedders=embedders, progress=progress)
+        except DomainError as exc:
+            raise JobFailed(exc.message) from None
+        return report_id
 
 
 def leak_embedders(settings: Settings):

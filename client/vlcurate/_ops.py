@@ -21,6 +21,8 @@ from vlcurate.models import (
     FinalRecord,
     ItemOut,
     ItemPage,
+    LeakJob,
+    LeakReport,
     ProjectOut,
     ProjectSettings,
     PromptOut,
@@ -42,7 +44,7 @@ SUGGESTION_BATCH = 2000  # the server takes at most 5,000 a request
 PAGE = 500
 
 
-def _progress(enabled: bool, total: int | None, what: str):
+def _progress(enabled: bool, total: int | None, what: str, unit: str = "rec"):
     """A tqdm bar when tqdm is installed and wanted, else None."""
     if not enabled:
         return None
@@ -50,7 +52,19 @@ def _progress(enabled: bool, total: int | None, what: str):
         from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, desc=what, unit="rec")
+    return tqdm(total=total, desc=what, unit=unit)
+
+
+def _show_step(bar, job: LeakJob) -> None:
+    """Show a job's step on a tqdm bar: its name, and done of total where it counts more than one."""
+    if bar is None:
+        return
+    step = job.step or job.status
+    if bar.desc != step:
+        bar.set_description(step)
+        bar.reset(total=job.total if job.total > 1 else None)
+    bar.n = job.done if job.total > 1 else 0
+    bar.refresh()
 
 
 class Operations:
@@ -266,6 +280,45 @@ class Operations:
     def _export_status(self, export_id: int) -> Op:
         reply = yield Call("GET", f"/exports/{export_id}")
         return ExportOut.model_validate(reply.json())
+
+    # -- leak reports (made by the worker) --------------------------------------------------------
+
+    def _leak_report(self, project: int | str, version: int | None = None) -> Op:
+        pid = yield from self._project_id(project)
+        reply = yield Call("GET", f"/projects/{pid}/leaks", params={"version": version} if version is not None else None)
+        return LeakReport.model_validate(reply.json())
+
+    def _leaks(self, project: int | str, keep_together: bool = False, poll: float = 1.0, timeout: float | None = None,
+               progress: bool = True) -> Op:
+        """Queue the leak report job, follow it (a bar per step when `progress`), read its report; with
+        `keep_together` and leaks found, keep the leaked groups together and report on the new version."""
+        pid = yield from self._project_id(project)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        bar = _progress(progress, None, "leaks", unit="")
+        try:
+            report = yield from self._leak_job(pid, poll, deadline, bar)
+            if keep_together and report.leaked_groups:
+                yield Call("POST", f"/projects/{pid}/leaks/keep-together")
+                report = yield from self._leak_job(pid, poll, deadline, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        return report
+
+    def _leak_job(self, pid: int, poll: float, deadline: float | None, bar) -> Op:
+        # Asking again while a job waits returns that job: a resent POST queues nothing more.
+        reply = yield Call("POST", f"/projects/{pid}/leaks", idempotent=True)
+        first = job = LeakJob.model_validate(reply.json())
+        # Done when this job (or, where none was queued yet, the one queued for the request) has ended.
+        while not (job.status in ("succeeded", "failed") and job.job_id is not None and job.job_id >= (first.job_id or 0)):
+            if deadline is not None and time.monotonic() > deadline:
+                raise VlcurateError(f"The leak report of project {pid} is still {job.status} ({job.step or 'waiting'}).")
+            _show_step(bar, job)
+            yield Sleep(poll)
+            job = LeakJob.model_validate((yield Call("GET", f"/projects/{pid}/leaks/job")).json())
+        if job.status == "failed":
+            raise VlcurateError(f"Leak report job {job.job_id} failed: {job.error}")
+        return (yield from self._leak_report(pid))
 
     def _download_export(self, job: ExportOut, out: Path) -> Op:
         out.mkdir(parents=True, exist_ok=True)

@@ -127,6 +127,18 @@ class _Api:
     def image(self, sha256: str) -> bytes:
         return self._run(self._image(sha256))
 
+    def leaks(self, project: int | str, *, keep_together: bool = False, poll: float = 1.0, timeout: float | None = None,
+              progress: bool = True):
+        """Find the leaks of the newest split version: the server's worker makes the report (a tqdm bar
+        follows its steps when `progress` and tqdm is installed); returns the LeakReport. With
+        `keep_together` and leaks found, each leaked group is put into one split (a new split
+        version) and that version's report is returned."""
+        return self._run(self._leaks(project, keep_together, poll, timeout, progress))
+
+    def leak_report(self, project: int | str, version: int | None = None):
+        """The newest stored leak report of a split version (the newest when None), without a new job."""
+        return self._run(self._leak_report(project, version))
+
     def export(self, project: int | str, format: str, out: str | Path, *, splits: bool = True, version: int | None = None,
                poll: float = 1.0, timeout: float | None = None, gold: bool = False):
         """Export in `format`, follow the job, download its files and manifest into `out`; returns `out`.

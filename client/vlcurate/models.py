@@ -482,4 +482,18 @@ class DraftEvaluation(BaseModel):
     versions: list[VersionEvaluation]
 
 
+class LeakJob(BaseModel):
+    """A project's newest leak report job, which the worker runs: follow it at `poll`, read its report at `report`."""
+
+    project_id: int
+    job_id: int | None = Field(description="The job; null while the request waits to be queued (the reconcile job queues it)")
+    status: str = Field(description="queued, running, succeeded or failed")
+    step: str = Field("", description="What a running job is doing: hashing images, matching images, matching texts, embedding ...")
+    done: int = Field(0, description="Work done in the step")
+    total: int = Field(0, description="Work in the step")
+    error: str | None = None
+    poll: str = Field(description="GET it for the job's state")
+    report: str = Field(description="GET it for the newest stored report, once the job succeeded")
+
+
 __all__ = [name for name, value in list(globals().items()) if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]

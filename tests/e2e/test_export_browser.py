@@ -45,3 +45,35 @@ def test_admin_saves_splits_exports_and_downloads(page, live_server, committed, 
     body = page.request.get(f"/exports/{export_id}/files/test_ood.jsonl").body()
     assert hashlib.sha256(body).hexdigest() == manifest["files"]["test_ood.jsonl"]["sha256"]
     assert {json.loads(line)["record"]["topic"] for line in body.decode().splitlines()} == {"food"}
+
+
+def test_the_leaks_section_follows_the_job_until_its_report_is_there(page, live_server, committed, settings, storage, tmp_path, engine):
+    import threading
+
+    import sqlalchemy as sa
+
+    from app.models import Asset, ImageHash
+    from tests.services.test_leaks import planted_project
+    from tests.worker.test_queued_requests import run_worker
+
+    with transaction(committed) as s:
+        project_id, _ = planted_project(s, settings, storage, tmp_path, distinct=20)
+        s.execute(sa.delete(ImageHash))  # images stored before hashes were kept: the job hashes them
+    make_user(committed, "root", "admin", PASSWORD)
+    log_in(page, "root", PASSWORD)
+    page.goto(f"/projects/{project_id}/export")
+    page.click("#find-leaks")
+    assert "is queued" in page.locator("#leak-job").inner_text()
+    # An uncommitted hash of one image holds the job's first batch of hashes: it stops mid-step.
+    with engine.connect() as blocker:
+        blocker.execute(sa.insert(ImageHash).values(sha256=blocker.scalar(sa.select(sa.func.min(Asset.sha256))), phash=0))
+        worker = threading.Thread(target=run_worker, args=(settings, ["maintenance"]))
+        worker.start()
+        try:
+            page.wait_for_selector("#leak-job progress", timeout=60_000)  # the section refreshed itself
+            assert "hashing images" in page.locator("#leak-job").inner_text()
+        finally:
+            blocker.rollback()
+            worker.join(120)
+    page.wait_for_selector("[data-leak-group]", timeout=30_000)  # and again, once the report is stored
+    assert page.locator("#leak-job").count() == 0 and "leaked groups" in page.locator("#leak-summary").inner_text()

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from PIL import Image
 
 from app import leakage
-from app.models import ImageHash, Item, ItemSplit
+from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport
 from app.services import leaks, splits
 from tests import factories
 
@@ -91,11 +91,13 @@ def test_planted_duplicates_are_found_and_kept_together(session, settings, stora
     kinds = {planted[next(m for m in k if m.startswith("c"))][1]: g["kinds"] for k, g in groups.items()}
     assert kinds["identical"] == ["same image"] and kinds["caption"] == ["same text"]
     assert "near image" in kinds["jpeg"] and "near image" in kinds["resized"] and "near image" in kinds["cropped"]
-    # Hashes are kept: a second report computes none.
-    assert report["hashed_now"] == report["images"]
-    assert session.scalar(sa.select(sa.func.count()).select_from(ImageHash)) == report["images"]
-    again = leaks.compute(session, storage, project_id)
-    assert again["hashed_now"] == 0 and again["leaks"] == report["leaks"]
+    # Every image was hashed as the import stored it, in the decode that checked it: the same hash
+    # as hashing the stored bytes afresh (what the worker does for an image that has none).
+    hashes = dict(session.execute(sa.select(ImageHash.sha256, ImageHash.phash)).all())
+    keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key)).all())
+    assert len(hashes) == len(keys) == report["images"] == 524
+    assert all(hashes[sha] == leakage.phash(storage.get(key)) for sha, key in keys.items())
+    assert {key.rsplit(".", 1)[1] for key in keys.values()} == {"png", "jpg"}
 
     before = report["counts"]
     fixed = leaks.keep_together(session, project_id, report)
@@ -172,3 +174,22 @@ def test_keep_together_keeps_configured_counts_exact(session, settings, storage,
     assert fixed.counts == {"train": 150, "test": 60, "spare": 20}
     after = leaks.compute(session, storage, project_id)
     assert after["leaked_groups"] == 0 and after["within_split_groups"] == 30
+
+
+def test_a_report_hashes_the_images_stored_without_one_a_batch_at_a_time(rolled_back, settings, storage, tmp_path, monkeypatch):
+    with rolled_back.begin() as s:
+        project_id, _ = planted_project(s, settings, storage, tmp_path, distinct=120)
+        s.execute(sa.delete(ImageHash))  # as images stored before hashes were kept at import
+    monkeypatch.setattr(leaks, "HASH_BATCH", 50)
+    steps: list[tuple[str, int, int]] = []
+    report_id, report = leaks.run(rolled_back, storage, project_id, progress=lambda *step: steps.append(step))
+    assert report["hashed_now"] == report["images"] == 144 and report["leaks"] == {"test / train": 30}
+    assert steps[:4] == [("hashing images", 0, 144), ("hashing images", 50, 144), ("hashing images", 100, 144), ("hashing images", 144, 144)]
+    assert [name for name, _, _ in steps[4:]] == ["reading items", "matching images", "matching texts", "grouping"]
+    with rolled_back.begin() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(ImageHash)) == 144
+        assert leaks.stored(s, project_id) == report and s.get(LeakReport, report_id).report == report
+    # Hashes are kept: the next report has none to compute.
+    steps.clear()
+    _, again = leaks.run(rolled_back, storage, project_id, progress=lambda *step: steps.append(step))
+    assert again["hashed_now"] == 0 and again["leaks"] == report["leaks"] and steps[0] == ("hashing images", 0, 0)

@@ -1,4 +1,5 @@
-"""The export page's leaks section: leaked groups side by side, find leaks, keep groups together; and the API."""
+"""The export page's leaks section: leaked groups side by side, find leaks, keep groups together
+(the job and the API: tests/worker/test_leak_job.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ def test_leaks_section_and_keep_together(client, app, settings, storage, tmp_pat
     sessions = app.state.sessions
     with transaction(sessions) as s:
         factories.user(s, "boss", "admin")
-        admin_token = factories.token(s, factories.user(s, "boss2", "admin"))
         project_id, _ = planted_project(s, settings, storage, tmp_path, distinct=60)
     login(client, "boss")
     page = client.get(f"/projects/{project_id}/export").text
@@ -32,8 +32,8 @@ def test_leaks_section_and_keep_together(client, app, settings, storage, tmp_pat
     again = client.post(f"/projects/{project_id}/leaks/keep-together", data={"csrf_token": csrf_from(page)}, follow_redirects=False)
     assert again.status_code == 303 and "Find the leaks of the newest split version first" in client.get(f"/projects/{project_id}/export").text
 
-    api = client.post(f"/api/v1/projects/{project_id}/leaks", headers={"Authorization": f"Bearer {admin_token}"})
-    assert api.status_code == 200 and api.json()["version"] == 2 and api.json()["leaked_groups"] == 0
+    with transaction(sessions) as s:
+        leaks.store(s, project_id, leaks.compute(s, storage, project_id))
     page = client.get(f"/projects/{project_id}/export").text
     assert "0 leaked groups" in page and 'id="keep-together"' not in page
 
@@ -65,6 +65,8 @@ def test_find_leaks_button_queues_the_job_whose_report_the_page_shows(committed,
     assert pressed.status_code == 303 and pressed.headers["location"].endswith("/export#leaks")
     page = client.get(f"/projects/{project_id}/export").text
     assert "queued: the worker finds the leaks" in page
+    # The section follows the job: it says the search is queued and refreshes itself until it ends.
+    assert 'id="leak-job"' in page and "is queued" in page and 'hx-target="#leaks"' in page
     again = client.post(f"/projects/{project_id}/leaks", data={"csrf_token": csrf_from(page)}, follow_redirects=False)
     assert again.status_code == 303 and "A leak search is already queued" in client.get(f"/projects/{project_id}/export").text
     with transaction(sessions) as s:
@@ -81,6 +83,7 @@ def test_find_leaks_button_queues_the_job_whose_report_the_page_shows(committed,
         assert s.scalar(sa.select(JobRun.status).where(JobRun.task == "leaks")) == "succeeded"
     page = client.get(f"/projects/{project_id}/export").text
     assert page.count("data-leak-group") == 30 and "test / train: 30" in page and 'id="keep-together"' in page
+    assert 'id="leak-job"' not in page and 'hx-target="#leaks"' not in page
     # Which matchers ran: the job loads MiniLM where the worker extra is installed; no CLIP directory is set.
     import importlib.util
 
