@@ -195,7 +195,9 @@ def test_project_create_names_stages_and_adds_follow_on_stages(env, tmp_path):
 
 
 def test_project_list_shows_each_projects_workflows_and_counts(env, tmp_path, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "160")  # a table row a line
+    from app.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 160)  # a table row a line (the console exists before the test)
     r = invoke("project", "list")
     assert r.exit_code == 0 and "No projects yet" in r.output
     assert invoke("project", "create", "[bold]Cats[/bold]", "--workflow", "generic.choice", "--config", '{"choices": ["cat", "dog"]}').exit_code == 0
