@@ -53,8 +53,16 @@ class DraftKind:
 
 def answer_schema(properties: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """A draft kind's answer schema: an object of exactly these properties, every one required (the
-    shape OpenAI's strict structured output and vLLM's guided decoding both accept)."""
+    shape OpenAI's strict structured output and vLLM's guided decoding both accept). Strict mode takes
+    no string lengths (`minLength`, `maxLength`): a kind checks those in `to_payload` (`within`)."""
     return {"type": "object", "properties": dict(properties), "required": list(properties), "additionalProperties": False}
+
+
+def within(text: str, what: str, limit: int) -> str:
+    """A drafted text of at most `limit` characters (what the stage's answer takes), else DraftInvalid."""
+    if len(text) > limit:
+        raise DraftInvalid(f"{what} is longer than {limit:,} characters.")
+    return text
 
 
 def json_instruction(schema: Mapping[str, Any]) -> str:

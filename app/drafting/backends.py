@@ -6,7 +6,10 @@ in order. A reply is the model's text as it came; checking it is the caller's (`
   httpx.AsyncClient: the server batches them, and one at a time would leave it idle. A 429, a 5xx,
   a connection error or a timeout is retried with exponential backoff and jitter (a Retry-After is
   honoured); any other 4xx fails at once with the server's message. Failing after the retries
-  fails the whole call (DrafterError): a batch is stored whole or not at all.
+  fails the whole call (DrafterError): a batch is stored whole or not at all. The answer's schema
+  goes as `response_format` (`structured`: json_schema with "strict", json_object, or none, the
+  last two with the schema in the prompt); a schema that strict mode would refuse
+  (`app.drafting.strict`) is asked as json_object instead, with a warning.
 - `LocalBackend`: a vision-language model from a local directory through transformers
   (AutoModelForImageTextToText + AutoProcessor, `local_files_only`), on CUDA in bf16 when there is
   one, else CPU in fp32; batched `generate` over the processor's chat template, under
@@ -41,6 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from app.drafting.config import LocalDrafter, OpenAIDrafter
+from app.drafting.strict import strict_schema_problems
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +149,8 @@ class OpenAIBackend:
         """The chat-completions request body: a system message, then the user's text and images."""
         user = request.user
         structured = self.config.structured if request.schema is not None else "none"
+        if structured == "json_schema" and strict_schema_problems(request.schema):
+            structured = "json_object"  # strict mode would refuse the schema: it goes in the prompt
         if request.schema is not None and structured != "json_schema":
             user += json_instruction(request.schema)
         parts: list[dict[str, Any]] = [{"type": "text", "text": user}]
@@ -167,6 +173,8 @@ class OpenAIBackend:
         return asyncio.run(self.acomplete(requests))
 
     async def acomplete(self, requests: Sequence[DraftRequest]) -> list[DraftReply]:
+        if self.config.structured == "json_schema":
+            self._warn_not_strict(requests)
         limit = asyncio.Semaphore(self.config.max_in_flight)
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         timeout = httpx.Timeout(self.config.timeout_seconds, connect=min(10.0, self.config.timeout_seconds))
@@ -180,6 +188,16 @@ class OpenAIBackend:
                 first = next((e for e in failed.exceptions if isinstance(e, DrafterError)), failed.exceptions[0])
                 raise first from None
         return [t.result() for t in tasks]
+
+    def _warn_not_strict(self, requests: Sequence[DraftRequest]) -> None:
+        schemas = {r.schema_name: r.schema for r in requests if r.schema is not None}
+        for name, schema in schemas.items():
+            problems = strict_schema_problems(schema)
+            if problems:
+                log.warning(
+                    "drafter %s: the %s schema is not one strict structured output takes (%s); asking json_object with "
+                    "the schema in the prompt", self.name, name, "; ".join(problems[:3]),
+                )
 
     async def _one(self, client: httpx.AsyncClient, limit: asyncio.Semaphore, request: DraftRequest) -> DraftReply:
         body = self.body(request)

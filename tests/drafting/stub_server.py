@@ -4,6 +4,7 @@ tests and bench (run as its own process: `python tests/drafting/stub_server.py -
 POST /control sets how it answers from then on (and forgets what it recorded):
   reply        the assistant text of every answer (default "{}")
   replies      [[text, reply], ...]: a request whose user text contains `text` gets `reply`
+  by_schema    {name: reply}: a request whose response_format names this json_schema gets `reply`
   latency      seconds to wait before answering (a long one is a timeout for a client)
   fail_first   answer this many requests with `fail_status` first (-1: every request)
   fail_when    answer every request whose user text contains this with `fail_status`
@@ -27,7 +28,7 @@ import os
 import time
 
 DEFAULTS = {
-    "reply": "{}", "replies": [], "latency": 0.0, "fail_first": 0, "fail_when": None, "fail_status": 500, "retry_after": None,
+    "reply": "{}", "replies": [], "by_schema": {}, "latency": 0.0, "fail_first": 0, "fail_when": None, "fail_status": 500, "retry_after": None,
     "echo_auth": False, "record": True,
 }
 
@@ -88,7 +89,8 @@ class Stub:
             return await _send(send, c["fail_status"], {"error": {"message": message}}, extra)
         if c["latency"]:
             await asyncio.sleep(c["latency"])
-        reply = next((r for key, r in c["replies"] if key in text), c["reply"])
+        schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("name")
+        reply = c["by_schema"].get(schema) or next((r for key, r in c["replies"] if key in text), c["reply"])
         self.served += 1
         await _send(send, 200, {
             "id": f"stub-{self.served}", "object": "chat.completion", "created": int(time.time()), "model": "stub-vlm",

@@ -393,3 +393,33 @@ def _drafted_item(app, settings, folder, kinds: list[DraftKind]) -> tuple[int, i
             suggestions.store(s, item_id, stage_id, kind.suggestion_kind, "qwen2.5-vl", payload,
                               model_version=f"{kind.name} v{prompt.version}", prompt_id=prompt.id)
     return stage_id, item_id
+
+
+# -- lengths ---------------------------------------------------------------------------------------
+# Strict structured output takes no string lengths, so each kind bounds its texts itself, as the stage's answer does.
+LONG = "word " * 2001
+
+
+@pytest.mark.parametrize(("name", "item", "change", "reason"), [
+    ("wikido.caption", parsed("wikido", WIKIDO), {"caption": LONG * 3}, "The caption is longer than 5,000 characters."),
+    ("colorswap.caption_pair", parsed("colorswap", COLORSWAP), {"caption_2": "a red cat " * 101}, "Caption 2 is longer than 1,000 characters."),
+    ("visargs.visual_premises", parsed("visargs", VISARGS), {"visual_premises": ["A cone", LONG]}, "Visual premise 2 is longer than 1,000"),
+    ("visargs.argument", parsed("visargs", VISARGS, RESULTS), {"conclusion": LONG}, "The conclusion is longer than 2,000"),
+    ("visargs.argument", parsed("visargs", VISARGS, RESULTS), {"reasoning_steps": ["(VP1, VP2 -> C): " + LONG]}, "Reasoning step 1 is longer"),
+    ("voldoger.check", voldoger_item(VQA_ORIGINAL, VQA_STYLISED, "vqa"), {"paraphrase": LONG * 3}, "The paraphrase is longer than 5,000"),
+    ("voldoger.check", voldoger_item(VQA_ORIGINAL, VQA_STYLISED, "vqa"), {"reason": LONG}, "The reason is longer than 2,000"),
+    ("artwork.drafted_explanation", parsed("artwork", ARTWORK), {"explanation": LONG * 5}, "The explanation is longer than 10,000"),
+])
+def test_a_text_longer_than_the_stage_takes_is_refused(name, item, change, reason):
+    kind = KINDS[name]
+    valid = {
+        "wikido.caption": {"caption": "The nave."},
+        "colorswap.caption_pair": {"caption_1": "a red cat in a grey jacket", "caption_2": "a grey cat in a red jacket"},
+        "visargs.visual_premises": {"visual_premises": ["A cone"]},
+        "visargs.argument": {"commonsense_premises": [], "conclusion": "Buy it.", "reasoning_steps": ["(VP1, VP2 -> C): Buy it."]},
+        "voldoger.check": {"keeps_content": "yes", "label": "no", "paraphrase": "Is the ball red?", "reason": "r"},
+        "artwork.drafted_explanation": {"explanation": "It was stolen."},
+    }[name]
+    kind.to_payload(answer(kind, valid), item)
+    with pytest.raises(DraftInvalid, match=reason):
+        kind.to_payload(answer(kind, {**valid, **change}), item)

@@ -17,12 +17,12 @@ from typing import Any
 
 from app.agreement.entities import scores
 from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, instructions, section_path
-from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction
+from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction, within
 from app.datasets.suggest import ItemInput
 
 MAX_EXPLANATION = 10000
 SCHEMA = answer_schema({
-    "explanation": {"type": "string", "minLength": 1, "maxLength": MAX_EXPLANATION, "description": "the explanation, as prose"},
+    "explanation": {"type": "string", "description": "the explanation, as prose"},
 })
 
 
@@ -45,6 +45,7 @@ def to_payload(answer: dict[str, Any], item: ItemInput) -> dict[str, Any]:
     explanation = " ".join(str(answer.get("explanation") or "").split())
     if not explanation:
         raise DraftInvalid("The explanation is empty.")
+    within(explanation, "The explanation", MAX_EXPLANATION)
     return {"explanation": explanation, "metrics": metrics(item.data, explanation)}
 
 

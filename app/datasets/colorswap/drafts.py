@@ -17,10 +17,11 @@ from typing import Any
 from app.datasets.colorswap.recaption import one_line
 from app.datasets.colorswap.schema import PAIR_KIND, RECAPTION
 from app.datasets.colorswap.swapcheck import check_swap
-from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction
+from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction, within
 from app.datasets.suggest import ItemInput
 
-CAPTION = {"type": "string", "minLength": 1, "maxLength": 1000}
+MAX_CAPTION = 1000  # what the recaption answer takes
+CAPTION = {"type": "string"}
 SCHEMA = answer_schema({
     "caption_1": {**CAPTION, "description": "the rewritten caption"},
     "caption_2": {**CAPTION, "description": "the same words with the colour words exchanged"},
@@ -32,7 +33,7 @@ def fields(item: ItemInput) -> dict[str, str]:
 
 
 def to_payload(answer: dict[str, Any], item: ItemInput) -> dict[str, Any]:
-    pair = {k: one_line(str(answer.get(k) or "")) for k in ("caption_1", "caption_2")}
+    pair = {k: within(one_line(str(answer.get(k) or "")), f"Caption {k[-1]}", MAX_CAPTION) for k in ("caption_1", "caption_2")}
     check = check_swap(pair["caption_1"], pair["caption_2"])
     if not check.ok:
         raise DraftInvalid("Not a colour-swap pair: " + " ".join(check.problems))

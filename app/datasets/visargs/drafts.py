@@ -23,7 +23,7 @@ from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
-from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction
+from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction, within
 from app.datasets.suggest import ItemInput
 from app.datasets.visargs.argtree import parse_steps, print_step, validate_tree
 from app.datasets.visargs.schema import (
@@ -48,7 +48,8 @@ CP_DEFINITION = '"Commonsense Premises (CP)" are not visually depicted in the im
 RS_DEFINITION = (
     '"Reasoning Steps" are the structure of explanation of how we came up to the "Intermediate Conclusion (IC)" and "Conclusion".'
 )
-TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}
+MAX_TEXT, MAX_CONCLUSION, MAX_STEP = 1000, 2000, 2000  # characters of a premise, the conclusion, a reasoning step
+TEXT = {"type": "string"}
 
 
 def numbered(prefix: str, texts: list[str]) -> str:
@@ -63,6 +64,7 @@ def _texts(values: Any, what: str) -> list[str]:
         text = clean(value)
         if not text:
             raise DraftInvalid(f"{what} {n} is empty.")
+        within(text, f"{what} {n}", MAX_TEXT)
         if text.lower() in seen:
             raise DraftInvalid(f"{what}s {seen[text.lower()]} and {n} are the same.")
         seen[text.lower()] = n
@@ -122,10 +124,10 @@ ARGUMENT_SCHEMA = answer_schema({
         "type": "array", "maxItems": MAX_PREMISES, "items": TEXT,
         "description": "a list of the commonsense premises, CP1 first",
     },
-    "conclusion": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "what the image wants to say, one sentence"},
+    "conclusion": {"type": "string", "description": "what the image wants to say, one sentence"},
     "reasoning_steps": {
         "type": "array", "minItems": 1, "maxItems": MAX_PREMISES,
-        "items": {"type": "string", "minLength": 1, "maxLength": 2000},
+        "items": {"type": "string"},
         "description": 'a list of the reasoning steps, each written "(VP1, CP1 -> IC1): text", the last one concluding C',
     },
 })
@@ -144,7 +146,9 @@ def argument_payload(answer: dict[str, Any], item: ItemInput) -> dict[str, Any]:
     conclusion = clean(answer.get("conclusion"))
     if not conclusion:
         raise DraftInvalid("The conclusion is empty.")
-    steps, syntax = parse_steps([str(s) for s in answer.get("reasoning_steps") or []])
+    within(conclusion, "The conclusion", MAX_CONCLUSION)
+    lines = [within(str(s), f"Reasoning step {n}", MAX_STEP) for n, s in enumerate(answer.get("reasoning_steps") or [], 1)]
+    steps, syntax = parse_steps(lines)
     if syntax:
         raise DraftInvalid("The reasoning steps do not parse: " + " ".join(syntax))
     tree = validate_tree(steps, len(vps), len(cps), unused="warning")

@@ -16,21 +16,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction
+from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction, within
 from app.datasets.suggest import ItemInput
 from app.datasets.voldoger.release import LABELS, STYLE_NAMES, TASK_NAMES, TEXT_FIELD, label_text, labels
 from app.datasets.voldoger.verify import CHECK_KIND, VERIFY, VoldogerVerify, check_values
 from app.errors import Invalid
 
 NO_LABEL = "none"
+MAX_PARAPHRASE, MAX_REASON = 5000, 2000  # characters: the screen's text and comment take 5,000
 LABEL_WORDS = ("yes", "no", "entailment", "neutral", "contradiction", NO_LABEL)
 _TASK = VoldogerVerify()
 
 SCHEMA = answer_schema({
     "keeps_content": {"type": "string", "enum": ["yes", "no"], "description": "yes or no: does the stylised image keep the photo's content"},
     "label": {"type": "string", "enum": list(LABEL_WORDS), "description": "the label that holds on the stylised image, as the prompt asks"},
-    "paraphrase": {"type": "string", "minLength": 1, "maxLength": 5000, "description": "the text in other words, same meaning"},
-    "reason": {"type": "string", "maxLength": 2000, "description": "why, in one or two sentences"},
+    "paraphrase": {"type": "string", "description": "the text in other words, same meaning"},
+    "reason": {"type": "string", "description": "why, in one or two sentences"},
 })
 LABEL_INSTRUCTIONS = {
     "vqa": 'label: answer the question for the stylised image, "yes" or "no".',
@@ -76,6 +77,7 @@ def to_payload(answer: dict[str, Any], item: ItemInput) -> dict[str, Any]:
     paraphrase = " ".join(str(answer.get("paraphrase") or "").split())
     if not paraphrase:
         raise DraftInvalid("The paraphrase is empty.")
+    within(paraphrase, "The paraphrase", MAX_PARAPHRASE)
     allowed = [v for v, _ in LABELS.get(task, ())]
     given = str(answer.get("label") or "").strip().lower()
     if allowed:
@@ -89,7 +91,7 @@ def to_payload(answer: dict[str, Any], item: ItemInput) -> dict[str, Any]:
         "image": "keep" if answer.get("keeps_content") == "yes" else "discard",
         "label": label,
         "paraphrase": paraphrase,
-        "reason": " ".join(str(answer.get("reason") or "").split()),
+        "reason": within(" ".join(str(answer.get("reason") or "").split()), "The reason", MAX_REASON),
     }
 
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction
+from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction, within
 from app.datasets.suggest import ItemInput
 from app.datasets.wikido.tokenedits import Token, tokenize, words
 from app.datasets.wikido.verify import CAPTION_KIND, UNSUPPORTED_KIND, VERIFY, WikiDOVerify
@@ -53,16 +53,14 @@ def _answer(item: ItemInput, payload: dict[str, Any]) -> dict[str, Any] | None:
 
 
 # -- the rewritten caption --------------------------------------------------------------------
-CAPTION_SCHEMA = answer_schema({"caption": {"type": "string", "minLength": 1, "maxLength": MAX_CAPTION, "description": "the caption, one line"}})
+CAPTION_SCHEMA = answer_schema({"caption": {"type": "string", "description": "the caption, one line"}})
 
 
 def caption_payload(answer: dict[str, Any], item: ItemInput) -> dict[str, Any]:
     caption = " ".join(str(answer.get("caption") or "").split())
     if not any(_is_word(t) for t in tokenize(caption)):
         raise DraftInvalid("The caption has no words.")
-    if len(caption) > MAX_CAPTION:
-        raise DraftInvalid(f"The caption is longer than {MAX_CAPTION} characters.")
-    return {"caption": caption}
+    return {"caption": within(caption, "The caption", MAX_CAPTION)}
 
 
 def caption_answer(payload: Mapping[str, Any], item: ItemInput) -> dict[str, Any] | None:
@@ -97,7 +95,7 @@ CAPTION = DraftKind(
 # -- unsupported phrases --------------------------------------------------------------------------
 UNSUPPORTED_SCHEMA = answer_schema({
     "phrases": {
-        "type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 500},
+        "type": "array", "maxItems": 50, "items": {"type": "string"},
         "description": "a list of the caption's phrases that are made up, each copied exactly from the caption (empty when none is)",
     },
     "unrelated": {"type": "boolean", "description": "true when the caption does not describe this image at all"},
