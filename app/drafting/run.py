@@ -81,19 +81,30 @@ def draft(prompt_id: int, item_ids: list[int]) -> Outcome:
             known = ", ".join(sorted(configured)) or "none: set VLCURATE_DRAFTERS_FILE"
             raise JobFailed(f"Prompt {prompt_id} names drafter '{prompt.drafter}', which this worker does not configure (configured: {known}).")
         presigned = isinstance(config, OpenAIDrafter) and config.image_transport == "presigned"
-        items = load_items(s, e.storage, prompt, kind, item_ids, presigned=presigned)
+        loaded = load_items(s, e.storage, prompt, kind, item_ids, presigned=presigned)
+    # An item lacking an image the kind sends is not asked about: the model would draft blind.
+    items = [(item, images) for item, images in loaded if len(images) == len(kind.images)]
+    blind = [
+        (item.id, NOT_ASKED, Checked(None, f"the item lacks a stored image the kind sends ({', '.join(kind.images)}; an "
+                                           "image named by URL is not fetched): not sent to the model"))
+        for item, images in loaded if len(images) != len(kind.images)
+    ]
+    replies = []
+    if items:
         requests = [request_for(prompt, kind, item, images) for item, images in items]
-    if not items:
-        return Outcome(0, 0, len(item_ids))
-    try:
-        replies = build(prompt.drafter, config).complete(requests)
-    except DrafterError as exc:
-        raise JobFailed(str(exc)) from None
+        try:
+            replies = build(prompt.drafter, config).complete(requests)
+        except DrafterError as exc:
+            raise JobFailed(str(exc)) from None
     checked = [check(kind, reply, item, e.settings) for (item, _), reply in zip(items, replies)]
-    with transaction(e.sessions) as s:
-        store(s, prompt, kind, [(item.id, reply, c) for (item, _), reply, c in zip(items, replies, checked)])
+    if loaded:
+        with transaction(e.sessions) as s:
+            store(s, prompt, kind, [(item.id, reply, c) for (item, _), reply, c in zip(items, replies, checked)] + blind)
     drafted = sum(c.payload is not None for c in checked)
-    return Outcome(drafted, len(checked) - drafted, len(item_ids) - len(items))
+    return Outcome(drafted, len(checked) - drafted + len(blind), len(item_ids) - len(loaded))
+
+
+NOT_ASKED = DraftReply(text="", model="", latency_ms=None)
 
 
 def load_items(

@@ -122,6 +122,27 @@ def test_a_rerun_skips_valid_drafts_and_tries_the_failed_ones_again(committed, s
     assert sorted(versions) == [("test.choice v1", 3), ("test.choice v2", 4)]
 
 
+def test_an_item_without_its_stored_image_is_a_failed_draft_and_never_asked(
+    committed, settings, storage, fresh_stub, draft_kinds, tmp_path, monkeypatch
+):
+    """The model would draft blind: the item is counted as a failed draft with the reason, no request is sent."""
+    from app.models import Item
+
+    cfg = stub_settings(settings, tmp_path, fresh_stub, monkeypatch)
+    stage_id, ids = choice_stage(committed, cfg, storage, 3)
+    with transaction(committed) as s:
+        s.execute(sa.update(Item).where(Item.id == ids[1]).values(assets={}))  # its image named by URL, say
+    prompt_id = new_prompt(committed, stage_id, "stub")
+    jobs.configure(cfg)
+    fresh_stub.set(reply=answer("a"))
+    assert run.draft(prompt_id, ids) == run.Outcome(drafted=2, invalid=1, skipped=0)
+    assert sorted(r["body"]["messages"][1]["content"][0]["text"][10:12] for r in fresh_stub.requests()) == ["Q0", "Q2"]
+    made, failed = stored(committed, prompt_id)
+    assert sorted(made) == [ids[0], ids[2]] and list(failed) == [ids[1]]
+    assert failed[ids[1]].reason.startswith("the item lacks a stored image the kind sends (/image;")
+    assert (failed[ids[1]].raw, failed[ids[1]].latency_ms) == ("", None)
+
+
 def test_a_server_failing_one_request_fails_the_job_and_stores_nothing_of_the_batch(
     committed, settings, storage, fresh_stub, draft_kinds, tmp_path, monkeypatch
 ):
