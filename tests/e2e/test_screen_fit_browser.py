@@ -33,8 +33,8 @@ PAIRS = {
 }
 TEXTS = {"long": LONG, "hebrew": HEBREW, "arabic": ARABIC}
 
-# What each screen answers with: every one must be on screen. The record's text is in the last
-# selector of RTL_TEXT, whose direction must follow the text.
+# What each screen answers with: every one must be on screen. RTL_TEXT names the element showing
+# the record's text, whose direction must follow the text.
 CONTROLS = {
     "generic.choice": ["input[name=choice]"],
     "colorswap.filter": [".caption-target", "input[name=choice_1]", "input[name=choice_2]"],
@@ -120,8 +120,8 @@ def _stages(committed, settings, storage, demos, tasks: list[str], state: str, *
         answers = {}
         if state in TEXTS:
             record, answers = _with_text(task, record, state)
-        elif state == "16 candidates":
-            record = _sixteen(record, folder)
+        elif state == "16 candidates":  # and long captions: the most a pair shows
+            record = _sixteen(_with_text(task, record, "long")[0], folder)
         made[task] = item_at(committed, settings, storage, folder, task, review=review, record=record, answers=answers,
                              annotators=annotators)[:2]
     return made
@@ -197,7 +197,8 @@ STATES = ["typical", "long", "refused", "hebrew", "arabic"]
 @pytest.mark.parametrize("state", STATES + ["16 candidates"])
 def test_every_annotation_screen_fits_the_window(page, committed, settings, storage, demos, state):
     tasks = ["colorswap.filter"] if state == "16 candidates" else TASKS
-    # A refused answer on the longest item: the banner and the long caption both take room.
+    # A refused answer on the longest item: the banner, the long caption (and the 16 candidates) all take room.
+    refused = state in ("refused", "16 candidates")
     stages = _stages(committed, settings, storage, demos, tasks, "long" if state == "refused" else state, review=False)
     user_id = make_user(committed, "fit", "annotator", PASSWORD)
     with transaction(committed) as s:  # held for the annotator at once: one page load per screen
@@ -208,12 +209,12 @@ def test_every_annotation_screen_fits_the_window(page, committed, settings, stor
     problems = {}
     for task in tasks:
         page.goto(f"/assignments/{assignments[task]}")
-        if state == "refused":
+        if refused:
             with page.expect_response(lambda r: r.url.endswith("/submit")) as answered:
                 page.evaluate(REFUSE, SPOIL.get(task, ""))
             assert answered.value.status == 422, (task, answered.value.status)
             page.wait_for_selector(".error[role=alert]")
-        if task == "wikido.verify" and state != "refused":
+        if task == "wikido.verify" and not refused:
             page.keyboard.press("h")  # the corrector opens: the longest state of the screen
         controls = CONTROLS[task] + (["#caption", "[data-tokens]"] if task == "wikido.verify" else [])
         found = _measure(page, [*controls, "#submit-button", "#skip-button"])
@@ -253,7 +254,8 @@ def test_a_hebrew_caption_reads_right_to_left_and_the_word_struck_by_keyboard_is
     user_id = make_user(committed, "rtl", "annotator", PASSWORD)
     log_in(page, "rtl", PASSWORD)
     start_stage(page, stage_id)
-    page.wait_for_selector("[data-tokens] .tok")
+    page.wait_for_url("**/assignments/*")
+    page.wait_for_load_state("load")  # the screen's scripts have set it up: its keys work
     for selector in ("[data-tokens]", ".reference p", "#caption"):
         assert _direction(page, selector) == "rtl", selector
     # Tokens in reading order run right to left, the full stop last, at the left end.
