@@ -46,7 +46,7 @@ def test_reviewers_settle_disagreements(client, app, settings, tmp_path):
     assert re.findall(r'data-item="([^"]+)"', queue) == ["it-1", "it-2"]
 
     screen = client.get(f"/stages/{stage_id}/review/{items['it-1'].id}").text
-    assert screen.count('class="review-annotation"') == 2 and screen.count('<dd class="differs">') == 2
+    assert screen.count('class="review-annotation"') == 2 and screen.count('<dd dir="auto" class="differs">') == 2
     accept_b = re.search(r'data-annotator="u2".*?name="accept" value="(\d+)"', screen, re.S).group(1)
     form = {"csrf_token": csrf_from(screen), "accept": accept_b, "comment": "u2 is right: it is a square"}
     r = client.post(f"/stages/{stage_id}/review/{items['it-1'].id}", data=form, follow_redirects=False)
@@ -177,7 +177,7 @@ def test_a_sent_back_item_can_be_taken_back_when_annotators_do_not_return(client
     assert r.status_code == 303 and r.headers["location"] == f"/stages/{stage_id}/review/{item.id}"
     assert _items(sessions)["it-0"].status == "review"
     screen = client.get(f"/stages/{stage_id}/review/{item.id}").text
-    answers = dict(re.findall(r'data-annotator="(u\d)".*?<dd class="differs">([^<]*)</dd>', screen, re.S))
+    answers = dict(re.findall(r'data-annotator="(u\d)".*?<dd dir="auto" class="differs">([^<]*)</dd>', screen, re.S))
     assert answers == {"u1": "c", "u2": "b"}
     with transaction(sessions) as s:
         assert annotation.claim(s, stage_id, u2) is None  # nothing is waiting for u2 any more

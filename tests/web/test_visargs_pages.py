@@ -84,7 +84,7 @@ def test_premises_screen_works_as_a_plain_form(client, app):
             "text_2": "Water drops", "keep_2": "on", "pos_2": "2", "text_3": "", "keep_3": "on", "pos_3": "3"}
     assert "Nothing left for you here" in client.post(action, data=form, follow_redirects=False).text
     structure = start_annotating(client, project['stages'][1]['id']).text
-    assert "VP2</span> Water drops" in structure and 'value="VP2"' in structure
+    assert "VP2</span> <span class=\"vp-text\" dir=\"auto\">Water drops" in structure and 'value="VP2"' in structure
     assert "Not valid yet" in structure and "There are no reasoning steps" in structure
 
 
