@@ -223,7 +223,7 @@ def factories_user(sessions) -> int:
 def _take_fresh_sql():
     from app import queue
 
-    return queue._TAKE_FRESH.text
+    return queue._take_fresh(None).text  # the screens' claim (the API's adds its answer)
 
 
 def test_serve_picks_one_worker_per_cpu_up_to_four_and_one_on_the_embedded_database(monkeypatch):

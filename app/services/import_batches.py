@@ -45,7 +45,7 @@ from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
 from app.models import Asset, ImageHash
 from app.services import sampling
-from app.services.pipeline import first_applying
+from app.decision import first_applying
 from app.services.records import parse_records
 from app.settings import Settings
 
