@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager, suppress
 from dataclasses import replace
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import sqlalchemy as sa
 from pydantic import ValidationError
@@ -45,12 +45,10 @@ from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
 from app.models import Asset, ImageHash
 from app.services import sampling
+from app.services.import_sources import ImageSource, Staging
 from app.services.pipeline import first_applying
 from app.services.records import parse_records
 from app.settings import Settings
-
-if TYPE_CHECKING:
-    from app.services.imports import ImageSource, Staging
 
 MAX_REPORTED_ERRORS = 20
 
