@@ -69,18 +69,32 @@ def text_shown(record: dict) -> str:
     return record["stylised"]["question"]
 
 
-def item_at(sessions, settings, storage, folder: Path, task_name: str, *, review: bool = True, record: dict | None = None):
+def _demo(task_name: str):
+    dataset = dataset_of(task_name)
+    return next((d for d in dataset.demos if task_name in [s.task for s in d.stages]), None)
+
+
+def demo_record(task_name: str, folder: Path) -> dict:
+    """The first record of the task's demo (its images written to `folder`)."""
+    demo = _demo(task_name)
+    return dict(demo.records(folder)[0]) if demo else dict(EQUIVALENCE_RECORD)
+
+
+def item_at(sessions, settings, storage, folder: Path, task_name: str, *, review: bool = True, record: dict | None = None,
+            answers: dict[str, dict] | None = None, annotators: tuple[int, int] | None = None):
     """A project of the task's dataset up to `task_name` with one item (the demo's first record),
-    which two annotators carried through the stages before; in the last stage the two differ and
-    the item waits for review, or with `review=False` it waits for annotators.
+    which two annotators carried through the stages before (both giving `answers[workflow]` where
+    given, else the first of ANSWERS); in the last stage the two differ and the item waits for
+    review, or with `review=False` it waits for annotators. The two annotators are new users unless
+    `annotators` names them (users are slow to make: their passwords are hashed).
     Returns (the last stage's id, the item's id, the item's assets)."""
     dataset = dataset_of(task_name)
     chain = [t.name for t in dataset.tasks]
     chain = chain[: chain.index(task_name) + 1]
-    demo = next((d for d in dataset.demos if task_name in [s.task for s in d.stages]), None)
+    demo = _demo(task_name)
     configs = {s.task: dict(s.config) for s in demo.stages} if demo else {}
     if record is None:
-        record = demo.records(folder)[0] if demo else EQUIVALENCE_RECORD
+        record = demo_record(task_name, folder)
     with transaction(sessions) as s:
         specs = [projects.StageSpec(workflow=w, overlap=2, config=configs.get(w, {})) for w in chain]
         project = projects.create_project(s, f"views {task_name}", specs)
@@ -92,9 +106,13 @@ def item_at(sessions, settings, storage, folder: Path, task_name: str, *, review
             source.close()
         assert made.created == 1
         stage_ids = [st.id for st in projects.stages_of(s, project.id)]
-        users = [factories.user(s, f"ann-a-{task_name}"), factories.user(s, f"ann-b-{task_name}")]
+        if annotators is None and (review or len(chain) > 1):
+            annotators = (factories.user(s, f"ann-a-{task_name}"), factories.user(s, f"ann-b-{task_name}"))
+        users = list(annotators or ())
     for workflow, stage_id in zip(chain if review else chain[:-1], stage_ids, strict=False):
         first, second, _ = ANSWERS[workflow]
+        if workflow != task_name and answers and workflow in answers:
+            first = answers[workflow]
         with transaction(sessions) as s:
             factories.annotation(s, stage_id, users[0], first)
             factories.annotation(s, stage_id, users[1], second if workflow == task_name else first)

@@ -1,6 +1,7 @@
 // WikiDO verify screen: a deletion-first caption editor. Click a word to strike it, shift-click to
 // strike a span (a click chooses Hallucinated). Once Hallucinated: a word's number jumps the frame
-// to it, Shift + a number strikes from the frame through that word, ←/→ move one token, X or Space
+// to it, Shift + a number strikes from the frame through that word, ←/→ move one token as the caption
+// reads (in a right-to-left caption, laid out right to left by its dir="auto", ← goes on), X or Space
 // strikes, Shift+X strikes up to the last struck word, Z undoes. A (a data-key button) strikes the
 // model's underlined words, choosing Hallucinated. F shows the image full size. The text field takes
 // insertions and substitutions; once typed in, it wins until "Back to striking words". A caption a model
@@ -9,7 +10,8 @@
 (function () {
   "use strict";
 
-  var TOKEN = /[\p{L}\p{N}]+(?:['’.\-][\p{L}\p{N}]+)*|[^\w\s]|_/gu;
+  // The server's tokens (tokenedits.py): letters and digits with the marks written on them.
+  var TOKEN = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*(?:['’.\-][\p{L}\p{N}][\p{L}\p{N}\p{M}]*)*|[^\w\s]|_/gu;
 
   function typing(target) {
     var tag = target && target.tagName ? target.tagName.toLowerCase() : "";
@@ -18,7 +20,9 @@
 
   function setup(root) {
     var form = root.closest("form");
-    var spans = Array.prototype.slice.call(root.querySelectorAll("[data-tokens] .tok"));
+    var line = root.querySelector("[data-tokens]");
+    var spans = Array.prototype.slice.call(line.querySelectorAll(".tok"));
+    var rtl = getComputedStyle(line).direction === "rtl";
     var field = root.querySelector("[data-caption-field]");
     var preview = root.querySelector("[data-preview]");
     var restart = root.querySelector("[data-restart]");
@@ -43,7 +47,7 @@
       spans.forEach(function (s, i) {
         if (!struck[i]) {
           // No space before closing punctuation or after an opening mark, as the server joins tokens.
-          if (!first && gap && !/^[,.;:!?)\]}%'’”]$/.test(s.textContent) && !/[(\[{“$]$/.test(out)) out += " ";
+          if (!first && gap && !/^[,.;:!?)\]}%'’”،؛؟]$/.test(s.textContent) && !/[(\[{“$]$/.test(out)) out += " ";
           out += s.textContent;
           first = false;
           gap = false;
@@ -65,8 +69,18 @@
       var n = struck.filter(Boolean).length;
       preview.textContent = manual ? (drafted && !typed ? "The model's rewritten caption: the text field is what is stored."
         : "Edited by hand: the text field is what is stored.") : n ? n + " word" + (n > 1 ? "s" : "") + " struck." : "";
-      root.querySelector("[data-tokens]").classList.toggle("disabled", manual);
+      line.classList.toggle("disabled", manual);
       restart.hidden = !manual;
+      if (hallucinated() && !manual) reveal(spans[cursor]);
+    }
+
+    // A long caption scrolls in its own box: the framed word is kept in view there (only there: the
+    // screen around it stays put).
+    function reveal(span) {
+      if (!span || line.scrollHeight <= line.clientHeight) return;
+      var box = line.getBoundingClientRect(), at = span.getBoundingClientRect();
+      if (at.top < box.top) line.scrollTop -= box.top - at.top;
+      else if (at.bottom > box.bottom) line.scrollTop += at.bottom - box.bottom;
     }
 
     function remember() { history.push({ struck: struck.slice(), anchor: anchor }); }
@@ -188,7 +202,8 @@
       }
       if (key === "ArrowRight" || key === "ArrowLeft") {
         event.preventDefault();
-        cursor = Math.max(0, Math.min(spans.length - 1, cursor + (key === "ArrowRight" ? 1 : -1)));
+        var onward = (key === "ArrowRight") !== rtl;  // the arrow pointing the way the caption reads goes on
+        cursor = Math.max(0, Math.min(spans.length - 1, cursor + (onward ? 1 : -1)));
         paint(false);
       } else if (key === "x" || key === "X" || key === " ") {
         event.preventDefault();

@@ -109,6 +109,6 @@ def test_a_task_without_a_view_shows_its_fields_as_readable_text():
     assert [i["src"]["full"] for i in view["images"]] == ["https://example.org/a.png"] and "image" not in view["fields"]
     macros = templates.env.get_template("datasets/_view.html").module
     html = str(macros.item(view)) + str(macros.answer(Task().view_answer({"labels": ["a", "b"], "note": None}, {}, {}, assets={}, results={}, sizes={})))
-    assert "A &lt;b&gt;dog&lt;/b&gt;" in html and "<li>one</li><li>two</li>" in html and "<dd>yes</dd>" in html
-    assert "<li>a</li><li>b</li>" in html and "—" in html
+    assert "A &lt;b&gt;dog&lt;/b&gt;" in html and '<li dir="auto">one</li><li dir="auto">two</li>' in html and '<dd dir="auto">yes</dd>' in html
+    assert '<li dir="auto">a</li><li dir="auto">b</li>' in html and "—" in html
     assert "{" not in html and "[" not in html and "&#34;" not in html

@@ -9,11 +9,33 @@ guarantee above is what the WikiDO edit analysis rests on and no small library s
 
 from __future__ import annotations
 
+import itertools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import cache
 
-_TOKEN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*|[^\w\s]|_", re.UNICODE)
+
+@cache
+def _token_pattern() -> re.Pattern[str]:
+    """Words are letters and digits with the combining marks written on them (Hebrew points, Arabic
+    vowel signs, Indic vowel signs, accents written apart), which `re`'s \\w leaves out: without them a
+    pointed or vowelled word fell apart into letters and marks. The screen's script (wikido.js) uses
+    the same classes ([\\p{L}\\p{N}] then [\\p{L}\\p{N}\\p{M}]). Built on first use: the scan of the
+    planes where marks live takes tens of milliseconds."""
+    ranges, start, last = [], None, None
+    for code in itertools.chain(range(0x300, 0x20000), range(0xE0100, 0xE01F0)):
+        if unicodedata.category(chr(code))[0] == "M":
+            if start is None or code != last + 1:
+                if start is not None:
+                    ranges.append((start, last))
+                start = code
+            last = code
+    ranges.append((start, last))
+    marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+    word = rf"[^\W_](?:[^\W_]|[{marks}])*"
+    return re.compile(rf"{word}(?:['’.-]{word})*|[^\w\s]|_")
 
 
 @dataclass(frozen=True)
@@ -25,7 +47,7 @@ class Token:
 
 def tokenize(text: str) -> list[Token]:
     """Words (with inner apostrophes, hyphens and dots: "don't", "well-known", "U.S") and single punctuation marks."""
-    return [Token(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    return [Token(m.group(), m.start(), m.end()) for m in _token_pattern().finditer(text)]
 
 
 def words(text: str) -> list[str]:
@@ -154,7 +176,7 @@ def detokenize(tokens: Sequence[str]) -> str:
     """Join tokens as a caption: no space before closing punctuation or after opening marks."""
     out = ""
     for t in tokens:
-        if out and not (t in ",.;:!?)]}%'’”" or out[-1] in "([{“$"):
+        if out and not (t in ",.;:!?)]}%'’”،؛؟" or out[-1] in "([{“$"):
             out += " "
         out += t
     return out

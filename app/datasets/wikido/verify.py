@@ -55,7 +55,8 @@ class WikiDOVerify(Task):
     facets = {"verdict": "nominal", "deleted words": "token_set"}
     keys_help = (
         "C correct · H hallucinated · W wrong · A strikes the model's underlined words · hallucinated: a word's "
-        "number goes to it, Shift + a number strikes through it, ←/→ move, X strikes, Z undoes · F: image full size · "
+        "number goes to it, Shift + a number strikes through it, ←/→ move as the caption reads (right to left: ← goes on), X strikes, "
+        "Z undoes · F: image full size · "
         "Enter submits · S skips"
     )
 

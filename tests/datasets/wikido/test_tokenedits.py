@@ -65,3 +65,11 @@ def test_tokens_and_their_join():
         "St", ".", "Mary's", "well-known", "U.S", ".", "church", ",", "(", "1850", ")", ".",
     ]
     assert detokenize(words("A church, built in 1850 (restored).")) == "A church, built in 1850 (restored)."
+
+
+def test_pointed_and_vowelled_words_stay_whole():
+    """Hebrew points and Arabic vowel signs belong to their word: striking one word strikes it whole."""
+    assert words("שָׁלוֹם עוֹלָם, مُحَمَّد، café") == ["שָׁלוֹם", "עוֹלָם", ",", "مُحَمَّد", "،", "café"]
+    s = summarize("הַיֶּלֶד הַקָּטָן רָץ.", "הַיֶּלֶד רָץ.")
+    assert [(op.op, op.i1, op.old) for op in s.ops] == [("delete", 1, ("הַקָּטָן",))]
+    assert detokenize(["قطة", "،", "كلب", "؟"]) == "قطة، كلب؟"
