@@ -239,7 +239,7 @@ def test_a_served_process_freezes_its_start_up_objects_and_collects_young_object
     import subprocess
     import sys
 
-    from app.main import SERVE_GC_GEN0
+    from app.tuning import SERVE_GC_GEN0
 
     probe = ("import gc, json; from app.main import serve_app; serve_app(); "
              "print(json.dumps([gc.get_threshold(), gc.get_freeze_count()]))")
