@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.settings import Settings
+from app.tuning import REPLAN_CHECK_S, replan_on_growth, without_jit
 
 log = logging.getLogger(__name__)
 
@@ -78,104 +78,12 @@ def database_url(settings: Settings) -> URL:
     return start_embedded(settings.data_dir / "postgres")
 
 
-# How often a process looks at the tables' sizes to decide whether its connections' plans are stale.
-REPLAN_CHECK_S = 1.0
-
-
 @lru_cache(maxsize=8)
 def _engine_for(url: str, pool_size: int, max_overflow: int) -> sa.Engine:
     engine = sa.create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
     without_jit(engine)
     replan_on_growth(engine, REPLAN_CHECK_S)
     return engine
-
-
-def without_jit(engine: sa.Engine) -> None:
-    """Turn PostgreSQL's JIT compilation off on the pool's connections, once each, when opened.
-
-    The server compiles a statement whose estimated cost passes `jit_above_cost` (100,000 by
-    default): about 20 ms of compiling for statements that run in a fraction of a millisecond. The
-    estimates that pass it are the wrong ones: with statistics taken before a bulk write (no ANALYZE
-    since), the submit's read of an item's finals was costed as if every item had 26,000 of them, and
-    every submit on every stage took 24 ms instead of 3 once a 10M-item stage was 90 % done
-    (bench/http_bench.py's matrix; `auto_explain` showed 23.7 ms of JIT for 0.5 ms of execution).
-    The app's statements read a few rows through indexes; exports stream rows and gained nothing
-    measurable from it (bench/export_bench.py, 200,000 records: within a few percent). Set per
-    session, not in the connection's startup options, which a PgBouncer in front refuses unless
-    configured to ignore them."""
-
-    @sa.event.listens_for(engine, "connect")
-    def _connected(dbapi_connection, record) -> None:
-        autocommit = dbapi_connection.autocommit
-        dbapi_connection.autocommit = True
-        try:
-            dbapi_connection.execute("SET jit = off")
-        finally:
-            dbapi_connection.autocommit = autocommit
-
-
-# A table's rows (live and dead, as PostgreSQL's statistics count them as they change, without ANALYZE).
-_TABLE_ROWS = "SELECT relid::bigint, n_live_tup + n_dead_tup FROM pg_stat_user_tables"
-
-
-def _grew(before: int, now: int) -> bool:
-    """Doubled or halved, past a few hundred rows either way (the planner's choices change in steps of that order)."""
-    return now > 2 * before + 200 or 2 * now + 200 < before
-
-
-def replan_on_growth(engine: sa.Engine, check_every_s: float) -> None:
-    """Make the pool's connections drop their cached query plans once a table has doubled or halved.
-
-    The hot statements are prepared once per connection (psycopg, after a few runs), and PostgreSQL
-    then keeps one generic plan for each until something invalidates it (an ANALYZE, a schema
-    change). A plan made while `assignments` or `annotations` held a few hundred rows scans them
-    whole; kept after thousands more came in (a stage finished fast, a bulk write, autovacuum off or
-    behind), it made a claim and a submit two to three times slower until the next ANALYZE. A new
-    plan is made with the tables' current sizes, whatever the statistics say.
-
-    At most every `check_every_s`, the checkout that comes first reads the tables' row counts from
-    PostgreSQL's activity statistics (no table is opened or locked). If one has doubled or halved
-    since the plans were last dropped, every connection runs `DISCARD PLANS` at its next checkout:
-    it keeps the prepared statements, each planned again once on its next run. Dropping them every
-    second instead, whatever the data did, gave a tenth fewer claims at 32 clients in one run."""
-    state = {"checked": 0.0, "rows": None, "epoch": 0}
-    lock = threading.Lock()
-
-    def look(dbapi_connection) -> None:
-        rows = dict(dbapi_connection.execute(_TABLE_ROWS).fetchall())
-        if state["rows"] is None:
-            state["rows"] = rows
-        elif any(_grew(state["rows"].get(table, 0), n) for table, n in rows.items()):
-            state["rows"], state["epoch"] = rows, state["epoch"] + 1
-
-    @sa.event.listens_for(engine, "connect")
-    def _connected(dbapi_connection, record) -> None:
-        record.info["plan_epoch"] = state["epoch"]
-
-    def stale(record) -> bool:
-        return record.info.get("plan_epoch", state["epoch"]) != state["epoch"]
-
-    @sa.event.listens_for(engine, "checkout")
-    def _checked_out(dbapi_connection, record, proxy) -> None:
-        now = time.monotonic()
-        due = now - state["checked"] >= check_every_s and lock.acquire(blocking=False)
-        if not due and not stale(record):
-            return
-        try:
-            autocommit = dbapi_connection.autocommit
-            dbapi_connection.autocommit = True
-            if due:
-                state["checked"] = now
-                look(dbapi_connection)
-            if stale(record):
-                dbapi_connection.execute("DISCARD PLANS")
-                record.info["plan_epoch"] = state["epoch"]
-            dbapi_connection.autocommit = autocommit
-        except Exception as exc:  # a dead connection: the pool replaces it and tries again
-            raise sa.exc.DisconnectionError(f"a pooled connection failed: {exc}") from exc
-        finally:
-            if due:
-                lock.release()
 
 
 def get_engine(settings: Settings) -> sa.Engine:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import secrets
@@ -25,6 +24,7 @@ from app.db import get_engine, session_factory
 from app.errors import FULL_DISK_MESSAGES, DomainError, full_disk
 from app.settings import Settings, get_settings
 from app.storage import make_storage
+from app.tuning import freeze_after_start
 from app.web import (
     admin_pages,
     annotate_pages,
@@ -200,23 +200,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-SERVE_GC_GEN0 = 10_000
-
-
 def serve_app() -> FastAPI:
-    """The app as `vlcurate serve` runs it, once per server process: `create_app`, then everything
-    made so far (modules, the app, its routes and models, about 180,000 objects) is moved out of
-    the garbage collector's sight with `gc.freeze()`. It lives as long as the process anyway, and a
-    full collection that walked it paused a request for about 100 ms now and then.
-
-    The youngest generation is collected every SERVE_GC_GEN0 allocations instead of 700: a request
-    allocates thousands of short-lived containers that reference counting frees anyway, and the
-    collections that went over them were about a tenth of the hot path's app CPU (bench/http_bench.py,
-    cycle, one worker: 2.8 and 2.6 ms of app CPU an item against 3.0 and 3.2 ms)."""
+    """The app as `vlcurate serve` runs it, once per server process: `create_app`, then the garbage
+    collector tuned for a long-lived server (`app.tuning.freeze_after_start`)."""
     app = create_app()
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(SERVE_GC_GEN0, *gc.get_threshold()[1:])
+    freeze_after_start()
     return app
 
 

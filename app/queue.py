@@ -226,9 +226,6 @@ def _take_fresh(answer: str | None) -> sa.TextClause:
     return sa.text(_TAKE_FRESH_SQL.replace("{answer}", answer or "NULL"))
 
 
-_TAKE_FRESH = _take_fresh(None)
-
-
 @dataclass(frozen=True)
 class Claim:
     assignment_id: int

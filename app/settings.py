@@ -131,7 +131,7 @@ class Settings(BaseSettings):
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies_parse(cls, value: str) -> str:
-        from app.web.addresses import parse_networks
+        from app.netaddr import parse_networks
 
         parse_networks(value)  # raises ValueError naming the bad entry
         return value

@@ -73,7 +73,7 @@ def test_plans_cached_while_a_table_was_small_are_made_again_once_it_grew(db_url
 
     import sqlalchemy as sa
 
-    from app.db import replan_on_growth
+    from app.tuning import replan_on_growth
 
     table = f"plans_{uuid.uuid4().hex[:8]}"
     lookup = sa.text(f"SELECT v FROM {table} WHERE id = :id")
@@ -121,10 +121,10 @@ def test_the_apps_connections_never_compile_a_statement_with_jit(db_url, engine)
     """A statement costed past `jit_above_cost` (here every statement: the threshold is set to 0 on
     both connections) is compiled on a plain connection and not on the app's: with statistics gone
     stale after a bulk write, a submit's sub-millisecond read was costed past the default threshold
-    and spent 20 ms compiling (app.db.without_jit)."""
+    and spent 20 ms compiling (app.tuning.without_jit)."""
     import sqlalchemy as sa
 
-    from app.db import without_jit
+    from app.tuning import without_jit
 
     query = "EXPLAIN (ANALYZE, FORMAT TEXT) SELECT sum(g * 2) FROM generate_series(1, 1000) g"
     with engine.connect() as conn:

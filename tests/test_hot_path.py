@@ -223,7 +223,7 @@ def factories_user(sessions) -> int:
 def _take_fresh_sql():
     from app import queue
 
-    return queue._TAKE_FRESH.text
+    return queue._take_fresh(None).text  # the screens' claim (the API's adds its answer)
 
 
 def test_serve_picks_one_worker_per_cpu_up_to_four_and_one_on_the_embedded_database(monkeypatch):
@@ -239,7 +239,7 @@ def test_a_served_process_freezes_its_start_up_objects_and_collects_young_object
     import subprocess
     import sys
 
-    from app.main import SERVE_GC_GEN0
+    from app.tuning import SERVE_GC_GEN0
 
     probe = ("import gc, json; from app.main import serve_app; serve_app(); "
              "print(json.dumps([gc.get_threshold(), gc.get_freeze_count()]))")

@@ -115,7 +115,7 @@ def test_the_queue_sql_moves_assignments_as_the_table_says():
     assert queue._RENEWED is A.active and queue._EXPIRED is A.expired
     for status in (A.returned, *queue._GIVEN_BACK):
         assert transition(status, AE.claim) is queue._RENEWED
-    assert f"'{A.expired}'" in queue._EXPIRE.text and f"'{lifecycle.ASSIGNMENT_START}'" in queue._TAKE_FRESH.text
+    assert f"'{A.expired}'" in queue._EXPIRE.text and f"'{lifecycle.ASSIGNMENT_START}'" in queue._take_fresh(None).text
 
 
 def test_statuses_fit_their_columns():

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from app.cli import token_app, user_app
+from app.cli.apps import token_app, user_app
 from app.cli.common import _fail, _sessions, console, transaction
 from app.errors import DomainError
 

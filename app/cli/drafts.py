@@ -11,7 +11,8 @@ from typing import Any, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli import draft_app, remote
+from app.cli import remote
+from app.cli.apps import draft_app
 from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError
 

@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from app.cli import app, remote
+from app.cli import remote
+from app.cli.apps import app
 from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError
 

@@ -10,7 +10,8 @@ from typing import Optional
 
 import typer
 
-from app.cli import app, gold_app, remote
+from app.cli import remote
+from app.cli.apps import app, gold_app
 from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError
 

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from app import jsontext
-from app.cli import app, project_app
+from app.cli.apps import app, project_app
 from app.cli import remote
 from app.cli.common import _fail, _sessions, console, err, transaction
 from app.errors import DomainError

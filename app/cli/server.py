@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from app.cli import app, db_app
+from app.cli.apps import app, db_app
 from app.cli.common import _sessions, console
 
 

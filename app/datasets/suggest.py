@@ -1,14 +1,16 @@
 """The suggestion-producer shape: what a dataset's model drafts are computed from and give back.
 
 A producer reads a batch of items of one stage (and their images from storage), calls one
-backend (`app.worker.backends`) once for the whole batch where it can, and returns rows for
-`services.suggestions.store`. Datasets declare their producers; the worker runs them by kind.
+backend once for the whole batch where it can, and returns rows for
+`services.suggestions.store`. Datasets declare their producers; the worker runs them by kind and
+hands each its backends (`app.worker.backends`), so a dataset never imports the worker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 CLIP_MODULES = ("torch", "transformers")
@@ -35,6 +37,6 @@ class Produced:
 class Producer:
     kind: str
     needs_images: bool
-    run: Callable[[list[ItemInput], Any], list[Produced]]
+    run: Callable[[list[ItemInput], Any, ModuleType], list[Produced]]  # (items, settings, the worker's backends)
     modules: tuple[str, ...]  # what the worker extra must have installed
     needs_clip: bool = False  # whether VLCURATE_CLIP_MODEL_DIR must be set

@@ -10,7 +10,7 @@ export, so exporting twice gives byte-identical files.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +63,10 @@ def write_export(
     *,
     definition: SplitDefinition | None = None,
     progress: Progress | None = None,
-    gold: bool = False,
+    gold: Iterable[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write the export under `root` and return its manifest (also written as manifest.json).
-    With `gold`, the stages' gold items (never in the data files) go to `gold.jsonl` beside them."""
+    `gold` is the stages' gold items as lines (never in the data files), written to `gold.jsonl` beside them."""
     project = session.get(Project, project_id)
     tasks = session.scalars(sa.select(Stage.workflow).where(Stage.project_id == project_id).order_by(Stage.position)).all()
     dataset = dataset_of(tasks[0])
@@ -84,7 +84,7 @@ def write_export(
 
     out = Output(root)
     counts = writer.write(Context(session, project, dataset, definition, splits, out, Images(session, storage), tick))
-    gold_items = _write_gold(session, project_id, out) if gold else None
+    gold_items = _write_gold(gold, out) if gold is not None else None
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "project": project.name,
@@ -104,14 +104,12 @@ def write_export(
     return manifest
 
 
-def _write_gold(session: Session, project_id: int, out: Output) -> int:
-    from app.services import gold
-
+def _write_gold(lines: Iterable[dict[str, Any]], out: Output) -> int:
     if GOLD_FILE in out.paths:
         raise Invalid(f"This export already has a data file {GOLD_FILE} (a split named gold?); rename the split to export gold items.")
     n = 0
     with out.open_text(GOLD_FILE) as fh:
-        for line in gold.export_lines(session, project_id):
+        for line in lines:
             fh.write(dumps(line) + "\n")
             n += 1
     return n

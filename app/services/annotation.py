@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,12 +16,12 @@ from sqlalchemy.orm import Session
 
 from app import queue
 from app.datasets import get_task
+from app.decision import Decision, Situation, StageSettings, decide
 from app.errors import Conflict, Invalid, NotFound
-from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
-from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, User
+from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
+from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, Stage, User
 from app.services import audit, gold
 from app.services import suggestions as suggestions_service
-from app.services.pipeline import first_applying
 from app.services.projects import get_stage
 
 MAX_KEY_LENGTH = 100
@@ -65,13 +67,12 @@ def held(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
 
 
 # The API's answer to a claim (app.web.schemas.ClaimOut), written by PostgreSQL as JSON text: the
-# item, the earlier stages' final records (the newest per workflow, as results_by_stage) and the
-# newest suggestion of each kind (as suggestions.for_item). Nothing is decoded into Python objects
-# and encoded again on the hottest route (the item's finals fenced, as in _SUBMIT_CONTEXT below).
-# A fresh claim computes it in its own statement (the
-# queue's pick takes this expression, `i` being the picked item); Python puts the lease in front.
+# item, its earlier finals and the newest suggestion of each kind, never decoded into Python objects
+# and encoded again on the hottest route. A fresh claim computes it in its own statement (the queue's
+# pick takes this expression, `i` being the picked item); Python puts the lease in front.
 # An item's earlier finals as screens and the API show them: the newest of each workflow's, without
-# a gold item's own final at its gold stage or after (it is the truth; as pipeline.results_by_stage).
+# a gold item's own final at its gold stage or after (it is the truth). The item's finals are fenced
+# (OFFSET 0) for the reason given above _LOCK_FOR_SUBMIT.
 _RESULTS_JSON = """COALESCE((
             SELECT jsonb_object_agg(r.workflow, r.payload) FROM (
                 SELECT DISTINCT ON (s.workflow) s.workflow, ir.payload
@@ -80,7 +81,7 @@ _RESULTS_JSON = """COALESCE((
                 WHERE NOT EXISTS (SELECT 1 FROM gold_items gi JOIN stages gs ON gs.id = gi.stage_id
                                   WHERE gi.item_id = i.id AND gs.position <= s.position)
                 ORDER BY s.workflow, ir.id DESC) r), '{}'::jsonb)"""
-# The newest suggestion of each kind for the item `i` in the stage {stage} (as suggestions.for_item).
+# The newest suggestion of each kind for the item `i` in the stage {stage}.
 _SUGGESTIONS_JSON = """COALESCE((
             SELECT json_agg(json_build_object('id', g.id, 'kind', g.kind, 'model', g.model,
                                               'model_version', g.model_version, 'payload', g.payload, 'score', g.score)
@@ -112,16 +113,17 @@ def upcoming_images(session: Session, stage_id: int, user_id: int, current_item:
 
 
 # A submit in three round trips: lock the assignment and its item (the stage comes along), read what
-# the submit decides on in one statement taken after the lock (so it sees every submit committed
-# before it), then write everything in one statement of data-modifying CTEs. The decisions between
-# them (validation, suggestion outcomes, consolidation, routing) stay in the workflows' Python; no
-# ORM object is loaded on the way, except for a gold item's answer (rare; app.services.gold scores it).
+# the decision needs in one statement taken after the lock (so it sees every submit committed before
+# it), then write everything in one statement of data-modifying CTEs. Validation, suggestion outcomes
+# and the decision (app.decision) run in Python between them; no ORM object is loaded on the way,
+# except for a gold item's answer (rare; app.services.gold scores it).
 # Reads of an item's finals are fenced (OFFSET 0) to the item's own rows: with statistics gone stale
 # the planner otherwise combined them with every final of the stage through ix_item_results_stage_id.
 _LOCK_FOR_SUBMIT = sa.text(
     """
-    SELECT a.annotator_id, a.status, i.id, i.status, i.stage_id, i.slots_left, i.data,
-           s.id, s.project_id, s.position, s.workflow, s.config, s.overlap, s.sample_size
+    SELECT a.annotator_id, a.status AS assignment_status, i.id AS item_id, i.status AS item_status,
+           i.stage_id AS item_stage, i.slots_left AS slots, i.data,
+           s.id AS stage_id, s.project_id, s.position, s.workflow, s.config, s.overlap, s.sample_size
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     WHERE a.id = :assignment
     FOR UPDATE OF a, i
@@ -131,49 +133,33 @@ _LOCK_FOR_SUBMIT = sa.text(
 _SUBMIT_CONTEXT = sa.text(
     f"""
     SELECT
-        (SELECT json_build_array(e.id, e.assignment_id, e.payload, e.revision) FROM annotations e
-         WHERE e.annotator_id = :user AND e.idempotency_key = :key),
-        (SELECT max(revision) FROM annotations WHERE assignment_id = :assignment),
-        (SELECT json_agg(json_build_array(s.workflow, r.payload, s.position) ORDER BY r.id)
-         FROM (SELECT id, stage_id, payload FROM item_results WHERE item_id = :item OFFSET 0) r JOIN stages s ON s.id = r.stage_id),
-        (SELECT min(gs.position) FROM gold_items g JOIN stages gs ON gs.id = g.stage_id WHERE g.item_id = :item),
-        (SELECT json_agg(json_build_array(g.id, g.kind, g.model, g.model_version, g.payload) ORDER BY g.kind)
+        (SELECT json_build_object('id', e.id, 'assignment_id', e.assignment_id, 'payload', e.payload, 'revision', e.revision)
+         FROM annotations e WHERE e.annotator_id = :user AND e.idempotency_key = :key) AS earlier,
+        (SELECT max(revision) FROM annotations WHERE assignment_id = :assignment) AS last_revision,
+        (SELECT json_agg(json_build_object('workflow', s.workflow, 'payload', r.payload, 'position', s.position) ORDER BY r.id)
+         FROM (SELECT id, stage_id, payload FROM item_results WHERE item_id = :item OFFSET 0) r JOIN stages s ON s.id = r.stage_id) AS finals,
+        (SELECT min(gs.position) FROM gold_items g JOIN stages gs ON gs.id = g.stage_id WHERE g.item_id = :item) AS gold_from,
+        (SELECT json_agg(json_build_object('id', g.id, 'kind', g.kind, 'model', g.model, 'model_version', g.model_version,
+                                           'payload', g.payload) ORDER BY g.kind)
          FROM (SELECT DISTINCT ON (kind) id, kind, model, model_version, payload FROM suggestions
-               WHERE item_id = :item AND stage_id = :stage ORDER BY kind, created_at DESC, id DESC) g),
-        (SELECT count(*) FROM assignments
-         WHERE item_id = :item AND stage_id = :stage AND status = '{_A.submitted}' AND id <> :assignment),
-        (SELECT json_agg(json_build_array(x.assignment_id, x.payload) ORDER BY x.assignment_id)
+               WHERE item_id = :item AND stage_id = :stage ORDER BY kind, created_at DESC, id DESC) g) AS shown,
+        (SELECT json_agg(json_build_object('assignment_id', x.assignment_id, 'payload', x.payload) ORDER BY x.assignment_id)
          FROM (SELECT DISTINCT ON (n.assignment_id) n.assignment_id, n.payload
                FROM annotations n JOIN assignments o ON o.id = n.assignment_id
                WHERE n.item_id = :item AND n.stage_id = :stage AND o.status = '{_A.submitted}' AND o.id <> :assignment
-               ORDER BY n.assignment_id, n.revision DESC) x),
-        EXISTS (SELECT 1 FROM stage_samples WHERE stage_id = :stage AND item_id = :item),
-        (SELECT json_agg(json_build_array(s.id, s.workflow, s.config, s.overlap, s.sample_size,
-                         EXISTS (SELECT 1 FROM stage_samples ss WHERE ss.stage_id = s.id AND ss.item_id = :item)) ORDER BY s.position)
-         FROM stages s WHERE s.project_id = :project AND s.position > :position),
+               ORDER BY n.assignment_id, n.revision DESC) x) AS others,
+        EXISTS (SELECT 1 FROM stage_samples WHERE stage_id = :stage AND item_id = :item) AS sampled,
+        (SELECT json_agg(json_build_object('id', s.id, 'workflow', s.workflow, 'config', s.config, 'overlap', s.overlap,
+                         'sample_size', s.sample_size,
+                         'sampled', EXISTS (SELECT 1 FROM stage_samples ss WHERE ss.stage_id = s.id AND ss.item_id = :item))
+                         ORDER BY s.position)
+         FROM stages s WHERE s.project_id = :project AND s.position > :position) AS later,
         (SELECT array_agg(f.annotator_id ORDER BY f.annotator_id) FROM annotator_flags f
          WHERE f.stage_id = :stage AND f.annotator_id IN (
              SELECT annotator_id FROM assignments
-             WHERE item_id = :item AND stage_id = :stage AND (status = '{_A.submitted}' OR id = :assignment)))
+             WHERE item_id = :item AND stage_id = :stage AND (status = '{_A.submitted}' OR id = :assignment))) AS flagged
     """
 )
-
-
-@dataclass(frozen=True)
-class _StageRow:
-    """The stage fields a submit, its routing and the gold scoring read (duck-types models.Stage there)."""
-
-    id: int
-    project_id: int | None
-    position: int | None
-    workflow: str
-    config: dict[str, Any]
-    overlap: int
-    sample_size: int | None
-
-    def required(self, sampled: bool) -> int:
-        """How many annotations an item needs in the stage (as sampling.required)."""
-        return self.overlap if self.sample_size is None or sampled else 1
 
 
 @functools.cache
@@ -204,6 +190,53 @@ def _write_statement(outcomes: bool, final: bool, item: bool) -> sa.TextClause:
     return sa.text("WITH " + ",\n".join(parts) + "\nSELECT id FROM ann")
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What a submit read: the locked row and the context (both named rows), with the views on them it needs."""
+
+    lock: Mapping[str, Any]
+    ctx: Mapping[str, Any]
+
+    @functools.cached_property
+    def stage(self) -> StageSettings:
+        lock = self.lock
+        return StageSettings(lock["stage_id"], lock["workflow"], lock["config"], lock["overlap"], lock["sample_size"], self.ctx["sampled"])
+
+    def shows(self, position: int) -> bool:
+        """A gold item shows only the finals before its gold stage (its own final there is the truth)."""
+        return self.ctx["gold_from"] is None or position < self.ctx["gold_from"]
+
+    @functools.cached_property
+    def results(self) -> dict[str, Any]:
+        return {f["workflow"]: f["payload"] for f in self.ctx["finals"] or () if self.shows(f["position"])}
+
+    def answers(self, assignment_id: int, clean: dict[str, Any]) -> list[dict[str, Any]]:
+        """The stage's answers with this one, in assignment order (the order consolidation reads them in)."""
+        mine = {"assignment_id": assignment_id, "payload": clean}
+        return [a["payload"] for a in sorted([*(self.ctx["others"] or ()), mine], key=lambda a: a["assignment_id"])]
+
+    def situation(self, answers: list[dict[str, Any]], flagged, *, status: str, slots: int, ordinary: bool = False) -> Situation:
+        """The decision's input; `ordinary` as if the item were not gold (outside any sample, showing its own final)."""
+        stage = replace(self.stage, sampled=False) if ordinary else self.stage
+        return Situation(
+            stage, [StageSettings(**s) for s in self.ctx["later"] or ()], status, slots, self.lock["data"],
+            self.results, ordinary or self.shows(self.lock["position"]), answers, flagged,
+        )
+
+
+def _read_for_submit(session: Session, assignment_id: int, user_id: int, key: str) -> tuple[_Read, dict[str, Any]]:
+    """Lock the user's assignment and its item, then read the submit's context; with the statements' parameters."""
+    if not key or len(key) > MAX_KEY_LENGTH:
+        raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
+    # The row lock on the assignment serializes concurrent posts of the same submit.
+    lock = session.execute(_LOCK_FOR_SUBMIT, {"assignment": assignment_id}).mappings().first()
+    if lock is None or lock["annotator_id"] != user_id:
+        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
+    params = {"assignment": assignment_id, "user": user_id, "key": key, "item": lock["item_id"], "stage": lock["stage_id"],
+              "project": lock["project_id"], "position": lock["position"]}
+    return _Read(lock, session.execute(_SUBMIT_CONTEXT, params).mappings().one()), params
+
+
 def submit(
     session: Session,
     assignment_id: int,
@@ -214,132 +247,101 @@ def submit(
     seconds_spent: float | None = None,
     form: bool = False,
 ) -> SubmitResult:
-    """Store one annotation. The same (user, idempotency key) always yields the same annotation,
-    however often and however concurrently it is posted. With `form`, `payload` is what an
-    annotation page posted, turned into the answer by the stage's workflow (`form_to_payload`)
-    once the assignment is locked: the page learns the workflow in the same round trip."""
-    if not idempotency_key or len(idempotency_key) > MAX_KEY_LENGTH:
-        raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
-    # The row lock on the assignment serializes concurrent posts of the same submit.
-    row = session.execute(_LOCK_FOR_SUBMIT, {"assignment": assignment_id}).first()
-    if row is None or row[0] != user_id:
-        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
-    _, assignment_status, item_id, item_status, item_stage, slots, data = row[:7]
-    stage = _StageRow(*row[7:])
-    params = {"assignment": assignment_id, "user": user_id, "key": idempotency_key, "item": item_id, "stage": stage.id,
-              "project": stage.project_id, "position": stage.position}
-    (earlier, last_revision, finals, gold_from, shown, others, other_payloads, sampled, later,
-     flagged) = session.execute(_SUBMIT_CONTEXT, params).one()
-    gold_here = item_status == ItemStatus.gold and item_stage == stage.id
-
-    def visible(position: int) -> bool:  # as results_by_stage: a gold item shows only the finals before its gold stage
-        return gold_from is None or position < gold_from
-
-    results = {name: result for name, result, position in finals or () if visible(position)}
-    task = get_task(stage.workflow)
-    if form:
-        payload = task.form_to_payload(payload)
-    if earlier is not None:
-        earlier_id, earlier_assignment, earlier_payload, earlier_revision = earlier
-        if earlier_assignment != assignment_id:
-            raise Conflict("This idempotency key was already used for another assignment.")
-        # A retry repeats the answer; another answer under the same key (a page shown again
-        # after its submit) must never be dropped silently: it is refused with the way on.
-        if payload != earlier_payload and task.validate_annotation(data, payload, stage.config, results) != earlier_payload:
-            raise AlreadySubmitted(
-                f"You already submitted this item with another answer (revision {earlier_revision}); "
-                "nothing was changed. Submit again to store this answer as a new revision."
-            )
-        status = item_status
-        if item_status == ItemStatus.gold:  # never tell a honeypot apart
-            status = _as_ordinary(stage, task, data, results, later, earlier_payload, others, other_payloads, user_id in (flagged or ()))
-        return SubmitResult(earlier_id, earlier_revision, True, status, stage.id)
-
-    if gold_here:  # a honeypot: scored, never finalized
-        assignment = session.get(Assignment, assignment_id)
-        item = SimpleNamespace(id=item_id, data=data)
-        scored = gold.submit_answer(session, assignment, item, stage, payload, idempotency_key, seconds_spent)
-        status = _as_ordinary(stage, task, data, results, later, scored.payload, others, other_payloads, scored.flagged)
-        return SubmitResult(scored.annotation_id, scored.revision, False, status, stage.id)
-    if item_stage != stage.id or item_status not in (ItemStatus.active, ItemStatus.review):
-        raise Conflict("This item has already left this stage; the annotation is no longer needed.")
-    clean = task.validate_annotation(data, payload, stage.config, results)
-
-    first_submit = assignment_status != AssignmentStatus.submitted
-    new_status, new_stage, new_slots = item_status, item_stage, slots
-    if assignment_status in _GIVEN_BACK:
-        # The lease ran out or was given back; accept the work only if a slot is still free.
-        if item_status != ItemStatus.active or slots <= 0:
-            raise Conflict("Your lease on this item ran out and others have taken it; the work was not stored.")
-        new_slots -= 1
-    elif assignment_status == AssignmentStatus.submitted and item_status != ItemStatus.active:
-        raise Conflict("This item is already waiting for review; it can no longer be changed here.")
-    write = {**params, "revision": (last_revision or 0) + 1, "payload": json.dumps(clean), "seconds": seconds_spent,
-             "assignment_status": transition(assignment_status, AssignmentEvent.submit)}
-
+    """Store one annotation; the same (user, idempotency key) always yields the same annotation, however
+    often and concurrently it is posted. With `form`, `payload` is what an annotation page posted, turned
+    into the answer by the stage's task once the assignment is locked (the page learns it in the same trip)."""
+    read, params = _read_for_submit(session, assignment_id, user_id, idempotency_key)
+    lock, task = read.lock, get_task(read.lock["workflow"])
+    payload = task.form_to_payload(payload) if form else payload
+    if read.ctx["earlier"] is not None:
+        return _replay(read, task, payload, assignment_id, user_id)
+    if lock["item_status"] == ItemStatus.gold and lock["item_stage"] == lock["stage_id"]:
+        return _score_gold(session, read, task, payload, assignment_id, idempotency_key, seconds_spent)
+    decision = Decision(lock["item_status"], lock["item_stage"], _slots_for(lock))
+    clean = task.validate_annotation(lock["data"], payload, lock["config"], read.results)
     outcomes = []
-    final = None
-    if first_submit:
-        for suggestion_id, kind, model, model_version, suggested in shown or ():
-            outcome = task.suggestion_outcome(kind, suggested, clean, data)
-            if outcome is not None:
-                outcomes.append({"id": suggestion_id, "kind": kind, "model": model, "model_version": model_version, "outcome": outcome})
-        if others + 1 >= stage.required(sampled):
-            # All annotations are in: consolidate them (in assignment order), or send the item to review.
-            payloads = [p for _, p in sorted([*(other_payloads or ()), (assignment_id, clean)], key=lambda pair: pair[0])]
-            outcome = task.consolidate(payloads, stage.config)
-            if outcome.needs_review or outcome.final is None or _routes_to_review(session, stage, item_id, flagged):
-                new_status = transition(new_status, ItemEvent.escalate)
-            else:
-                final = outcome.final
-                new_status, new_stage, new_slots = _route(stage, data, results, later, final, outcome.discard, new_status, visible)
-                write.update(final=json.dumps(final), discard=outcome.discard)
-    changed = (new_status, new_stage, new_slots) != (item_status, item_stage, slots)
-    write.update(outcomes=json.dumps(outcomes), item_status=new_status, item_stage=new_stage, slots=new_slots)
-    annotation_id = session.execute(_write_statement(bool(outcomes), final is not None, changed), write).scalar_one()
-    if new_stage != item_stage:
-        queue.lower_floor(session, new_stage, item_id)  # the next stage's claims find it at once
-    return SubmitResult(annotation_id, write["revision"], False, new_status, stage.id)
+    if lock["assignment_status"] != AssignmentStatus.submitted:  # a first submit, not a revision
+        outcomes = _outcomes(task, read.ctx["shown"], clean, lock["data"])
+        answers = read.answers(assignment_id, clean)
+        decision = decide(read.situation(answers, read.ctx["flagged"] or (), status=decision.status, slots=decision.slots))
+        if decision.routed:  # the flagged annotators' work waits for a reviewer
+            audit.record(session, "gold.routed_to_review", target=f"item:{lock['item_id']}", stage=lock["stage_id"],
+                         annotators=list(decision.routed))
+    write = {**params, "revision": (read.ctx["last_revision"] or 0) + 1, "payload": json.dumps(clean), "seconds": seconds_spent,
+             "assignment_status": transition(lock["assignment_status"], AssignmentEvent.submit), "outcomes": json.dumps(outcomes),
+             "final": json.dumps(decision.final), "discard": decision.discard, "item_status": decision.status,
+             "item_stage": decision.stage_id, "slots": decision.slots}
+    changed = (decision.status, decision.stage_id, decision.slots) != (lock["item_status"], lock["item_stage"], lock["slots"])
+    annotation_id = session.execute(_write_statement(bool(outcomes), decision.final is not None, changed), write).scalar_one()
+    if decision.stage_id != lock["item_stage"]:
+        queue.lower_floor(session, decision.stage_id, lock["item_id"])  # the next stage's claims find it at once
+    return SubmitResult(annotation_id, write["revision"], False, decision.status, lock["stage_id"])
 
 
-def _routes_to_review(session: Session, stage: _StageRow, item_id: int, flagged: list[int] | None) -> bool:
-    """As gold.routes_to_review: the stage routes flagged annotators' work to review and one of the
-    item's annotators is flagged (an audit event)."""
-    if not gold.setting(stage, "gold_route_to_review") or not flagged:
-        return False
-    audit.record(session, "gold.routed_to_review", target=f"item:{item_id}", stage=stage.id, annotators=sorted(flagged))
-    return True
+def _slots_for(lock: Mapping[str, Any]) -> int:
+    """The item's slots once this answer takes its place; a Conflict when the answer is no longer wanted."""
+    status, slots = lock["item_status"], lock["slots"]
+    if lock["item_stage"] != lock["stage_id"] or status not in (ItemStatus.active, ItemStatus.review):
+        raise Conflict("This item has already left this stage; the annotation is no longer needed.")
+    if lock["assignment_status"] in _GIVEN_BACK:
+        # The lease ran out or was given back; accept the work only if a slot is still free.
+        if status != ItemStatus.active or slots <= 0:
+            raise Conflict("Your lease on this item ran out and others have taken it; the work was not stored.")
+        return slots - 1
+    if lock["assignment_status"] == AssignmentStatus.submitted and status != ItemStatus.active:
+        raise Conflict("This item is already waiting for review; it can no longer be changed here.")
+    return slots
 
 
-def _as_ordinary(stage: _StageRow, task, data, results, later, clean, others: int, other_payloads, flagged: bool) -> str:
+def _outcomes(task, shown, clean: dict[str, Any], data) -> list[dict[str, Any]]:
+    """How the answer treated each suggestion the screen showed (those the task judges)."""
+    outcomes = []
+    for s in shown or ():
+        outcome = task.suggestion_outcome(s["kind"], s["payload"], clean, data)
+        if outcome is not None:
+            outcomes.append({"id": s["id"], "kind": s["kind"], "model": s["model"], "model_version": s["model_version"], "outcome": outcome})
+    return outcomes
+
+
+def _replay(read: _Read, task, payload: dict[str, Any], assignment_id: int, user_id: int) -> SubmitResult:
+    """A retry of a stored submit answers what the first post answered."""
+    earlier = read.ctx["earlier"]
+    if earlier["assignment_id"] != assignment_id:
+        raise Conflict("This idempotency key was already used for another assignment.")
+    # A retry repeats the answer; another answer under the same key (a page shown again after its
+    # submit) must never be dropped silently: it is refused with the way on.
+    lock = read.lock
+    if payload != earlier["payload"] and task.validate_annotation(lock["data"], payload, lock["config"], read.results) != earlier["payload"]:
+        raise AlreadySubmitted(
+            f"You already submitted this item with another answer (revision {earlier['revision']}); "
+            "nothing was changed. Submit again to store this answer as a new revision."
+        )
+    status = lock["item_status"]
+    if status == ItemStatus.gold:  # never tell a honeypot apart
+        status = _as_ordinary(read, earlier["payload"], user_id in (read.ctx["flagged"] or ()))
+    return SubmitResult(earlier["id"], earlier["revision"], True, status, lock["stage_id"])
+
+
+def _score_gold(session: Session, read: _Read, task, payload, assignment_id: int, key: str, seconds: float | None) -> SubmitResult:
+    """A honeypot's answer: scored against the truth, never finalized."""
+    lock = read.lock
+    item = SimpleNamespace(id=lock["item_id"], data=lock["data"])
+    stage = session.get(Stage, lock["stage_id"])
+    scored = gold.submit_answer(session, session.get(Assignment, assignment_id), item, stage, payload, key, seconds)
+    return SubmitResult(scored.annotation_id, scored.revision, False, _as_ordinary(read, scored.payload, scored.flagged), lock["stage_id"])
+
+
+def _as_ordinary(read: _Read, clean: dict[str, Any], flagged: bool) -> str:
     """The item status a gold item's submit answers: what an ordinary item's submit of the same
     answer by this annotator would answer now, so that the response never marks a honeypot. Its
     answerers are taken in groups of the stage's overlap (a sample stage's items outside the sample
-    need one): the answer that completes a group is consolidated with the group's others and routed
-    as an ordinary item's would be, to review when the stage routes this annotator's work there.
-    Later stages see the answer as the item's final, as they would see an ordinary one's."""
-    required = stage.required(False)
-    if (others + 1) % required:
-        return ItemStatus.active
-    payloads = [p for _, p in other_payloads or ()]
-    outcome = task.consolidate([*payloads[max(0, len(payloads) - required + 1):], clean], stage.config)
-    if outcome.needs_review or outcome.final is None or (flagged and gold.setting(stage, "gold_route_to_review")):
-        return ItemStatus.review
-    return _route(stage, data, results, later, outcome.final, outcome.discard, ItemStatus.active, lambda _: True)[0]
-
-
-def _route(stage: _StageRow, data, results, later, final, discard: bool, status: str, visible) -> tuple[str, int, int]:
-    """The item's (status, stage, slots) once its final record for `stage` is written (as pipeline.finalize)."""
-    if discard:
-        return transition(status, ItemEvent.discard), stage.id, 0
-    if visible(stage.position):
-        results = {**results, stage.workflow: final}
-    stages = [_StageRow(sid, stage.project_id, None, workflow, config, overlap, size) for sid, workflow, config, overlap, size, _ in later or ()]
-    sampled = {sid: s for sid, *_, s in later or ()}
-    nxt = first_applying(stages, data, results)
-    if nxt is not None:
-        return transition(status, ItemEvent.advance), nxt.id, nxt.required(sampled[nxt.id])
-    return transition(status, ItemEvent.finish), stage.id, 0
+    need one): the answer that completes a group is decided with the group's others, to review when
+    the stage routes this annotator's work there. Later stages see the answer as the item's final,
+    as they would see an ordinary one's."""
+    answers = [*(a["payload"] for a in read.ctx["others"] or ()), clean]
+    group = answers[len(answers) - (len(answers) - 1) % replace(read.stage, sampled=False).required - 1:]
+    flaggers = (read.lock["annotator_id"],) if flagged else ()
+    return decide(read.situation(group, flaggers, status=ItemStatus.active, slots=0, ordinary=True)).status
 
 
 def give_back(session: Session, assignment_id: int, user_id: int, *, skip: bool) -> None:
@@ -380,10 +382,10 @@ _ASSIGNMENT_STAGE = sa.text("SELECT a.annotator_id, s.id, s.workflow FROM assign
 
 def assignment_stage(session: Session, assignment_id: int, user_id: int) -> tuple[int, str]:
     """The stage of the user's assignment, its id and workflow (what a submit or a skip needs first)."""
-    row = session.execute(_ASSIGNMENT_STAGE, {"assignment": assignment_id}).first()
-    if row is None or row[0] != user_id:
+    row = session.execute(_ASSIGNMENT_STAGE, {"assignment": assignment_id}).mappings().first()
+    if row is None or row["annotator_id"] != user_id:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
-    return row[1], row[2]
+    return row["id"], row["workflow"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,14 +426,16 @@ class ScreenStage:
 _SCREEN = sa.text(
     f"""
     SELECT a.annotator_id, a.status, a.lease_until,
-           i.id, i.project_id, i.external_id, i.data, i.assets, i.group_id, i.stage_id, i.status,
-           s.id, s.project_id, s.position, s.name, s.workflow, s.overlap, s.guidelines, s.config,
-           p.name,
-           (SELECT payload FROM drafts WHERE assignment_id = a.id),
-           (SELECT payload FROM annotations WHERE assignment_id = a.id ORDER BY revision DESC LIMIT 1),
-           COALESCE((SELECT submitted FROM annotator_counts WHERE stage_id = s.id AND annotator_id = :user), 0),
-           {_RESULTS_JSON},
-           {_SUGGESTIONS_JSON.format(stage="s.id")},
+           i.id AS item_id, i.project_id AS item_project_id, i.external_id AS item_external_id, i.data AS item_data,
+           i.assets AS item_assets, i.group_id AS item_group_id, i.stage_id AS item_stage_id, i.status AS item_status,
+           s.id AS stage_id, s.project_id AS stage_project_id, s.position AS stage_position, s.name AS stage_name,
+           s.workflow AS stage_workflow, s.overlap AS stage_overlap, s.guidelines AS stage_guidelines, s.config AS stage_config,
+           p.name AS project_name,
+           (SELECT payload FROM drafts WHERE assignment_id = a.id) AS draft,
+           (SELECT payload FROM annotations WHERE assignment_id = a.id ORDER BY revision DESC LIMIT 1) AS previous,
+           COALESCE((SELECT submitted FROM annotator_counts WHERE stage_id = s.id AND annotator_id = :user), 0) AS mine,
+           {_RESULTS_JSON} AS results,
+           {_SUGGESTIONS_JSON.format(stage="s.id")} AS suggested,
            {queue.PLAN_ONCE}
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     JOIN projects p ON p.id = s.project_id
@@ -444,20 +448,25 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     """The screen of the user's assignment, in one statement: the assignment, its item and stage, the
     project's name, the draft, the user's newest answer, "you did N", the earlier finals and the
     suggestions."""
-    row = session.execute(_SCREEN, {"assignment": assignment_id, "user": user_id}).first()
-    if row is None or row[0] != user_id:
+    row = session.execute(_SCREEN, {"assignment": assignment_id, "user": user_id}).mappings().first()
+    if row is None or row["annotator_id"] != user_id:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
-    assignment = ScreenAssignment(assignment_id, row[0], AssignmentStatus(row[1]), row[2])
-    item = ScreenItem(*row[3:10], ItemStatus(row[10]))
-    stage = ScreenStage(*row[11:19])
-    project_name, draft, previous, mine, results, suggested = row[19:25]
+    assignment = ScreenAssignment(assignment_id, row["annotator_id"], AssignmentStatus(row["status"]), row["lease_until"])
+    item = ScreenItem(**{**_prefixed(row, "item_", ScreenItem), "status": ItemStatus(row["item_status"])})
+    stage = ScreenStage(**_prefixed(row, "stage_", ScreenStage))
+    previous = row["previous"]
     returned = None
     if assignment.status not in (AssignmentStatus.active, AssignmentStatus.returned, AssignmentStatus.submitted):
         previous = None
     elif previous is not None and assignment.status != AssignmentStatus.submitted:
         returned = sent_back_note(session, item.id, stage.id)
-    suggestions = {s["kind"]: suggestions_service.SuggestionView(**s) for s in suggested}
-    return Screen(assignment, item, stage, draft, results, suggestions, previous, returned, project_name, mine)
+    suggestions = {s["kind"]: suggestions_service.SuggestionView(**s) for s in row["suggested"]}
+    return Screen(assignment, item, stage, row["draft"], row["results"], suggestions, previous, returned, row["project_name"], row["mine"])
+
+
+def _prefixed(row: Mapping[str, Any], prefix: str, cls) -> dict[str, Any]:
+    """The named row's columns `prefix` + each field of the dataclass `cls`, by field."""
+    return {f.name: row[prefix + f.name] for f in dataclasses.fields(cls)}
 
 
 def sent_back_note(session: Session, item_id: int, stage_id: int) -> dict[str, Any] | None:

@@ -38,6 +38,7 @@ from app.exporters import (
 from app.exporters.rows import count_items
 from app.models import Export, Project, SplitDefinition
 from app.services.audit import record
+from app.services.gold import export_lines as gold_lines
 from app.services.targets import check_target, check_writable
 from app.storage import Opened, Storage
 
@@ -78,18 +79,19 @@ def export_to(
 ) -> dict[str, Any]:
     """Export to a local directory, an `s3://bucket/prefix` target or a `storage:` key prefix
     (with `gold`, the gold items' gold.jsonl too)."""
+    lines = gold_lines(session, project_id) if gold else None
     if target.startswith(STORED):
         with tempfile.TemporaryDirectory(prefix="vlcurate-export-") as tmp:
-            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress, gold=gold)
+            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress, gold=lines)
             store(Path(tmp), target.removeprefix(STORED), storage)
             return manifest
     if (check_target(target, directories=True) or "").startswith("s3://"):
         with tempfile.TemporaryDirectory(prefix="vlcurate-export-") as tmp:
-            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress, gold=gold)
+            manifest = write_export(session, project_id, fmt, Path(tmp), storage, definition=definition, progress=progress, gold=lines)
             upload(Path(tmp), target, settings)
             return manifest
     with removed_on_failure(Path(target)):
-        return write_export(session, project_id, fmt, Path(target), storage, definition=definition, progress=progress, gold=gold)
+        return write_export(session, project_id, fmt, Path(target), storage, definition=definition, progress=progress, gold=lines)
 
 
 @contextmanager

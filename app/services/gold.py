@@ -355,22 +355,6 @@ def routed_accuracy(session: Session, stage: Stage, item_ids: list[int]) -> dict
     return dict(rows.all())
 
 
-def routes_to_review(session: Session, item: Item, stage: Stage) -> bool:
-    """Whether the item's annotations go to review instead of being finalized: the stage routes
-    flagged annotators' work there and one of the item's annotators is flagged (an audit event)."""
-    if not setting(stage, "gold_route_to_review"):
-        return False
-    who = list(session.scalars(
-        sa.select(AnnotatorFlag.annotator_id)
-        .join(Assignment, sa.and_(Assignment.annotator_id == AnnotatorFlag.annotator_id, Assignment.stage_id == AnnotatorFlag.stage_id))
-        .where(AnnotatorFlag.stage_id == stage.id, Assignment.item_id == item.id, Assignment.status == AssignmentStatus.submitted)
-    ))
-    if not who:
-        return False
-    audit.record(session, "gold.routed_to_review", target=f"item:{item.id}", stage=stage.id, annotators=sorted(who))
-    return True
-
-
 # -- accuracy --------------------------------------------------------------------------
 
 

@@ -11,24 +11,17 @@ record of a repeated id was is found only then, by reading the file again (`name
 `checked` (image reference -> sha256) grows with the number of distinct images, not of records.
 
 A record is validated, routed and turned into its row's JSON text as it is read, and the batch
-keeps only that (a tuple of strings and numbers, `Entry`), not the validated model: measured, the
-garbage collector's passes over thousands of live models took about a tenth of an import's time.
-Even so, each record leaves a few containers behind (its row text's tuple, the batch's entry), and
-the collector's youngest generation, collected every 700 allocations by default, went over them
-again and again: while any import runs, that generation is collected every 50,000 allocations
-(`fewer_collections`; measured, 18 % less app CPU for 200,000 records, no change in peak memory:
-the containers are short-lived, freed by reference counting, not by the collector).
+keeps only that (a tuple of strings and numbers, `Entry`), not the validated model, which the
+garbage collector would walk again and again; while an import runs the collector's youngest
+generation is collected rarely (`app.tuning.fewer_collections`; figures in docs/performance.md).
 """
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Iterator
-from contextlib import ExitStack, closing, contextmanager, suppress
+from contextlib import ExitStack, closing, suppress
 from dataclasses import replace
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import sqlalchemy as sa
 from pydantic import ValidationError
@@ -45,12 +38,11 @@ from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
 from app.models import Asset, ImageHash
 from app.services import sampling
-from app.services.pipeline import first_applying
+from app.decision import first_applying
+from app.services.import_sources import ImageSource, Staging
 from app.services.records import parse_records
 from app.settings import Settings
-
-if TYPE_CHECKING:
-    from app.services.imports import ImageSource, Staging
+from app.tuning import fewer_collections
 
 MAX_REPORTED_ERRORS = 20
 
@@ -61,32 +53,6 @@ _KNOWN = sa.text(
     "SELECT external_id, id <= CAST(:before AS bigint) FROM items"
     " WHERE project_id = :project AND external_id = ANY(CAST(:ids AS text[]))"
 )
-
-
-# While any import runs, the garbage collector's youngest generation is collected this rarely.
-IMPORT_GC_GEN0 = 50_000
-_gc_lock = threading.Lock()
-_gc_imports = 0  # imports running in this process
-_gc_saved: tuple[int, ...] = ()
-
-
-@contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Collect the youngest generation every IMPORT_GC_GEN0 allocations while the block runs (the
-    process's threshold, shared by concurrent imports: the first sets it, the last puts it back)."""
-    global _gc_imports, _gc_saved
-    with _gc_lock:
-        if _gc_imports == 0:
-            _gc_saved = gc.get_threshold()
-            gc.set_threshold(max(IMPORT_GC_GEN0, _gc_saved[0]), *_gc_saved[1:])
-        _gc_imports += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_imports -= 1
-            if _gc_imports == 0:
-                gc.set_threshold(*_gc_saved)
 
 
 class Entry(NamedTuple):

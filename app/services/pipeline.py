@@ -1,4 +1,4 @@
-"""Moving items through a project's stages: consolidate, write the final record, route onward."""
+"""A stage's submitted annotations and an item's finals, and writing a final record (app.decision says where the item goes)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.datasets import get_task
-from app.lifecycle import AssignmentStatus, ItemEvent, transition
-from app.models import Annotation, Assignment, GoldItem, Item, ItemResult, Stage, User
-from app.services import gold, sampling
+from app.decision import Situation, StageSettings, decide
+from app.lifecycle import AssignmentStatus
+from app.models import Annotation, Assignment, GoldItem, Item, ItemResult, Stage, StageSample, User
 
 
 @dataclass
@@ -46,11 +45,6 @@ def submitted_annotations(session: Session, item_id: int | None, stage_id: int) 
     return [Submitted(*r) for r in rows]
 
 
-def stage_payloads(session: Session, item_id: int, stage_id: int) -> list[dict[str, Any]]:
-    """The latest revision of each annotator's annotation of the item in the stage."""
-    return [s.payload for s in submitted_annotations(session, item_id, stage_id)]
-
-
 def _results_by_stage_statement() -> sa.Select:
     gold_stage = sa.orm.aliased(Stage)
     hidden = (
@@ -80,16 +74,6 @@ def results_by_stage(session: Session, item_id: int) -> dict[str, dict[str, Any]
     return {name: payload for name, payload in session.execute(_RESULTS_BY_STAGE, {"item_id": item_id})}
 
 
-def complete_stage(session: Session, item: Item, stage: Stage) -> None:
-    """All annotations of the item are in: consolidate them, or send the item to review."""
-    workflow = get_task(stage.workflow)
-    outcome = workflow.consolidate(stage_payloads(session, item.id, stage.id), stage.config)
-    if outcome.needs_review or outcome.final is None or gold.routes_to_review(session, item, stage):
-        item.status = transition(item.status, ItemEvent.escalate)
-        return
-    finalize(session, item, stage, outcome.final, discard=outcome.discard, source="auto")
-
-
 def finalize(
     session: Session,
     item: Item,
@@ -100,30 +84,35 @@ def finalize(
     source: str,
     actor_id: int | None = None,
 ) -> None:
-    """Write the item's final record for the stage, then discard it, advance it, or mark it done."""
+    """Write the item's final record for the stage, then move the item as the decision says."""
+    decision = decide(situation(session, item, stage, final, discard))
     session.add(
         ItemResult(item_id=item.id, stage_id=stage.id, payload=final, discard=discard, source=source, created_by=actor_id)
     )
+    item.status, item.slots_left = decision.status, decision.slots
+    if decision.stage_id != stage.id:
+        item.stage_id = decision.stage_id
     session.flush()
-    if discard:
-        item.status = transition(item.status, ItemEvent.discard)
-        item.slots_left = 0
-        return
-    later = session.scalars(
-        sa.select(Stage)
+
+
+def situation(session: Session, item: Item, stage: Stage, final: dict[str, Any], discard: bool) -> Situation:
+    """What the decision reads when `final` is written for the item in the stage (its earlier finals,
+    whether it shows its own, the later stages with its sample membership in each)."""
+    gold_stage = sa.orm.aliased(Stage)
+    hidden = session.scalar(
+        sa.select(
+            sa.select(1).select_from(GoldItem).join(gold_stage, gold_stage.id == GoldItem.stage_id)
+            .where(GoldItem.item_id == item.id, gold_stage.position <= stage.position).exists()
+        )
+    )
+    sampled = sa.select(1).where(StageSample.stage_id == Stage.id, StageSample.item_id == item.id).exists()
+    later = session.execute(
+        sa.select(Stage.id, Stage.workflow, Stage.config, Stage.overlap, Stage.sample_size, sampled.label("sampled"))
         .where(Stage.project_id == stage.project_id, Stage.position > stage.position)
         .order_by(Stage.position)
+    ).mappings()
+    return Situation(
+        StageSettings(stage.id, stage.workflow, stage.config, stage.overlap, stage.sample_size),
+        [StageSettings(**row) for row in later], item.status, item.slots_left, item.data,
+        results_by_stage(session, item.id), not hidden, final=final, discard=discard,
     )
-    nxt = first_applying(later, item.data, results_by_stage(session, item.id))
-    if nxt is not None:
-        item.stage_id = nxt.id
-        item.status = transition(item.status, ItemEvent.advance)
-        item.slots_left = sampling.required(session, nxt, item.id)
-        return
-    item.status = transition(item.status, ItemEvent.finish)
-    item.slots_left = 0
-
-
-def first_applying(stages, data: dict[str, Any], results: dict[str, Any]) -> Stage | None:
-    """Routing: the first of `stages` (in order) whose task applies to the item, or None (done)."""
-    return next((s for s in stages if get_task(s.workflow).applies(data, results, s.config)), None)

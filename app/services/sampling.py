@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.lifecycle import ItemStatus
-from app.models import Stage, StageSample
+from app.models import Stage
 
 _TOP_UP = sa.text(
     f"""
@@ -42,16 +42,6 @@ def entry_slots(stage: Stage) -> int:
     return 1 if stage.sample_size is not None else stage.overlap
 
 
-def required(session: Session, stage: Stage, item_id: int) -> int:
-    """How many annotations the item needs in the stage."""
-    if stage.sample_size is None:
-        return stage.overlap
-    sampled = session.scalar(
-        sa.select(sa.literal(1)).where(StageSample.stage_id == stage.id, StageSample.item_id == item_id)
-    )
-    return stage.overlap if sampled else 1
-
-
 def draw(session: Session, project_id: int) -> dict[int, int]:
     """Top up every sampled stage of the project; returns stage id -> items added to its sample."""
     added = {}
@@ -69,7 +59,3 @@ def draw(session: Session, project_id: int) -> dict[int, int]:
             session.execute(_WIDEN, {"extra": stage.overlap - 1, "ids": ids, "stage": stage.id})
         added[stage.id] = len(ids)
     return added
-
-
-def sample_count(session: Session, stage_id: int) -> int:
-    return session.scalar(sa.select(sa.func.count()).select_from(StageSample).where(StageSample.stage_id == stage_id))

@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.models import Suggestion, SuggestionOutcome
+from app.models import Suggestion
 
 
 @dataclass(frozen=True)
@@ -63,21 +63,3 @@ def for_item(session: Session, item_id: int, stage_id: int) -> dict[str, Suggest
         .ext(distinct_on(Suggestion.kind))
     )
     return {s.kind: SuggestionView(s.id, s.kind, s.model, s.model_version, s.payload, s.score) for s in rows}
-
-
-def record_outcomes(
-    session: Session, annotation_id: int, stage_id: int, shown: dict[str, SuggestionView], payload: dict[str, Any], item: dict[str, Any], workflow
-) -> None:
-    """Store what the annotation did with each suggestion the screen showed (first submit only)."""
-    for view in shown.values():
-        outcome = workflow.suggestion_outcome(view.kind, view.payload, payload, item)
-        if outcome is None:
-            continue
-        session.execute(
-            pg_insert(SuggestionOutcome)
-            .values(
-                annotation_id=annotation_id, suggestion_id=view.id, stage_id=stage_id, kind=view.kind,
-                model=view.model, model_version=view.model_version, outcome=outcome,
-            )
-            .on_conflict_do_nothing(index_elements=["annotation_id", "suggestion_id"])
-        )

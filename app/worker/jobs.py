@@ -206,7 +206,7 @@ def compute_suggestions(stage_id: int, kind: str, item_ids: list[int]) -> int:
         inputs = load_inputs(s, e.storage, stage_id, item_ids, producer.needs_images)
     if not inputs:
         raise JobFailed(f"None of the items {_ids(item_ids)} exists in stage {stage_id} any more (deleted or moved on).")
-    produced = producer.run(inputs, e.settings)
+    produced = producer.run(inputs, e.settings, backends)
     with transaction(e.sessions) as s:
         for p in produced:
             suggestions_service.store(s, p.item_id, stage_id, kind, p.model, p.payload, model_version=p.model_version, score=p.score)

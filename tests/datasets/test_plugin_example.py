@@ -1,4 +1,4 @@
-"""The README's shortest dataset, registered from its own text and run from import to export.
+"""docs/plugins.md's shortest dataset, registered from its own text and run from import to export.
 
 Proves that a dataset is its package alone: nothing in the core changes to import, annotate,
 consolidate and export it, and the export page offers only the formats it supports.
@@ -20,21 +20,21 @@ from app.exporters import formats_for
 from app.services import export
 from tests.conftest import csrf_from, led_to, login, make_token, make_user, png_bytes, start_annotating, zip_bytes
 
-README = (ROOT / "README.md").read_text()
+PLUGINS = (ROOT / "docs" / "plugins.md").read_text()
 
 
 def example_source() -> str:
-    m = re.search(r"<!-- example-dataset -->\s*```python\n(.*?)```", README, re.S)
-    assert m, "the README's developer section has no example dataset"
+    m = re.search(r"<!-- example-dataset -->\s*```python\n(.*?)```", PLUGINS, re.S)
+    assert m, "docs/plugins.md has no example dataset"
     return m.group(1)
 
 
 def load_example(name: str) -> types.ModuleType:
-    """Run the README's example as the module `name` (pydantic resolves annotations through it)."""
+    """Run docs/plugins.md's example as the module `name` (pydantic resolves annotations through it)."""
     module = types.ModuleType(name)
     sys.modules[name] = module
     try:
-        exec(compile(example_source(), "README.md", "exec"), module.__dict__)
+        exec(compile(example_source(), "docs/plugins.md", "exec"), module.__dict__)
     finally:
         del sys.modules[name]
     return module

@@ -375,7 +375,7 @@ def test_the_collector_runs_less_often_during_an_import_and_as_before_after_it(s
     process's thresholds are back as they were after a good import and after a refused one."""
     import gc
 
-    from app.services import import_batches
+    from app import tuning
 
     (tmp_path / "a.png").write_bytes(png_bytes())
     before = gc.get_threshold()
@@ -384,14 +384,14 @@ def test_the_collector_runs_less_often_during_an_import_and_as_before_after_it(s
     images = imports.ImageSource(settings, storage, base=tmp_path)
     imports.import_items(session, project_id, "\n".join(lines).encode(), "g.jsonl", settings=settings, storage=storage,
                          images=images, progress=lambda *_: seen.append(gc.get_threshold()[0]))
-    assert seen[:2] == [max(import_batches.IMPORT_GC_GEN0, before[0])] * 2  # at the flushes; the last report comes after
+    assert seen[:2] == [max(tuning.IMPORT_GC_GEN0, before[0])] * 2  # at the flushes; the last report comes after
     assert gc.get_threshold() == before
     lines[20] = json.dumps({"id": "g20"})
     with pytest.raises(Invalid):
         run(session, settings, storage, project_id, "\n".join(lines).replace('"g', '"h').encode(), base=tmp_path)
     assert gc.get_threshold() == before
-    with import_batches.fewer_collections():  # two at once: the last one out puts it back
-        with import_batches.fewer_collections():
-            assert gc.get_threshold()[0] == max(import_batches.IMPORT_GC_GEN0, before[0])
-        assert gc.get_threshold()[0] == max(import_batches.IMPORT_GC_GEN0, before[0])
+    with tuning.fewer_collections():  # two at once: the last one out puts it back
+        with tuning.fewer_collections():
+            assert gc.get_threshold()[0] == max(tuning.IMPORT_GC_GEN0, before[0])
+        assert gc.get_threshold()[0] == max(tuning.IMPORT_GC_GEN0, before[0])
     assert gc.get_threshold() == before

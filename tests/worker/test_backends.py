@@ -53,7 +53,7 @@ def test_text_similarity_ranks_a_paraphrase_above_an_unrelated_sentence():
 def test_unsupported_phrases_are_flagged(settings):
     caption = "A stone church in Paris, built by monks in 1850, with a golden dragon on the roof."
     item = ItemInput(1, {"caption": caption, "orig_cap": "A stone church in Paris, built in 1850 by local monks."}, {}, {})
-    (produced,) = wikido_unsupported([item], settings)
+    (produced,) = wikido_unsupported([item], settings, backends)
     spans = produced.payload["spans"]
     words = caption.replace(",", " ,").replace(".", " .").split()
     flagged = [" ".join(words[a:b]) for a, b in spans]
@@ -77,7 +77,7 @@ def test_regions_are_proposed_for_each_premise(settings, tiny_clip):
 
     item = ItemInput(7, {"id": "p"}, {"/image": draw_poster("SAVE WATER", "circle", (40, 80, 220), 1)},
                      {"visargs.premises": {"visual_premises": ["The words SAVE WATER", "A blue circle"]}})
-    (produced,) = visargs_regions([item], settings.model_copy(update={"clip_model_dir": tiny_clip}))
+    (produced,) = visargs_regions([item], settings.model_copy(update={"clip_model_dir": tiny_clip}), backends)
     boxes = produced.payload["boxes"]
     assert [b["vp"] for b in boxes] == [0, 1] and produced.model == "tiny-clip"
     assert all(b["startX"] + b["w"] <= 480 and b["startY"] + b["h"] <= 360 for b in boxes)

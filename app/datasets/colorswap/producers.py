@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from app.datasets.colorswap.schema import ITM_KIND, candidate_pointer
 from app.datasets.suggest import CLIP_MODULES, ItemInput, Produced, Producer
-from app.worker import backends
 
 
-def colorswap_itm(items: list[ItemInput], settings) -> list[Produced]:
+def colorswap_itm(items: list[ItemInput], settings, backends) -> list[Produced]:
     model = backends.image_text(str(settings.clip_model_dir) if settings.clip_model_dir else None)
     out = []
     for item in items:

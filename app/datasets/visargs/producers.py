@@ -12,14 +12,13 @@ import re
 
 from app.datasets.suggest import CLIP_MODULES, ItemInput, Produced, Producer
 from app.datasets.visargs.schema import BOX_KIND, REGION_KIND, premises_of
-from app.worker import backends
 
 
 def _words(text: str) -> set[str]:
     return {w.lower() for w in re.findall(r"[^\W_]{2,}", text)}
 
 
-def visargs_boxes(items: list[ItemInput], settings) -> list[Produced]:
+def visargs_boxes(items: list[ItemInput], settings, backends) -> list[Produced]:
     name, version = backends.OCR_MODEL
     out = []
     for item in items:
@@ -53,7 +52,7 @@ def windows(width: int, height: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def visargs_regions(items: list[ItemInput], settings) -> list[Produced]:
+def visargs_regions(items: list[ItemInput], settings, backends) -> list[Produced]:
     model = backends.image_text(str(settings.clip_model_dir) if settings.clip_model_dir else None)
     out = []
     for item in items:

@@ -87,7 +87,7 @@ class Voldoger(Dataset):
     published_path = "{split}.json"
     release_style = JsonStyle(indent=4, ensure_ascii=True, final_newline=False)
     # The core writes a log line by line in `release_style`: with indent 4 that is one indented object per
-    # changed label, one after another (a stream of JSON values, not JSON Lines; see the README).
+    # changed label, one after another (a stream of JSON values, not JSON Lines; see docs/datasets/voldoger.md).
     export_log_name = "check_log.jsonl"
 
     def parse_item(self, record, config):

@@ -14,7 +14,6 @@ import re
 from app.datasets.suggest import CLIP_MODULES, ItemInput, Produced, Producer
 from app.datasets.wikido.tokenedits import tokenize
 from app.datasets.wikido.verify import ITM_KIND, UNSUPPORTED_KIND
-from app.worker import backends
 
 # Phrase boundaries for the unsupported-span check: punctuation and words that start a new phrase.
 _BREAK_WORDS = {
@@ -29,7 +28,7 @@ STOP_WORDS = _BREAK_WORDS | {
 }
 
 
-def wikido_itm(items: list[ItemInput], settings) -> list[Produced]:
+def wikido_itm(items: list[ItemInput], settings, backends) -> list[Produced]:
     model = backends.image_text(str(settings.clip_model_dir) if settings.clip_model_dir else None)
     usable = [i for i in items if "/image" in i.images]
     if not usable:
@@ -81,7 +80,7 @@ def flag_spans(tokens, spans: list[tuple[int, int]], sims: list[float], threshol
     return flagged, False
 
 
-def wikido_unsupported(items: list[ItemInput], settings) -> list[Produced]:
+def wikido_unsupported(items: list[ItemInput], settings, backends) -> list[Produced]:
     """All phrases and reference sentences of the batch are embedded in two calls."""
     model = backends.text_similarity()
     plans = []

@@ -139,9 +139,10 @@ def test_the_demo_captions_are_underlined_sparingly(tmp_path, settings):
     from app.datasets.wikido.demo import wikido_records
     from app.datasets.wikido.producers import wikido_unsupported
     from app.datasets.wikido.tokenedits import tokenize
+    from app.worker import backends
 
     records = wikido_records(tmp_path, 12, seed=4)
-    produced = wikido_unsupported([ItemInput(i, r, {}, {}) for i, r in enumerate(records)], settings)
+    produced = wikido_unsupported([ItemInput(i, r, {}, {}) for i, r in enumerate(records)], settings, backends)
     for i, (record, p) in enumerate(zip(records, produced, strict=True)):
         tokens = [t.text for t in tokenize(record["caption"])]
         underlined = {tokens[k] for a, b in p.payload["spans"] for k in range(a, b)}
