@@ -1,6 +1,9 @@
 # vlcurate: `make run` serves a demo, `make test` runs the whole suite. Both set everything up first.
 VENV ?= .venv
 BIN := $(VENV)/bin
+# setuptools warns on every editable install that a folder named like the package may shadow it:
+# here the folder is the package, so the notice is noise on a newcomer's first `make run`.
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
@@ -13,12 +16,12 @@ CHROMIUM ?= /usr/bin/chromium
 # The client distribution (./client) holds the API models the server imports: installed from here, not PyPI.
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(BIN)/python || python3 -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ./client -e .
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e ./client -e .
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e './client[datasets]' -e '.[dev,worker]'
+	$(PIP) install -q -e './client[datasets]' -e '.[dev,worker]'
 	touch $(TEST_STAMP)
 
 install: $(STAMP)
