@@ -45,6 +45,10 @@ from app.settings import Settings  # noqa: E402
 from app.worker import backends  # noqa: E402
 
 ARCH_NAMES = {"vit-b16": "ViT-B/16", "vit-l14": "ViT-L/14"}
+# The texts the CLIP producers score here; their words are single tokens of the random model's
+# vocabulary, as in a real CLIP's, so that the text tower does the real model's work.
+CAPTIONS = ("a red cat {i} in a grey jacket", "a grey cat {i} in a red jacket", "a stone church {i} by a river",
+            "The words SAVE WATER", "A blue circle {i}")
 
 
 def scene_png(seed: int, size: int = 512) -> bytes:
@@ -97,16 +101,15 @@ def clip_benchmarks(args, settings: Settings, model_name: str) -> None:
     n = args.images
     pool = [scene_png(i) for i in range(min(n, 64))]
     pairs = [
-        ItemInput(i, {"id": str(i), "caption_1": f"a red cat {i} in a grey jacket", "caption_2": f"a grey cat {i} in a red jacket",
-                      "candidates": [{}] * 16},
+        ItemInput(i, {"id": str(i), "caption_1": CAPTIONS[0].format(i=i), "caption_2": CAPTIONS[1].format(i=i), "candidates": [{}] * 16},
                   {f"/candidates/{k}/image": pool[(i * 16 + k) % len(pool)] for k in range(16)}, {})
         for i in range(max(1, n // 16))
     ]
-    fits = [ItemInput(i, {"caption": f"a stone church {i} by a river"}, {"/image": pool[i % len(pool)]}, {}) for i in range(n)]
+    fits = [ItemInput(i, {"caption": CAPTIONS[2].format(i=i)}, {"/image": pool[i % len(pool)]}, {}) for i in range(n)]
     per_poster = len(windows(480, 360))
     posters = [
         ItemInput(i, {"id": str(i)}, {"/image": draw_poster("SAVE WATER", "circle", (40, 80, 220), i)},
-                  {"visargs.premises": {"visual_premises": ["The words SAVE WATER", f"A blue circle {i}"]}})
+                  {"visargs.premises": {"visual_premises": [CAPTIONS[3], CAPTIONS[4].format(i=i)]}})
         for i in range(max(1, round(n / per_poster)))
     ]
     producers = [  # name, images, the producer on the items
@@ -211,7 +214,7 @@ def job_benchmark(args, settings: Settings) -> None:
         for i in range(pairs):
             for k in range(16):
                 (folder / f"{i}_{k}.png").write_bytes(scene_png(1000 + i * 16 + k))
-            records.append({"id": f"pair-{i}", "caption_1": f"a red cat {i} in a grey jacket", "caption_2": f"a grey cat {i} in a red jacket",
+            records.append({"id": f"pair-{i}", "caption_1": CAPTIONS[0].format(i=i), "caption_2": CAPTIONS[1].format(i=i),
                             "caption_source": "rule-based", "image_source": "stable-diffusion",
                             "candidates": [{"image": f"{i}_{k}.png", "from_caption": 1 + k // 8, "generator": "sd"} for k in range(16)]})
         with transaction(sessions) as s:
@@ -262,7 +265,7 @@ def main() -> None:
             from tests.worker.tiny_clip import save_full_size_clip
 
             started = time.perf_counter()
-            model_dir = save_full_size_clip(Path(tmp) / args.model, args.model)
+            model_dir = save_full_size_clip(Path(tmp) / args.model, args.model, words=re.findall(r"[a-z]+", " ".join(CAPTIONS).lower()))
             model_name = ARCH_NAMES[args.model]
             print(f"{model_name}: full-size CLIP, randomly initialised (built in {time.perf_counter() - started:.0f} s)", flush=True)
         else:
