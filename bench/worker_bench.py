@@ -11,7 +11,9 @@
   it): its time against the producer's on the same items.
 
 Each figure is the best of `--repeats` interleaved runs (a shared machine's neighbours slow
-runs unevenly); one line per producer and precision ends with `ratio N %` (producer / bare).
+runs unevenly), with the CPU seconds this process spent in that run and their ratio (bare /
+producer: the producer's own extra work, which neighbours disturb less than wall time); one line
+per producer and precision ends with `ratio N %`, the producer's throughput over the bare model's.
 
     python bench/worker_bench.py [--model vit-b16] [--precisions fp32,bf16] [--images N] [--repeats 3]
                                  [--batch N] [--compile] [--skip ocr,minilm,job]
@@ -88,10 +90,11 @@ class Best:
             self.seconds[name], self.cpu[name] = elapsed, time.process_time() - cpu
 
     def line(self, label: str, unit: str, n: int, producer: str, bare: str, bare_name: str) -> str:
-        """Throughput of the producer and of its bare model, and the ratio (of their wall times)."""
-        p, b = self.seconds[producer], self.seconds[bare]
+        """Throughput of the producer and of its bare model, the ratio of the CPU seconds they took and,
+        last, the ratio of their throughputs."""
+        p, b, pc, bc = self.seconds[producer], self.seconds[bare], self.cpu[producer], self.cpu[bare]
         return (f"{label}: producer {n / p:,.2f} {unit}/s, {bare_name} {n / b:,.2f} {unit}/s ({n} {unit}; "
-                f"CPU {self.cpu[producer]:.1f} s vs {self.cpu[bare]:.1f} s), ratio {100 * b / p:.0f} %")
+                f"CPU {pc:.1f} s vs {bc:.1f} s, {100 * bc / pc:.0f} %), ratio {100 * b / p:.0f} %")
 
 
 def clip_benchmarks(args, settings: Settings, model_name: str) -> None:
