@@ -63,8 +63,8 @@ def _pairs(n: int) -> list[ItemInput]:
 def test_colorswap_scores_batched_across_items_are_those_of_each_item_alone(settings, tiny_clip):
     items = _pairs(3)
     # Five images per forward pass: batches straddle items (4 candidates each).
-    across = colorswap_itm(items, settings.model_copy(update={"clip_model_dir": tiny_clip, "worker_image_batch": 5}))
-    alone = [colorswap_itm([item], settings.model_copy(update={"clip_model_dir": tiny_clip}))[0] for item in items]
+    across = colorswap_itm(items, settings.model_copy(update={"clip_model_dir": tiny_clip, "worker_image_batch": 5}), backends)
+    alone = [colorswap_itm([item], settings.model_copy(update={"clip_model_dir": tiny_clip}), backends)[0] for item in items]
     assert [p.item_id for p in across] == [10, 11, 12]
     for batched, single, item in zip(across, alone, items, strict=True):
         expected = _reference(tiny_clip, list(item.images.values()), [item.data["caption_1"], item.data["caption_2"]])
@@ -78,7 +78,7 @@ def test_wikido_fit_and_visargs_windows_batched_across_items(settings, tiny_clip
     # Two items share a caption: it is embedded once, and both still get their own image's fit.
     captions = ["a stone church", "a red bridge", "a stone church", "a market square"]
     items = [ItemInput(i, {"caption": c}, {"/image": _png(("red", "blue", "green", "white")[i], (50, 40 + i))}, {}) for i, c in enumerate(captions)]
-    fits = wikido_itm(items, cfg)
+    fits = wikido_itm(items, cfg, backends)
     for item, fit in zip(items, fits, strict=True):
         (expected,) = _reference(tiny_clip, [item.images["/image"]], [item.data["caption"]])[0]
         assert fit.item_id == item.id and fit.payload["score"] == pytest.approx(expected, abs=2e-5)
@@ -88,8 +88,8 @@ def test_wikido_fit_and_visargs_windows_batched_across_items(settings, tiny_clip
                   {"visargs.premises": {"visual_premises": ["The words SAVE WATER", f"A blue circle {i}"]}})
         for i in range(2)
     ]
-    together = visargs_regions(posters, cfg)
-    apart = [visargs_regions([p], settings.model_copy(update={"clip_model_dir": tiny_clip}))[0] for p in posters]
+    together = visargs_regions(posters, cfg, backends)
+    apart = [visargs_regions([p], settings.model_copy(update={"clip_model_dir": tiny_clip}), backends)[0] for p in posters]
     assert [p.payload for p in together] == [p.payload for p in apart]
 
 
@@ -99,7 +99,7 @@ def test_bf16_and_fp16_scores_are_within_1e_2_of_fp32(settings, tiny_clip):
     for precision in ("fp32", "bf16", "fp16"):
         cfg = settings.model_copy(update={"clip_model_dir": tiny_clip, "worker_precision": precision})
         assert backends.image_text_for(cfg).precision == precision
-        scores[precision] = [s for p in colorswap_itm(items, cfg) for s in _flat(p.payload["scores"])]
+        scores[precision] = [s for p in colorswap_itm(items, cfg, backends) for s in _flat(p.payload["scores"])]
     for precision in ("bf16", "fp16"):
         gaps = [abs(a - b) for a, b in zip(scores["fp32"], scores[precision], strict=True)]
         assert 0 < max(gaps) <= 1e-2, (precision, max(gaps))  # autocast ran, and stayed close
@@ -111,14 +111,14 @@ def test_an_unreadable_image_fails_only_its_item(settings, tiny_clip):
     cfg = settings.model_copy(update={"clip_model_dir": tiny_clip, "worker_image_batch": 3})
     items = _pairs(3)
     items[1].images["/candidates/2/image"] = b"\x89PNG\r\n\x1a\n not a png at all"
-    results = colorswap_itm(items, cfg)
+    results = colorswap_itm(items, cfg, backends)
     assert isinstance(results[0], Produced) and isinstance(results[2], Produced)
     assert results[1] == Failed(11, "item 11: the image /candidates/2/image cannot be read (not an image Pillow can read (corrupt, or an unsupported format))")
 
     good = draw_poster("SAVE WATER", "circle", (40, 80, 220), 1)
     posters = [ItemInput(i, {"id": str(i)}, {"/image": data}, {"visargs.premises": {"visual_premises": ["The words SAVE WATER"]}})
                for i, data in enumerate([good, good[: len(good) // 2]])]
-    ocr, truncated = visargs_boxes(posters, settings)
+    ocr, truncated = visargs_boxes(posters, settings, backends)
     assert isinstance(ocr, Produced) and ocr.item_id == 0 and ocr.payload["lines"] == 1
     assert truncated.item_id == 1 and truncated.reason.startswith("item 1: the image cannot be read (")
     assert "truncated" in truncated.reason.lower() or "broken" in truncated.reason.lower(), truncated.reason
