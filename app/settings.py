@@ -144,7 +144,18 @@ class Settings(BaseSettings):
         description="TOML file naming the model servers and local models that draft (`[drafters.<name>]` tables: see "
         "app/drafting/config.py). Absent: no drafter is configured.",
     )
-    worker_batch_size: int = Field(default=32, ge=1, description="Items per suggestion job, and images per model batch.")
+    worker_batch_size: int = Field(default=32, ge=1, description="Items per suggestion job.")
+    worker_image_batch: int = Field(
+        default=0, ge=0, description="Images per forward pass of an image model, across a job's items; 0: chosen for "
+        "the device (256 on CUDA, 32 on CPU)."
+    )
+    worker_precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        default="auto", description="Model precision: auto is bf16 autocast on CUDA (fp16 where the GPU has no bf16) "
+        "and fp32 on CPU; bf16 and fp16 autocast on any device."
+    )
+    worker_compile: bool = Field(
+        default=False, description="torch.compile the image tower (a slower first batch; see docs/worker-speed.md)."
+    )
     unsupported_threshold: float = Field(
         default=0.45, description="WikiDO: a caption phrase below this similarity to the reference text is flagged."
     )

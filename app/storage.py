@@ -11,7 +11,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
@@ -219,6 +220,21 @@ class S3Storage:
     def get_external(self, bucket: str, key: str) -> bytes:
         """Read an object named by an `s3://bucket/key` image reference in an import."""
         return self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+# Reads are network round trips on S3 (tens of ms each) and page-cache copies locally; this many
+# at once hides the first without crowding a machine's threads.
+READ_CONCURRENCY = 16
+
+
+def get_many(storage: Storage, keys: Iterable[str], concurrency: int = READ_CONCURRENCY) -> dict[str, bytes]:
+    """The objects under the distinct `keys`, read concurrently (boto3 clients and files are safe
+    to read from several threads); a missing one raises KeyError as `get` does."""
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) <= 1:
+        return {k: storage.get(k) for k in distinct}
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(distinct)), thread_name_prefix="vlcurate-storage") as pool:
+        return dict(zip(distinct, pool.map(storage.get, distinct), strict=True))
 
 
 def make_storage(settings: Settings) -> Storage:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from app.errors import Invalid
 from app.models import Asset
 from app.services import imports, projects
-from app.storage import LocalStorage, S3Storage, StorageKeyError
+from app.storage import LocalStorage, S3Storage, StorageKeyError, get_many
 from tests.conftest import png_bytes
 
 
@@ -157,6 +157,19 @@ def test_open_and_put_file_on_both_backends(s3_env, moto_endpoint, tmp_path):
             store.open("exports/1/none.bin")
         assert store.url("exports/1/big.bin", "application/octet-stream") is None  # streamed by the app
     assert s3_env.head_object(Bucket="vlc-store", Key="open/exports/1/big.bin")["ContentType"] == "application/octet-stream"
+
+
+def test_many_objects_are_read_at_once_on_both_backends(s3_env, moto_endpoint, tmp_path):
+    """The worker reads a batch's images concurrently: each key once, each with its own bytes."""
+    keys = [f"images/{i:02d}/x.png" for i in range(40)]
+    for store in (LocalStorage(tmp_path / "local"), S3Storage("vlc-store", prefix="many/", endpoint_url=moto_endpoint, region="us-east-1")):
+        for i, key in enumerate(keys):
+            store.put(key, f"image {i}".encode(), "image/png")
+        found = get_many(store, keys + keys[:3])
+        assert found == {key: f"image {i}".encode() for i, key in enumerate(keys)}
+        assert get_many(store, []) == {}
+        with pytest.raises(KeyError):
+            get_many(store, [*keys[:5], "images/none.png"])
 
 
 def test_presigned_urls_answer_with_the_asked_headers(s3_env, moto_endpoint):

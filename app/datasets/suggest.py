@@ -1,9 +1,11 @@
 """The suggestion-producer shape: what a dataset's model drafts are computed from and give back.
 
 A producer reads a batch of items of one stage (and their images from storage), calls one
-backend once for the whole batch where it can, and returns rows for
-`services.suggestions.store`. Datasets declare their producers; the worker runs them by kind and
-hands each its backends (`app.worker.backends`), so a dataset never imports the worker.
+backend once for the whole batch, and returns one row per item for
+`services.suggestions.store_many`, or a `Failed` for an item it cannot compute (a corrupt or
+unstored image): that item fails alone, the others are stored. Datasets declare their producers;
+the worker runs them by kind and hands each its backends (`app.worker.backends`), so a dataset
+never imports the worker.
 """
 
 from __future__ import annotations
@@ -33,10 +35,26 @@ class Produced:
     score: float | None = None
 
 
+@dataclass
+class Failed:
+    """An item the producer could not compute, and why (one line naming the item and the image)."""
+
+    item_id: int
+    reason: str
+
+
+def image_failure(item: ItemInput, what: str, why: str) -> Failed:
+    return Failed(item.id, f"item {item.id}: {what} cannot be read ({why})")
+
+
+def not_stored(item: ItemInput, what: str) -> Failed:
+    return Failed(item.id, f"item {item.id}: {what} is named by URL and not stored, so it cannot be read")
+
+
 @dataclass(frozen=True)
 class Producer:
     kind: str
     needs_images: bool
-    run: Callable[[list[ItemInput], Any, ModuleType], list[Produced]]  # (items, settings, the worker's backends)
+    run: Callable[[list[ItemInput], Any, ModuleType], list[Produced | Failed]]  # (items, settings, the worker's backends)
     modules: tuple[str, ...]  # what the worker extra must have installed
     needs_clip: bool = False  # whether VLCURATE_CLIP_MODEL_DIR must be set

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from app.datasets.suggest import Produced
 from app.models import Suggestion
 
 
@@ -50,6 +52,25 @@ def store(
         .on_conflict_do_update(
             index_elements=["item_id", "stage_id", "kind", "model", "model_version"],
             set_={"payload": payload, "score": score, **drafted, "created_at": sa.func.now()},
+        )
+    )
+
+
+def store_many(session: Session, stage_id: int, kind: str, rows: Sequence[Produced]) -> None:
+    """Store a batch of one kind's outputs in one statement; a row computed again with the same
+    model version replaces the stored one."""
+    latest = {(r.item_id, r.model, r.model_version): r for r in rows}  # one row per key in a statement
+    if not latest:
+        return
+    insert = pg_insert(Suggestion).values([
+        {"item_id": r.item_id, "stage_id": stage_id, "kind": kind, "model": r.model, "model_version": r.model_version,
+         "payload": r.payload, "score": r.score}
+        for r in latest.values()
+    ])
+    session.execute(
+        insert.on_conflict_do_update(
+            index_elements=["item_id", "stage_id", "kind", "model", "model_version"],
+            set_={"payload": insert.excluded.payload, "score": insert.excluded.score, "created_at": sa.func.now()},
         )
     )
 

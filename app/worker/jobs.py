@@ -31,7 +31,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.datasets import get_task, producers
-from app.datasets.suggest import ItemInput
+from app.datasets.suggest import Failed, ItemInput, Produced
 from app.db import QUEUE_POOL_SIZE, database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
@@ -40,7 +40,7 @@ from app.services import imports, web_sessions
 from app.services import suggestions as suggestions_service
 from app.services.pipeline import results_by_stage
 from app.settings import Settings
-from app.storage import Storage, make_storage
+from app.storage import Storage, get_many, make_storage
 from app.worker import backends
 from app.worker.backends import ModelUnavailable
 
@@ -183,18 +183,26 @@ def progress_of(job_id: int) -> Callable[[str, int, int], None]:
 
 
 def load_inputs(session: Session, storage: Storage, stage_id: int, item_ids: list[int], with_images: bool) -> list[ItemInput]:
+    """The items still in the stage, with their earlier stages' results and, when the kind needs
+    them, the bytes of their stored images (read concurrently: on S3 each read is a round trip)."""
     items = session.scalars(sa.select(Item).where(Item.id.in_(item_ids), Item.stage_id == stage_id).order_by(Item.id)).all()
     shas = {sha for item in items for sha in item.assets.values()} if with_images else set()
     keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(shas))).all()) if shas else {}
+    data = get_many(storage, keys.values())
     inputs = []
     for item in items:
-        images = {p: storage.get(keys[sha]) for p, sha in item.assets.items() if sha in keys} if with_images else {}
+        images = {p: data[keys[sha]] for p, sha in item.assets.items() if sha in keys} if with_images else {}
         inputs.append(ItemInput(item.id, item.data, images, results_by_stage(session, item.id)))
     return inputs
 
 
 def compute_suggestions(stage_id: int, kind: str, item_ids: list[int]) -> int:
-    """Compute and store one kind of suggestion for the items; returns how many were stored."""
+    """Compute and store one kind of suggestion for the items; returns how many were stored.
+
+    The rows are written in one statement once the whole batch is computed, so a worker killed
+    mid-batch leaves nothing of it behind (the batch runs again whole). Items the producer could
+    not compute (an unreadable image) fail the job, not retried, with their reasons, after the
+    others are stored."""
     known = producers()
     producer = known.get(kind)
     if producer is None:
@@ -206,10 +214,14 @@ def compute_suggestions(stage_id: int, kind: str, item_ids: list[int]) -> int:
         inputs = load_inputs(s, e.storage, stage_id, item_ids, producer.needs_images)
     if not inputs:
         raise JobFailed(f"None of the items {_ids(item_ids)} exists in stage {stage_id} any more (deleted or moved on).")
-    produced = producer.run(inputs, e.settings, backends)
+    results = producer.run(inputs, e.settings, backends)
+    produced = [r for r in results if isinstance(r, Produced)]
+    failed = [r for r in results if isinstance(r, Failed)]
     with transaction(e.sessions) as s:
-        for p in produced:
-            suggestions_service.store(s, p.item_id, stage_id, kind, p.model, p.payload, model_version=p.model_version, score=p.score)
+        suggestions_service.store_many(s, stage_id, kind, produced)
+    if failed:
+        reasons = "; ".join(f.reason for f in failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
+        raise JobFailed(f"{len(failed)} of {len(results)} items failed, the other {len(produced)} are stored: {reasons}")
     return len(produced)
 
 
@@ -330,7 +342,7 @@ def leak_embedders(settings: Settings):
         out.images_missing = "CLIP: no model directory configured (VLCURATE_CLIP_MODEL_DIR)"
     else:
         try:
-            out.images = backends.image_text(settings.clip_model_dir).image_embeddings
+            out.images = backends.image_text_for(settings).image_embeddings
         except ModelUnavailable as exc:
             out.images_missing = f"CLIP unavailable: {exc}"
     return out

@@ -15,7 +15,7 @@ def test_a_tiny_clip_loads_from_its_directory_and_scores(tiny_clip):
     model = backends.image_text(str(tiny_clip))
     assert model.name == "tiny-clip" and len(model.version) == 12 and model.device in ("cpu", "cuda")
     images = [Image.new("RGB", (40, 30), c) for c in ("red", "blue", "green")]
-    scores = model.scores(images, ["a red square", "a blue square"], batch=2)
+    scores = model.scores(images, ["a red square", "a blue square"])
     assert len(scores) == 3 and all(len(row) == 2 for row in scores)
     assert all(-1.0 <= s <= 1.0 for row in scores for s in row)
     # The same inputs give the same scores (no randomness at inference).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from app.datasets.suggest import CLIP_MODULES, ItemInput, Produced, Producer
+from app.datasets.suggest import CLIP_MODULES, Failed, ItemInput, Produced, Producer, image_failure, not_stored
 from app.datasets.wikido.tokenedits import tokenize
 from app.datasets.wikido.verify import ITM_KIND, UNSUPPORTED_KIND
 
@@ -28,19 +28,20 @@ STOP_WORDS = _BREAK_WORDS | {
 }
 
 
-def wikido_itm(items: list[ItemInput], settings, backends) -> list[Produced]:
-    model = backends.image_text(str(settings.clip_model_dir) if settings.clip_model_dir else None)
+def wikido_itm(items: list[ItemInput], settings, backends) -> list[Produced | Failed]:
+    """Every stored image of the job in one stream of batches, each distinct caption embedded once."""
+    model = backends.image_text_for(settings)
     usable = [i for i in items if "/image" in i.images]
-    if not usable:
-        raise backends.ModelUnavailable("none of these items has a stored image (images named by URL are not fetched)")
-    images = [backends.open_image(i.images["/image"]) for i in usable]
-    out = []
-    for start in range(0, len(usable), settings.worker_batch_size):
-        chunk = usable[start : start + settings.worker_batch_size]
-        sims = model.scores(images[start : start + len(chunk)], [i.data["caption"] for i in chunk])
-        for k, item in enumerate(chunk):
-            out.append(Produced(item.id, model.name, model.version, {"score": round(sims[k][k], 5)}, sims[k][k]))
-    return out
+    images = model.embed_images([i.images["/image"] for i in usable])
+    texts = model.embed_texts([i.data["caption"] for i in usable])
+    sims = model.cosines(images, texts, [(k, i.data["caption"]) for k, i in enumerate(usable)])
+    out = {}
+    for k, item in enumerate(usable):
+        if k in images.errors:
+            out[item.id] = image_failure(item, "the image", images.errors[k])
+        else:
+            out[item.id] = Produced(item.id, model.name, model.version, {"score": round(sims[k], 5)}, sims[k])
+    return [out.get(i.id) or not_stored(i, "the image") for i in items]
 
 
 def phrases(caption: str) -> list[tuple[int, int]]:
@@ -81,7 +82,7 @@ def flag_spans(tokens, spans: list[tuple[int, int]], sims: list[float], threshol
 
 
 def wikido_unsupported(items: list[ItemInput], settings, backends) -> list[Produced]:
-    """All phrases and reference sentences of the batch are embedded in two calls."""
+    """The batch's distinct phrases and reference sentences are embedded in one call."""
     model = backends.text_similarity()
     plans = []
     for item in items:
@@ -90,12 +91,12 @@ def wikido_unsupported(items: list[ItemInput], settings, backends) -> list[Produ
         spans = phrases(caption)
         sentences = [s for s in re.split(r"(?<=[.!?;])\s+", reference) if s.strip()] or [reference or " "]
         plans.append((item, tokens, spans, [" ".join(t.text for t in tokens[a:b]) for a, b in spans], sentences))
-    phrase_emb = model.embed([t for *_, texts, _ in plans for t in texts])
-    sentence_emb = model.embed([s for *_, sentences in plans for s in sentences])
-    out, p0, s0 = [], 0, 0
+    distinct = list(dict.fromkeys(t for *_, texts, sentences in plans for t in (*texts, *sentences)))
+    row = {t: k for k, t in enumerate(distinct)}
+    emb = model.embed(distinct)
+    out = []
     for item, tokens, spans, texts, sentences in plans:
-        block = phrase_emb[p0 : p0 + len(texts)] @ sentence_emb[s0 : s0 + len(sentences)].T
-        p0, s0 = p0 + len(texts), s0 + len(sentences)
+        block = emb[[row[t] for t in texts]] @ emb[[row[s] for s in sentences]].T
         sims = block.max(axis=1) if len(texts) else []
         flagged, unrelated = flag_spans(tokens, spans, [float(x) for x in sims], settings.unsupported_threshold)
         payload = {"spans": flagged, "similarity": [round(float(x), 4) for x in sims]}
