@@ -116,10 +116,11 @@ def clip_benchmarks(args, settings: Settings, model_name: str) -> None:
         for i in range(max(1, round(n / per_poster)))
     ]
     producers = [  # name, images, the producer on the items
-        ("colorswap.itm", len(pairs) * 16, lambda cfg, k=None: colorswap_itm(pairs[:k], cfg)),
-        ("wikido.itm", len(fits), lambda cfg, k=None: wikido_itm(fits[:k], cfg)),
-        ("visargs.regions", len(posters) * per_poster, lambda cfg, k=None: visargs_regions(posters[:k], cfg)),
+        ("colorswap.itm", len(pairs) * 16, lambda cfg, k=None: colorswap_itm(pairs[:k], cfg, backends)),
+        ("wikido.itm", len(fits), lambda cfg, k=None: wikido_itm(fits[:k], cfg, backends)),
+        ("visargs.regions", len(posters) * per_poster, lambda cfg, k=None: visargs_regions(posters[:k], cfg, backends)),
     ]
+    scores: dict[str, list[float]] = {}
     for precision in args.precisions:
         cfg = settings.model_copy(update={"worker_precision": precision})
         model = backends.image_text_for(cfg)
@@ -133,8 +134,10 @@ def clip_benchmarks(args, settings: Settings, model_name: str) -> None:
                     model.model.get_image_features(pixel_values=ready[: min(model.image_batch, count - start)])
 
         bare(model.image_batch)  # first calls (and compiling) are not the model's speed
-        for _, _, run in producers:
-            run(cfg, 1)
+        for name, _, run in producers:
+            first = run(cfg, 1)
+            if name == "colorswap.itm":
+                scores[model.precision] = [s for p in first for row in p.payload["scores"] for s in row]
         best = Best()
         for _ in range(args.repeats):
             for name, count, run in producers:
@@ -143,6 +146,10 @@ def clip_benchmarks(args, settings: Settings, model_name: str) -> None:
         for name, count, _ in producers:
             label = f"{name} {model.precision} {dev} {model_name} batch {model.image_batch}"
             print(best.line(label, "images", count, name, f"bare {name}", "bare image tower"), flush=True)
+    for precision, found in scores.items():
+        if precision != "fp32" and "fp32" in scores:
+            gap = max(abs(a - b) for a, b in zip(scores["fp32"], found, strict=True))
+            print(f"colorswap.itm scores {precision} within {gap:.4f} of fp32 ({model_name}, {len(found)} scores)", flush=True)
 
 
 def ocr_benchmark(args, settings: Settings) -> None:
@@ -157,7 +164,7 @@ def ocr_benchmark(args, settings: Settings) -> None:
     best = Best()
     for _ in range(args.repeats):
         best.time("bare", lambda: [engine(a) for a in arrays])
-        best.time("producer", lambda: visargs_boxes(posters, settings))
+        best.time("producer", lambda: visargs_boxes(posters, settings, backends))
     print(best.line(f"visargs.boxes OCR {backends.device()} 480x360 posters", "images", len(posters), "producer", "bare", "bare engine"),
           flush=True)
 
@@ -189,7 +196,7 @@ def minilm_benchmark(args, settings: Settings) -> None:
     best = Best()
     for _ in range(args.repeats):
         best.time("bare", lambda: model.model.encode(distinct, normalize_embeddings=True, convert_to_numpy=True, batch_size=64))
-        best.time("producer", lambda: wikido_unsupported(captions, settings))
+        best.time("producer", lambda: wikido_unsupported(captions, settings, backends))
     print(best.line(f"wikido.unsupported MiniLM {backends.device()} ({len(distinct)} texts)", "items", len(captions), "producer", "bare",
                     "bare encode"), flush=True)
 
@@ -234,9 +241,9 @@ def job_benchmark(args, settings: Settings) -> None:
             batch = jobs.Batch(all_items.stage_id, all_items.kind, all_items.item_ids[1:])
             inputs = jobs.load_inputs(s, storage, batch.stage_id, batch.item_ids, True)
         best = Best()
-        colorswap_itm(inputs[:1], cfg)
+        colorswap_itm(inputs[:1], cfg, backends)
         for _ in range(args.repeats):  # the job's work in this process (reads, producer, one write) against the producer's
-            best.time("producer", lambda: colorswap_itm(inputs, cfg))
+            best.time("producer", lambda: colorswap_itm(inputs, cfg, backends))
             best.time("compute", lambda: jobs.compute_suggestions(batch.stage_id, batch.kind, batch.item_ids))
 
         root = Path(__file__).resolve().parent.parent
