@@ -10,6 +10,7 @@ the callers (submit's SQL, review's resolve, the demo) read the situation and wr
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -71,11 +72,11 @@ class Decision:
     routed: tuple[int, ...] = field(default=())  # flagged annotators whose work went to review (an audit event)
 
 
-class Rule:
+class Rule(ABC):
     """One step of the policy: a Decision when the rule applies to the situation, else None."""
 
-    def decide(self, s: Situation) -> Decision | None:
-        raise NotImplementedError
+    @abstractmethod
+    def decide(self, s: Situation) -> Decision | None: ...
 
 
 class WaitForAnswers(Rule):
