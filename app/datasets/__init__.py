@@ -14,6 +14,7 @@ from app.datasets.registry import (
     follow_on,
     get_dataset,
     get_task,
+    probe_for,
     producers,
 )
 
@@ -22,4 +23,4 @@ BUILTIN = ("generic", "colorswap", "wikido", "visargs", "voldoger", "artwork")
 for _name in BUILTIN:
     import_module(f"app.datasets.{_name}.dataset")
 
-__all__ = ["all_datasets", "all_tasks", "dataset_of", "draft_kinds", "follow_on", "get_dataset", "get_task", "producers"]
+__all__ = ["all_datasets", "all_tasks", "dataset_of", "draft_kinds", "follow_on", "get_dataset", "get_task", "probe_for", "producers"]

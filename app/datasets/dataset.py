@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from app.bias.probes import Probe
 from app.datasets.draft import DraftKind
 from app.datasets.suggest import Producer
 from app.datasets.task import Task
@@ -152,6 +153,8 @@ class Dataset:
     producers: ClassVar[tuple[Producer, ...]] = ()
     # What a vision-language model can draft for this dataset's stages (app.datasets.draft).
     drafts: ClassVar[tuple[DraftKind, ...]] = ()
+    # Known-wrong drafts a stage can plant on its gold items, one per task at most (app.bias.probes).
+    probes: ClassVar[tuple[Probe, ...]] = ()
     # How the published export writes a split's records: "jsonl" (a line each) or "json" (an
     # array), at `published_path`, in the release's `release_style`; files that ship with the
     # records go beside it. Parquet columns come in `parquet_columns` order (a Hub card's), then the rest.

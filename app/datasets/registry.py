@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.datasets.dataset import Dataset
+from app.bias.probes import Probe
 from app.datasets.draft import DraftKind
 from app.datasets.suggest import Producer
 from app.datasets.task import Task
@@ -80,3 +81,8 @@ def producers() -> dict[str, Producer]:
 def draft_kinds() -> dict[str, DraftKind]:
     """Every registered draft kind by name."""
     return {k.name: k for d in _DATASETS.values() for k in d.drafts}
+
+
+def probe_for(workflow: str) -> Probe | None:
+    """The probe a dataset declares for the task, if any."""
+    return next((p for d in _DATASETS.values() for p in d.probes if p.workflow == workflow), None)

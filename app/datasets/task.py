@@ -79,6 +79,26 @@ class StageConfig(BaseModel):
         default=0.95, ge=0.5, le=1, description="CLIP image-embedding cosine at which two images count as near duplicates (CLIP model configured)"
     )
 
+    # Measuring what drafts do to people (app.bias, docs/draft-bias.md).
+    draft_control_share: float = Field(
+        default=0.0, ge=0, le=0.9,
+        description="share of assignments whose screens show no suggestion (the control arm), drawn per assignment",
+    )
+    draft_control_seed: int = Field(
+        default=0, ge=0, le=2**31 - 1, description="the seed of the arms' draw: the same seed gives each assignment the same arm"
+    )
+    probe_share: float = Field(
+        default=0.0, ge=0, le=1,
+        description="share of gold assignments outside the control arm whose screen shows a planted wrong draft (a probe)",
+    )
+    probe_threshold: float = Field(default=0.5, ge=0, le=1, description="probe catch rate below which `probe_action` acts on an annotator")
+    probe_min_items: int = Field(default=5, ge=1, description="probes an annotator answers before `probe_action` acts")
+    probe_action: Literal["none", "review", "pause"] = Field(
+        default="none",
+        description="for an annotator below the probe threshold: nothing, send their work in this stage to review, or give "
+        "them no more leases in this stage (both through the gold flag)",
+    )
+
     @classmethod
     def read(cls, config: dict[str, Any] | None, key: str) -> Any:
         """A stage's value of a key every stage reads: as its stored config says, else the field's default."""
@@ -233,6 +253,11 @@ class Task:
     def suggestion_outcome(self, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any], item: Mapping[str, Any]) -> str | None:
         """What the submitted payload did with a suggestion's payload: "accepted", "edited",
         "rejected", or None when the suggestion proposed nothing this payload speaks to."""
+        return None
+
+    def suggestion_distance(self, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any], item: Mapping[str, Any]) -> float | None:
+        """How far the submitted payload is from a suggestion's by the task's own measure (0: taken as it
+        is); None when the task has no measure for that kind."""
         return None
 
     def live_check(

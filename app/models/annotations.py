@@ -42,6 +42,7 @@ class Annotation(Base):
     __table_args__ = (
         sa.UniqueConstraint("annotator_id", "idempotency_key"),
         sa.UniqueConstraint("assignment_id", "revision"),
+        sa.CheckConstraint("arm IN ('shown', 'control', 'probe')", name="arm"),
     )
 
     id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
@@ -53,6 +54,10 @@ class Annotation(Base):
     idempotency_key: Mapped[str] = mapped_column(sa.String(100))
     payload: Mapped[dict[str, Any]]
     seconds_spent: Mapped[float | None]
+    # What drafts this answer was given with (app.bias): its arm, whether it caught a probe, its active time.
+    arm: Mapped[str | None] = mapped_column(sa.String(8))
+    probe_caught: Mapped[bool | None]
+    active_seconds: Mapped[float | None]
     created_at: Mapped[datetime] = created_at()
 
 

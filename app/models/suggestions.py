@@ -48,4 +48,7 @@ class SuggestionOutcome(Base):
     model: Mapped[str] = mapped_column(sa.Text)
     model_version: Mapped[str] = mapped_column(sa.Text)
     outcome: Mapped[str] = mapped_column(sa.String(16))
+    # False when the stage's control arm hid the draft: the outcome then compares an unanchored answer with it.
+    shown: Mapped[bool] = mapped_column(server_default=sa.true())
+    edit_distance: Mapped[float | None]  # the task's own distance of the answer from the draft
     created_at: Mapped[datetime] = created_at()

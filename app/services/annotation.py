@@ -15,12 +15,13 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import queue
+from app.bias import arms, probes
 from app.datasets import get_task
 from app.decision import Decision, Situation, StageSettings, decide
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
 from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, Stage, User
-from app.services import audit, gold
+from app.services import audit, exposure, gold
 from app.services import suggestions as suggestions_service
 from app.services.projects import get_stage
 
@@ -88,19 +89,37 @@ _SUGGESTIONS_JSON = """COALESCE((
                             ORDER BY g.kind)
             FROM (SELECT DISTINCT ON (kind) * FROM suggestions
                   WHERE item_id = i.id AND stage_id = {stage} ORDER BY kind, created_at DESC, id DESC) g), '[]'::json)"""
-_ITEM_ANSWER = f"""json_build_object(
+# In the stage's control arm the answer carries no suggestion (app.bias.arms; `assignment` is the
+# assignment's id: the queue's pick has its new row as `lease`).
+
+
+def _item_answer(assignment: str) -> str:
+    hidden = f"(SELECT {arms.hidden_sql('st.config', assignment)} FROM stages st WHERE st.id = :stage)"
+    return f"""json_build_object(
         'data', i.data, 'assets', i.assets,
         'results', {_RESULTS_JSON},
-        'suggestions', {_SUGGESTIONS_JSON.format(stage=":stage")}
+        'suggestions', CASE WHEN {hidden} THEN '[]'::json ELSE {_SUGGESTIONS_JSON.format(stage=":stage")} END
     )::text"""
-_CLAIM_JSON = sa.text(f"SELECT {_ITEM_ANSWER} FROM items i WHERE i.id = :item")
+
+
+_ITEM_ANSWER = _item_answer("lease.id")
+# A claim the pick did not answer (a resumed lease, a gold item): with a gold item's truth, for its probe.
+_CLAIM_JSON = sa.text(
+    f"""SELECT {_item_answer(":assignment")},
+               CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = :stage) END,
+               s.config, s.workflow, i.data
+    FROM items i JOIN stages s ON s.id = :stage WHERE i.id = :item"""
+)
 
 
 def claim_json(session: Session, claimed: queue.Claim, stage_id: int) -> bytes:
     """The claimed assignment as the API answers it (JSON text)."""
     item = claimed.answer
     if item is None:
-        item = session.execute(_CLAIM_JSON, {"item": claimed.item_id, "stage": stage_id}).scalar_one()
+        item, truth, config, workflow, data = session.execute(
+            _CLAIM_JSON, {"item": claimed.item_id, "stage": stage_id, "assignment": claimed.assignment_id}).one()
+        if truth is not None:
+            item = exposure.claim_text(item, claimed.assignment_id, config, workflow, truth, data)
     lease = claimed.lease_until.isoformat()
     return f'{{"assignment_id": {claimed.assignment_id}, "item_id": {claimed.item_id}, "lease_until": "{lease}", {item[1:]}'.encode()
 
@@ -167,17 +186,19 @@ def _write_statement(outcomes: bool, final: bool, item: bool) -> sa.TextClause:
     """The submit's writes as one statement; its optional parts by what this submit changes."""
     parts = [
         """ann AS (
-            INSERT INTO annotations (assignment_id, item_id, stage_id, annotator_id, revision, idempotency_key, payload, seconds_spent)
-            VALUES (:assignment, :item, :stage, :user, :revision, :key, CAST(:payload AS jsonb), :seconds) RETURNING id)""",
+            INSERT INTO annotations (assignment_id, item_id, stage_id, annotator_id, revision, idempotency_key, payload, seconds_spent,
+                                     arm, active_seconds)
+            VALUES (:assignment, :item, :stage, :user, :revision, :key, CAST(:payload AS jsonb), :seconds, :arm, :active) RETURNING id)""",
         "asg AS (UPDATE assignments SET status = :assignment_status, submitted_at = now() WHERE id = :assignment)",
         "dra AS (DELETE FROM drafts WHERE assignment_id = :assignment)",
     ]
     if outcomes:
         parts.append(
             """sug AS (
-            INSERT INTO suggestion_outcomes (annotation_id, suggestion_id, stage_id, kind, model, model_version, outcome)
-            SELECT ann.id, o.id, :stage, o.kind, o.model, o.model_version, o.outcome
-            FROM ann, jsonb_to_recordset(CAST(:outcomes AS jsonb)) AS o(id bigint, kind text, model text, model_version text, outcome text)
+            INSERT INTO suggestion_outcomes (annotation_id, suggestion_id, stage_id, kind, model, model_version, outcome, shown, edit_distance)
+            SELECT ann.id, o.id, :stage, o.kind, o.model, o.model_version, o.outcome, o.shown, o.edit_distance
+            FROM ann, jsonb_to_recordset(CAST(:outcomes AS jsonb))
+                 AS o(id bigint, kind text, model text, model_version text, outcome text, shown boolean, edit_distance float8)
             ON CONFLICT (annotation_id, suggestion_id) DO NOTHING)"""
         )
     if final:
@@ -245,23 +266,26 @@ def submit(
     idempotency_key: str,
     *,
     seconds_spent: float | None = None,
+    active_seconds: float | None = None,
     form: bool = False,
 ) -> SubmitResult:
     """Store one annotation; the same (user, idempotency key) always yields the same annotation, however
     often and concurrently it is posted. With `form`, `payload` is what an annotation page posted, turned
-    into the answer by the stage's task once the assignment is locked (the page learns it in the same trip)."""
+    into the answer by the stage's task once the assignment is locked (the page learns it in the same trip).
+    `active_seconds`: the screen's time with focus and input (app.bias.arms.active_seconds)."""
     read, params = _read_for_submit(session, assignment_id, user_id, idempotency_key)
     lock, task = read.lock, get_task(read.lock["workflow"])
     payload = task.form_to_payload(payload) if form else payload
     if read.ctx["earlier"] is not None:
         return _replay(read, task, payload, assignment_id, user_id)
     if lock["item_status"] == ItemStatus.gold and lock["item_stage"] == lock["stage_id"]:
-        return _score_gold(session, read, task, payload, assignment_id, idempotency_key, seconds_spent)
+        return _score_gold(session, read, task, payload, assignment_id, idempotency_key, (seconds_spent, active_seconds))
     decision = Decision(lock["item_status"], lock["item_stage"], _slots_for(lock))
     clean = task.validate_annotation(lock["data"], payload, lock["config"], read.results)
     outcomes = []
+    arm = arms.arm(lock["config"], assignment_id)  # an ordinary item's: the drafts shown or hidden
     if lock["assignment_status"] != AssignmentStatus.submitted:  # a first submit, not a revision
-        outcomes = _outcomes(task, read.ctx["shown"], clean, lock["data"])
+        outcomes = _outcomes(task, read.ctx["shown"], clean, lock["data"], shown=arm != arms.CONTROL)
         answers = read.answers(assignment_id, clean)
         decision = decide(read.situation(answers, read.ctx["flagged"] or (), status=decision.status, slots=decision.slots))
         if decision.routed:  # the flagged annotators' work waits for a reviewer
@@ -270,7 +294,8 @@ def submit(
     write = {**params, "revision": (read.ctx["last_revision"] or 0) + 1, "payload": json.dumps(clean), "seconds": seconds_spent,
              "assignment_status": transition(lock["assignment_status"], AssignmentEvent.submit), "outcomes": json.dumps(outcomes),
              "final": json.dumps(decision.final), "discard": decision.discard, "item_status": decision.status,
-             "item_stage": decision.stage_id, "slots": decision.slots}
+             "item_stage": decision.stage_id, "slots": decision.slots, "arm": arm,
+             "active": arms.active_seconds(active_seconds, seconds_spent)}
     changed = (decision.status, decision.stage_id, decision.slots) != (lock["item_status"], lock["item_stage"], lock["slots"])
     annotation_id = session.execute(_write_statement(bool(outcomes), decision.final is not None, changed), write).scalar_one()
     if decision.stage_id != lock["item_stage"]:
@@ -293,13 +318,15 @@ def _slots_for(lock: Mapping[str, Any]) -> int:
     return slots
 
 
-def _outcomes(task, shown, clean: dict[str, Any], data) -> list[dict[str, Any]]:
-    """How the answer treated each suggestion the screen showed (those the task judges)."""
+def _outcomes(task, drafts, clean: dict[str, Any], data, *, shown: bool) -> list[dict[str, Any]]:
+    """How the answer treated each of the item's suggestions (those the task judges), with the task's
+    distance from each; `shown` False when the control arm hid them (the answer was made without them)."""
     outcomes = []
-    for s in shown or ():
+    for s in drafts or ():
         outcome = task.suggestion_outcome(s["kind"], s["payload"], clean, data)
         if outcome is not None:
-            outcomes.append({"id": s["id"], "kind": s["kind"], "model": s["model"], "model_version": s["model_version"], "outcome": outcome})
+            outcomes.append({"id": s["id"], "kind": s["kind"], "model": s["model"], "model_version": s["model_version"], "outcome": outcome,
+                             "shown": shown, "edit_distance": task.suggestion_distance(s["kind"], s["payload"], clean, data)})
     return outcomes
 
 
@@ -322,12 +349,14 @@ def _replay(read: _Read, task, payload: dict[str, Any], assignment_id: int, user
     return SubmitResult(earlier["id"], earlier["revision"], True, status, lock["stage_id"])
 
 
-def _score_gold(session: Session, read: _Read, task, payload, assignment_id: int, key: str, seconds: float | None) -> SubmitResult:
-    """A honeypot's answer: scored against the truth, never finalized."""
+def _score_gold(session: Session, read: _Read, task, payload, assignment_id: int, key: str, seconds: tuple[float | None, float | None]) -> SubmitResult:
+    """A honeypot's answer: scored against the truth, never finalized. `seconds`: spent and active."""
     lock = read.lock
     item = SimpleNamespace(id=lock["item_id"], data=lock["data"])
     stage = session.get(Stage, lock["stage_id"])
-    scored = gold.submit_answer(session, session.get(Assignment, assignment_id), item, stage, payload, key, seconds)
+    spent, active = seconds
+    scored = gold.submit_answer(session, session.get(Assignment, assignment_id), item, stage, payload, key, spent,
+                                active_seconds=arms.active_seconds(active, spent))
     return SubmitResult(scored.annotation_id, scored.revision, False, _as_ordinary(read, scored.payload, scored.flagged), lock["stage_id"])
 
 
@@ -436,6 +465,7 @@ _SCREEN = sa.text(
            COALESCE((SELECT submitted FROM annotator_counts WHERE stage_id = s.id AND annotator_id = :user), 0) AS mine,
            {_RESULTS_JSON} AS results,
            {_SUGGESTIONS_JSON.format(stage="s.id")} AS suggested,
+           CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = s.id) END AS truth,
            {queue.PLAN_ONCE}
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     JOIN projects p ON p.id = s.project_id
@@ -461,6 +491,8 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     elif previous is not None and assignment.status != AssignmentStatus.submitted:
         returned = sent_back_note(session, item.id, stage.id)
     suggestions = {s["kind"]: suggestions_service.SuggestionView(**s) for s in row["suggested"]}
+    seen = exposure.of(stage.config, assignment_id, stage.workflow, row["truth"], item.data, suggestions)
+    suggestions = probes.shown(seen, suggestions, lambda s, p: replace(s, payload=p))  # none in the control arm
     return Screen(assignment, item, stage, row["draft"], row["results"], suggestions, previous, returned, row["project_name"], row["mine"])
 
 

@@ -38,7 +38,7 @@ from app.models import (
     Stage,
     User,
 )
-from app.services import audit
+from app.services import audit, exposure
 from app.services.projects import get_stage
 
 MAX_GOLD_LINES = 100_000
@@ -192,16 +192,22 @@ def submit_answer(
     payload: dict[str, Any],
     idempotency_key: str,
     seconds_spent: float | None,
+    *,
+    active_seconds: float | None = None,
 ) -> GoldSubmit:
     """Store an annotator's answer to a gold item (validated as any annotation; an expired lease
-    still counts, since a gold item has no slots); score it and update the annotator's flag."""
+    still counts, since a gold item has no slots) with the arm it was given in and, on a probe,
+    whether it caught the planted error; score it and update the annotator's flag."""
     clean = get_task(stage.workflow).validate_annotation(item.data, payload, stage.config, earlier_results(session, item.id, stage))
+    seen, truth = exposure.for_gold_answer(session, stage.config, assignment.id, stage.workflow, item.id, stage.id, item.data)
+    caught = seen.probe.caught(truth, clean, item.data) if seen.probe is not None and truth is not None else None
     revision = (
         session.scalar(sa.select(sa.func.max(Annotation.revision)).where(Annotation.assignment_id == assignment.id)) or 0
     ) + 1
     annotation = Annotation(
         assignment_id=assignment.id, item_id=item.id, stage_id=stage.id, annotator_id=assignment.annotator_id,
         revision=revision, idempotency_key=idempotency_key, payload=clean, seconds_spent=seconds_spent,
+        arm=seen.arm, probe_caught=caught, active_seconds=active_seconds,
     )
     session.add(annotation)
     assignment.status = transition(assignment.status, AssignmentEvent.submit)

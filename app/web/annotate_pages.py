@@ -149,7 +149,8 @@ def _submit(session: Session, assignment_id: int, user: Principal, answer: Answe
     if spent is not None and not spent <= MAX_SECONDS_SPENT:  # opened_at forged or broken (-inf, -1e308): not known
         spent = None
     key = answer.meta.get("idempotency_key") or ""
-    return annotation.submit(session, assignment_id, user.id, answer.values, key, seconds_spent=spent, form=True).stage_id
+    return annotation.submit(session, assignment_id, user.id, answer.values, key, seconds_spent=spent,
+                             active_seconds=answer.meta.get("active_seconds"), form=True).stage_id
 
 
 class _Refused(Exception):

@@ -87,7 +87,8 @@ async def claim(stage_id: Id, request: Request, token: Bearer):
 @router.post("/assignments/{assignment_id}/submit", response_model=SubmitOut)
 async def submit(assignment_id: BigId, body: SubmitIn, request: Request, token: Bearer):
     def work(session, user: Principal):
-        return annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
+        return annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent,
+                                 active_seconds=body.active_seconds)
 
     result = await api_work(request, token, work)
     out = SubmitOut(annotation_id=result.annotation_id, revision=result.revision, replayed=result.replayed, item_status=result.item_status)

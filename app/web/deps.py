@@ -283,7 +283,7 @@ def client_ip(request: Request) -> str | None:
 
 
 # Fields of annotation forms that are not part of the answer.
-FORM_META = {"csrf_token", "idempotency_key", "opened_at", "start", "comment"}
+FORM_META = {"csrf_token", "idempotency_key", "opened_at", "active_seconds", "start", "comment"}
 
 
 @dataclass(frozen=True)

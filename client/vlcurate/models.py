@@ -67,6 +67,10 @@ class SubmitIn(BaseModel):
     payload: dict[str, Any]
     idempotency_key: str = Field(min_length=1, max_length=100)
     seconds_spent: float | None = Field(default=None, ge=0, le=MAX_SECONDS_SPENT, allow_inf_nan=False)
+    active_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_SECONDS_SPENT, allow_inf_nan=False,
+        description="Time with focus and input on the item, idle spells over 30 s left out (stored capped at 4 hours)",
+    )
 
 
 class SubmitOut(BaseModel):

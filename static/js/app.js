@@ -109,10 +109,28 @@
     }
   });
 
+  // Active time on the item (docs/draft-bias.md): time with the page focused, each gap between two
+  // inputs (keys, pointer, wheel, typing) counted up to 30 s, so an idle spell adds no more than that.
+  // It goes with the submit in the hidden `active_seconds` field; a new screen starts from zero.
+  var IDLE_MS = 30000, activeMs = 0, markAt = performance.now(), pageFocused = document.hasFocus();
+  function creditActive() {
+    var now = performance.now();
+    if (pageFocused) activeMs += Math.min(now - markAt, IDLE_MS);
+    markAt = now;
+  }
+  ["keydown", "pointerdown", "pointermove", "wheel", "input"].forEach(function (type) {
+    document.addEventListener(type, creditActive, { capture: true, passive: true });
+  });
+  window.addEventListener("focus", function () { creditActive(); pageFocused = true; });
+  window.addEventListener("blur", function () { creditActive(); pageFocused = false; });
+  document.addEventListener("vlcurate:screen", function () { activeMs = 0; markAt = performance.now(); });
+
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (!(form.matches && form.matches("[data-annotation-form]"))) return;
     if (form.dataset.swapping) { event.preventDefault(); return; }  // the answer is on its way
+    creditActive();
+    if (form.elements.active_seconds) form.elements.active_seconds.value = (activeMs / 1000).toFixed(1);
     form.dataset.sent = "1";
     if (window.htmx) htmx.trigger(form, "htmx:abort");  // a draft save in flight must not race the submit
     form.querySelectorAll("button[type=submit]").forEach(function (b) { b.setAttribute("aria-busy", "true"); });

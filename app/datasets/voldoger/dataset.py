@@ -14,6 +14,7 @@ from app.datasets.dataset import Chart, Dataset, ItemBase, JsonStyle
 from app.datasets.registry import register
 from app.datasets.voldoger import demo
 from app.datasets.voldoger.drafts import DRAFTS
+from app.datasets.voldoger.probes import PROBE
 from app.datasets.voldoger.release import (
     LABEL_FIELD,
     LABELS,
@@ -82,6 +83,7 @@ class Voldoger(Dataset):
     breakdown = ("task", "style")
     demos = demo.DEMOS
     drafts = DRAFTS
+    probes = (PROBE,)
     # The release's files are `json.dump(rows, f, indent=4)`: an array, 4-space indent, ASCII, no final newline.
     published_layout = "json"
     published_path = "{split}.json"

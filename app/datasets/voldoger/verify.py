@@ -264,6 +264,13 @@ class VoldogerVerify(Task):
             return "accepted"
         return "rejected" if drafted["image kept"] != given["image kept"] else "edited"
 
+    def suggestion_distance(self, kind, suggestion, payload, item):
+        """The share of the three decisions (image, label, paraphrase) the answer made otherwise than the check."""
+        if kind != CHECK_KIND:
+            return None
+        drafted, given = self.facet_values(check_values(suggestion, item)), self.facet_values(payload)
+        return sum(drafted[f] != given[f] for f in self.facets) / len(self.facets)
+
     def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
         if kind == CHECK_KIND:
             payload = {**check_values(payload, item), "note": f"Reason: {payload.get('reason') or '—'}"}

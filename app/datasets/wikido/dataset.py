@@ -11,6 +11,7 @@ from app.datasets.dataset import AnswerFigures, Dataset, ItemBase, JsonStyle
 from app.datasets.registry import register
 from app.datasets.wikido import demo, producers
 from app.datasets.wikido.drafts import DRAFTS
+from app.datasets.wikido.probes import PROBE
 from app.datasets.wikido.verify import VERDICTS, VERIFY, WikiDOVerify
 
 
@@ -53,6 +54,7 @@ class WikiDO(Dataset):
     }
     producers = producers.PRODUCERS
     drafts = DRAFTS
+    probes = (PROBE,)
     export_log_name = "verification_log.jsonl"
 
     # The release's JSONL is written as `json.dumps` writes by default (separators ", " and

@@ -201,6 +201,20 @@ class WikiDOVerify(Task):
             shown["summary"] = f"{edits['deleted']} deleted, {edits['inserted']} inserted, {edits['substituted']} substituted"
         return shown
 
+    def suggestion_distance(self, kind, suggestion, payload, item):
+        """A rewritten caption: token edits from it to the caption kept. Underlined words: the share of the
+        underlined and struck words that are only one of the two (Jaccard distance; 0 when neither)."""
+        if kind == CAPTION_KIND:
+            return _caption_distance(suggestion, payload, item)
+        if kind != UNSUPPORTED_KIND or suggestion.get("unrelated"):
+            return None
+        flagged = {i for a, b in suggestion.get("spans") or [] for i in range(a, b)}
+        struck = set()
+        if payload.get("verdict") == "hallucinated":
+            struck = {i for op in (payload.get("edits") or {}).get("ops", []) if op["op"] != "insert" for i in range(op["i1"], op["i2"])}
+        union = flagged | struck
+        return len(union - (flagged & struck)) / len(union) if union else 0.0
+
     def suggestion_outcome(self, kind, suggestion, payload, item):
         """Unsupported spans: accepted when exactly those words were struck, edited when some were;
         an unrelated caption: accepted when the verdict is Wrong. A rewritten caption: accepted when
@@ -221,6 +235,15 @@ class WikiDOVerify(Task):
         if struck == flagged:
             return "accepted"
         return "edited" if struck & flagged else "rejected"
+
+
+def _caption_distance(suggestion, payload, item) -> float | None:
+    """Token edits from the drafted caption to the one the answer keeps (a Correct verdict keeps the item's)."""
+    verdict = payload.get("verdict")
+    if verdict not in ("correct", "hallucinated"):
+        return None
+    kept = payload.get("caption") if verdict == "hallucinated" else item.get("caption")
+    return float(levenshtein(words(str(suggestion.get("caption") or "")), words(str(kept or ""))))
 
 
 def _caption_outcome(suggestion, payload, item) -> str | None:

@@ -1,0 +1,44 @@
+"""What drafts an assignment's screen and the API show (app.bias): none in the control arm, a planted
+wrong draft on a probe, else the item's drafts. The hot path computes the arm from rows it reads anyway;
+only a gold item's answers and claims read more (its truth and which draft kinds it has)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.bias import probes
+from app.datasets import probe_for
+from app.models import GoldItem, Suggestion
+
+
+def of(config: Mapping[str, Any] | None, assignment_id: int, workflow: str, truth: Mapping[str, Any] | None,
+       data: Mapping[str, Any], kinds: Iterable[str]) -> probes.Exposure:
+    """The assignment's exposure; `truth` is the gold answer when the item is a gold item of the stage."""
+    probe = probe_for(workflow) if truth is not None else None
+    return probes.exposure(config, assignment_id, probe=probe, truth=truth, data=data, kinds=frozenset(kinds))
+
+
+def claim_text(text: str, assignment_id: int, config: Mapping[str, Any] | None, workflow: str, truth: Mapping[str, Any],
+               data: Mapping[str, Any]) -> str:
+    """A gold item's claim answer (JSON text, built by the database) as its screen shows it: a probe's
+    planted payload in place of the real draft's (the control arm's drafts are already left out)."""
+    answer = json.loads(text)
+    shown = {s["kind"]: s for s in answer["suggestions"]}
+    seen = of(config, assignment_id, workflow, truth, data, shown)
+    if seen.planted is None:
+        return text
+    answer["suggestions"] = list(probes.shown(seen, shown, lambda s, p: {**s, "payload": p}).values())
+    return json.dumps(answer, separators=(", ", ": "))
+
+
+def for_gold_answer(session: Session, config: Mapping[str, Any] | None, assignment_id: int, workflow: str, item_id: int,
+                    stage_id: int, data: Mapping[str, Any]) -> tuple[probes.Exposure, dict[str, Any] | None]:
+    """What a gold item's screen showed for the assignment, and the item's gold answer."""
+    truth = session.scalar(sa.select(GoldItem.answer).where(GoldItem.item_id == item_id, GoldItem.stage_id == stage_id))
+    kinds = session.scalars(sa.select(Suggestion.kind).where(Suggestion.item_id == item_id, Suggestion.stage_id == stage_id).distinct())
+    return of(config, assignment_id, workflow, truth, data, kinds), truth
