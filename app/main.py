@@ -35,6 +35,7 @@ from app.web import (
     api_suggestions,
     assets,
     auth_pages,
+    bias_api,
     draft_api,
     draft_pages,
     export_pages,
@@ -177,7 +178,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # shares a path with the annotation pages, so the order changes no match.
     app.include_router(api.router)
     app.include_router(gold_api.router)
-    for module in (api_items, api_review, api_suggestions, draft_api):
+    for module in (api_items, api_review, api_suggestions, draft_api, bias_api):
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")

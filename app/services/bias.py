@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.agreement import gold as scoring
-from app.bias import arms, report
+from app.bias import arms, charts, report
 from app.datasets import get_task
 from app.lifecycle import AssignmentStatus
 from app.models import Stage
@@ -39,6 +39,10 @@ _OUTCOMES = sa.text(
     ORDER BY o.id
     """
 )
+
+
+# Whether any answer of the stage was given without its drafts or with a probe (the settings may be off now).
+_MEASURED = sa.text("SELECT EXISTS (SELECT 1 FROM annotations WHERE stage_id = :stage AND arm IN ('control', 'probe'))")
 
 
 def _answers(session: Session, stage: Stage) -> list[report.Answer]:
@@ -106,3 +110,13 @@ def to_parquet(built: dict[str, Any]) -> bytes:
     out = io.BytesIO()
     pq.write_table(table, out)
     return out.getvalue()
+
+
+def page_view(session: Session, stage: Stage, *, samples: int = 1000) -> dict[str, Any] | None:
+    """The quality page's section: the report and its charts; None for a stage that measures nothing
+    (no control arm, no probes, no answer given in an arm)."""
+    control, _, probes = arms.settings(stage.config)
+    if not control and not probes and not session.scalar(_MEASURED, {"stage": stage.id}):
+        return None
+    built = stage_report(session, stage.id, samples=samples)
+    return {"report": built, "annotators": charts.annotator_chart(built), "shift": charts.shift_chart(built)}

@@ -12,7 +12,7 @@ from app import jsontext
 from app.datasets import get_task
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import agreement, equivalence, gold, projects, review, suggestions
+from app.services import agreement, bias, equivalence, gold, projects, review, suggestions
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash
@@ -227,7 +227,8 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
         judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
     accuracy = gold.accuracy_report(session, stage_id)
     gold_view = {"report": accuracy, "chart": gold.trend_chart(accuracy)}
-    return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, "gold": gold_view, **extra}
+    return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, "gold": gold_view,
+            "bias": bias.page_view(session, stage), **extra}
 
 
 @router.get("/stages/{stage_id}/agreement")

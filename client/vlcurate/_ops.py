@@ -393,6 +393,13 @@ class Operations:
             yield Call("GET", f"/stages/{stage}/drafts/evaluation.parquet", params=params, download_to=Path(parquet))
         return found
 
+    def _draft_bias(self, stage: int, samples: int, seed: int, parquet: str | Path | None) -> Op:
+        params = {"samples": samples, "seed": seed}
+        reply = yield Call("GET", f"/stages/{stage}/bias", params=params)
+        if parquet is not None:
+            yield Call("GET", f"/stages/{stage}/bias.parquet", params=params, download_to=Path(parquet))
+        return reply.json()
+
 
 def _for_each(op: Op, fn) -> Op:
     """Run an iterating operation inside another, handing its calls through and `fn` what it emits."""

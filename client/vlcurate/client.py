@@ -181,6 +181,12 @@ class _Api:
         unchanged, schema-valid share, latency, tokens); `parquet` also downloads the per-item rows there."""
         return self._run(self._draft_evaluation(stage, prompts, gold, samples, seed, parquet))
 
+    def draft_bias(self, stage: int, *, samples: int = 1000, seed: int = 0, parquet: str | Path | None = None) -> dict:
+        """What drafts do to the stage's annotators (a dict: acceptance with drafts shown and hidden, probe
+        catch rate, label shift between arms, per model version and annotator, each figure with its 95 %
+        interval); `parquet` also downloads the figures as rows there (reviewer)."""
+        return self._run(self._draft_bias(stage, samples, seed, parquet))
+
 
 class Client(Operations, _Api):
     """A synchronous client of a vlcurate server: `Client(url, token)` (or VLCURATE_SERVER / VLCURATE_TOKEN)."""

@@ -29,7 +29,7 @@ def truth_answer(truth: str) -> dict:
 
 
 def stage(session, settings, storage, folder, *, n: int, n_gold: int, seed: int = 1, overlap: int = 2, yes_draft: float = 0.85,
-          **config) -> tuple[int, dict[int, str], dict[int, dict]]:
+          model: str = DRAFT_MODEL, **config) -> tuple[int, dict[int, str], dict[int, dict]]:
     """The stage; returns (stage id, item id -> true label, item id -> drafted check payload)."""
     rng = random.Random(seed)
     truths = [rng.choice(("yes", "no")) for _ in range(n + n_gold)]
@@ -43,7 +43,7 @@ def stage(session, settings, storage, folder, *, n: int, n_gold: int, seed: int 
         labels[item_id] = t
         drafts[item_id] = {"image": "keep", "label": "yes" if rng.random() < yes_draft else "no",
                            "paraphrase": f"Is the ball in picture {i} red?", "reason": "The ball looks red."}
-        suggestions.store(session, item_id, stage_id, CHECK_KIND, DRAFT_MODEL, drafts[item_id], model_version=DRAFT_VERSION)
+        suggestions.store(session, item_id, stage_id, CHECK_KIND, model, drafts[item_id], model_version=DRAFT_VERSION)
     if n_gold:
         lines = [json.dumps({"id": f"v{i}", "answer": truth_answer(truths[i])}) for i in range(n, n + n_gold)]
         gold.import_answers(session, stage_id, "\n".join(lines).encode(), actor_id=None)
