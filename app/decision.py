@@ -97,7 +97,7 @@ class ReviewFlaggedWork(Rule):
     """A stage may route its flagged annotators' work to review instead of finalizing it."""
 
     def decide(self, s):
-        if s.final is None and s.flagged and StageConfig.read(s.stage.config, "gold_route_to_review"):
+        if s.final is None and s.flagged and StageConfig.routes_flagged(s.stage.config):
             return Decision(transition(s.status, ItemEvent.escalate), s.stage.id, s.slots, routed=tuple(sorted(s.flagged)))
         return None
 

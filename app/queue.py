@@ -155,9 +155,10 @@ PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 # The annotator's live lease in the stage (if any) and whether a reviewer sent anything back to
 # them, in one look at their assignments (index ix_assignments_annotator_stage); the stage's gold
-# share; and whether any lease of the stage ran out (index ix_assignments_leases), so that the
+# share; whether any lease of the stage ran out (index ix_assignments_leases), so that the
 # statement returning their slots runs only then (its statement-level counter triggers cost
-# milliseconds even when it moves no row).
+# milliseconds even when it moves no row); and whether the stage paused their leases (a flag
+# raised by planted wrong drafts, app.services.gold.probe_catch: one primary-key probe).
 _MINE = sa.text(
     f"""
     SELECT live.id, live.item_id, live.lease_until, EXISTS (
@@ -165,7 +166,9 @@ _MINE = sa.text(
         WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}'),
         coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0),
         EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now()),
-        {PLAN_ONCE}
+        {PLAN_ONCE},
+        EXISTS (SELECT 1 FROM annotator_flags f JOIN stages p ON p.id = f.stage_id
+                WHERE f.stage_id = :stage AND f.annotator_id = :user AND p.config->>'probe_action' = 'pause')
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -198,6 +201,9 @@ _floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float, float]
 
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
+# A flagged annotator in a stage whose probe action is "pause" (app.services.gold.probe_catch).
+PAUSED = ("Your work in this stage is paused: you caught too few of the planted wrong drafts. "
+          "An admin lifts the pause by changing the stage's probe settings.")
 # Another annotator's assignment and a missing one get the same answer, so that ids cannot be enumerated.
 NO_SUCH_ASSIGNMENT = "No such assignment for you."
 
@@ -296,7 +302,9 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     `answer` (an SQL expression over the leased item `i`, which may use :stage), a fresh pick
     computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
-    live_id, live_item, live_until, sent_back, gold_share, ran_out, _ = session.execute(_MINE, params).one()
+    live_id, live_item, live_until, sent_back, gold_share, ran_out, _, paused = session.execute(_MINE, params).one()
+    if paused:
+        raise Conflict(PAUSED)
     if resume and live_id is not None:
         return Claim(live_id, live_item, live_until)
     if ran_out:

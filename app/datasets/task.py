@@ -104,6 +104,12 @@ class StageConfig(BaseModel):
         """A stage's value of a key every stage reads: as its stored config says, else the field's default."""
         return (config or {}).get(key, cls.model_fields[key].default)
 
+    @classmethod
+    def routes_flagged(cls, config: dict[str, Any] | None) -> bool:
+        """Whether a flagged annotator's work in the stage goes to review: low gold accuracy's routing, or
+        the probes' action."""
+        return bool(cls.read(config, "gold_route_to_review")) or cls.read(config, "probe_action") == "review"
+
 
 class Task:
     """One stage task. Subclasses set the class attributes and override the hooks they need."""

@@ -279,8 +279,11 @@ def rescore(session: Session, stage: Stage, annotator_id: int) -> bool:
     n = len(scores)
     accuracy = sum(scores) / n if n else 1.0
     below = n >= int(setting(stage, "gold_min_items")) and accuracy < float(setting(stage, "gold_threshold"))
+    probes = probe_catch(session, stage, annotator_id)
+    below = below or probes is not None
     flag = session.get(AnnotatorFlag, (stage.id, annotator_id), with_for_update=True)
-    detail = {"stage": stage.id, "accuracy": round(accuracy, 4), "items": n}
+    detail = {"stage": stage.id, "accuracy": round(accuracy, 4), "items": n,
+              **({"probe_catch": round(probes[0], 4), "probes": probes[1]} if probes is not None else {})}
     if below and flag is None:
         session.add(AnnotatorFlag(stage_id=stage.id, annotator_id=annotator_id, accuracy=accuracy, items=n))
         audit.record(session, "gold.flagged", target=f"user:{annotator_id}", **detail)
@@ -293,6 +296,29 @@ def rescore(session: Session, stage: Stage, annotator_id: int) -> bool:
         audit.record(session, "gold.unflagged", target=f"user:{annotator_id}", **detail)
     session.flush()
     return below
+
+
+# An annotator's newest answer to each probe of the stage: caught or missed.
+_PROBES = sa.text(
+    """
+    SELECT count(*), count(*) FILTER (WHERE probe_caught) FROM (
+        SELECT DISTINCT ON (assignment_id) probe_caught FROM annotations
+        WHERE stage_id = :stage AND annotator_id = :user AND item_id IN (SELECT item_id FROM gold_items WHERE stage_id = :stage)
+        ORDER BY assignment_id, revision DESC) n
+    WHERE probe_caught IS NOT NULL
+    """
+)
+
+
+def probe_catch(session: Session, stage: Stage, annotator_id: int) -> tuple[float, int] | None:
+    """(catch rate, probes) when the stage acts on probes (`probe_action`) and the annotator caught fewer
+    than `probe_threshold` of at least `probe_min_items` probes; else None."""
+    if setting(stage, "probe_action") == "none":
+        return None
+    n, caught = session.execute(_PROBES, {"stage": stage.id, "user": annotator_id}).one()
+    if n < int(setting(stage, "probe_min_items")) or caught / n >= float(setting(stage, "probe_threshold")):
+        return None
+    return caught / n, n
 
 
 def last_pass(answers: list[GoldAnswer], window: int, threshold: float) -> int | None:
@@ -314,7 +340,7 @@ def route_earlier(session: Session, stage: Stage, annotator_id: int, answers: li
     items that moved on to a later stage stay there (others build on them). The automatic final is
     kept (the reviewer's is appended after it); each item gets a `gold.routed_to_review` event.
     Returns the items' ids."""
-    if not setting(stage, "gold_route_to_review") or setting(stage, "gold_route_earlier") == "none":
+    if not StageConfig.routes_flagged(stage.config) or setting(stage, "gold_route_earlier") == "none":
         return []
     theirs = sa.select(Assignment.item_id).where(
         Assignment.annotator_id == annotator_id, Assignment.stage_id == stage.id, Assignment.status == AssignmentStatus.submitted
@@ -350,7 +376,7 @@ def flagged(session: Session, stage_id: int) -> dict[int, AnnotatorFlag]:
 def routed_accuracy(session: Session, stage: Stage, item_ids: list[int]) -> dict[int, float]:
     """Of `item_ids`, those the stage routes to review for a flagged annotator, each with the lowest
     gold accuracy among its flagged annotators (the review queue's reason and order)."""
-    if not item_ids or not setting(stage, "gold_route_to_review"):
+    if not item_ids or not StageConfig.routes_flagged(stage.config):
         return {}
     rows = session.execute(
         sa.select(Assignment.item_id, sa.func.min(AnnotatorFlag.accuracy))
