@@ -63,17 +63,19 @@ _INSERT = sa.text(
 )
 
 
-def pick(session: Session, stage_id: int, annotator_id: int, p: float, *, draw=random.random) -> tuple[int, int, datetime] | None:
+def pick(session: Session, stage_id: int, annotator_id: int, p: float, *, draw=random.random,
+         only: bool = False) -> tuple[int, int, datetime] | None:
     """Lease a gold item of the stage to the annotator for this claim: (assignment id, item id, lease
     end), or None when this claim serves an ordinary item (the draw said so, the previous claim was
-    gold, or no gold item is left for them). `p` is the stage's `gold_share`."""
+    gold, or no gold item is left for them). `p` is the stage's `gold_share`. With `only` (an
+    annotator the stage paused, app.queue), a gold item whatever the draw and the previous claim."""
     # After an ordinary claim a gold item comes with chance p / (1 - p): as a gold claim is always
     # followed by an ordinary one, the long-run share of gold claims is then exactly p (p <= 0.5).
-    if p <= 0 or draw() >= p / (1 - p):
+    if not only and (p <= 0 or draw() >= p / (1 - p)):
         return None
     params = {"stage": stage_id, "user": annotator_id}
     session.execute(_LOCK, {"cls": LOCK_CLASS, "user": annotator_id})
-    if session.execute(_LAST_WAS_GOLD, params).scalar():
+    if not only and session.execute(_LAST_WAS_GOLD, params).scalar():
         return None
     item_id = session.execute(_PICK_GOLD, params).scalar()
     if item_id is None:

@@ -202,8 +202,8 @@ _floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float, float]
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
 # A flagged annotator in a stage whose probe action is "pause" (app.services.gold.probe_catch).
-PAUSED = ("Your work in this stage is paused: you caught too few of the planted wrong drafts. "
-          "An admin lifts the pause by changing the stage's probe settings.")
+PAUSED = ("Your work in this stage is paused: you caught too few of the planted wrong drafts, and no check item "
+          "is left for you to show otherwise. Ask an admin.")
 # Another annotator's assignment and a missing one get the same answer, so that ids cannot be enumerated.
 NO_SUCH_ASSIGNMENT = "No such assignment for you."
 
@@ -303,10 +303,13 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
     live_id, live_item, live_until, sent_back, gold_share, ran_out, _, paused = session.execute(_MINE, params).one()
-    if paused:
-        raise Conflict(PAUSED)
     if resume and live_id is not None:
         return Claim(live_id, live_item, live_until)
+    if paused:  # gold items only, until their probe catch rate recovers (or none is left for them)
+        gold = honeypot.pick(session, stage_id, annotator_id, gold_share, only=True)
+        if gold is None:
+            raise Conflict(PAUSED)
+        return Claim(*gold)
     if ran_out:
         expire_leases(session, stage_id)
     if gold_share > 0:

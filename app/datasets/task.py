@@ -96,7 +96,7 @@ class StageConfig(BaseModel):
     probe_action: Literal["none", "review", "pause"] = Field(
         default="none",
         description="for an annotator below the probe threshold: nothing, send their work in this stage to review, or give "
-        "them no more leases in this stage (both through the gold flag)",
+        "them gold items only, no ordinary lease (both through the gold flag)",
     )
 
     @classmethod
