@@ -165,7 +165,9 @@ def bare_server(url, stage: int) -> Server:
 def vlcurate_server(url, workers: int, data_dir: Path) -> Server:
     port = free_port()
     argv = [PYTHON, "-c", "from app.cli import main; main()", "serve", "--port", str(port), "--workers", str(workers)]
-    env = {"DATABASE_URL": url.render_as_string(hide_password=False), "VLCURATE_DATA_DIR": str(data_dir), "PYTHONPATH": str(HERE.parent)}
+    # The server reads its API's schemas from this checkout's client package too, not from an installed one.
+    env = {"DATABASE_URL": url.render_as_string(hide_password=False), "VLCURATE_DATA_DIR": str(data_dir),
+           "PYTHONPATH": os.pathsep.join((str(HERE.parent), str(HERE.parent / "client")))}
     return Server(argv, env, port, "/healthz")
 
 

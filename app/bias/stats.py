@@ -46,6 +46,8 @@ def difference(a: Sequence[float], b: Sequence[float], *, samples: int = 1000, s
     if not len(a) or not len(b):
         return Figure(None, None, None, len(a) + len(b))
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if samples <= 0:
+        return Figure(float(x.mean() - y.mean()), None, None, len(x) + len(y))
     wa, wb = resample_weights(len(x), samples, seed), resample_weights(len(y), samples, seed + 1)
     replicates = wa @ x / len(x) - wb @ y / len(y)
     tail = (1 - LEVEL) / 2 * 100

@@ -103,12 +103,14 @@ def _item_answer(assignment: str) -> str:
 
 
 _ITEM_ANSWER = _item_answer("lease.id")
-# A claim the pick did not answer (a resumed lease, a gold item): with a gold item's truth, for its probe.
+# A claim the pick did not answer (a resumed lease, a gold item); a gold item's comes with what its
+# probe needs: [truth, stage config, workflow, item data] (else NULL: nothing more is read or sent).
 _CLAIM_JSON = sa.text(
     f"""SELECT {_item_answer(":assignment")},
-               CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = :stage) END,
-               s.config, s.workflow, i.data
-    FROM items i JOIN stages s ON s.id = :stage WHERE i.id = :item"""
+               CASE WHEN i.status = '{ItemStatus.gold}' THEN (
+                   SELECT json_build_array(g.answer, s.config, s.workflow, i.data)
+                   FROM gold_items g JOIN stages s ON s.id = g.stage_id WHERE g.item_id = i.id AND g.stage_id = :stage) END
+    FROM items i WHERE i.id = :item"""
 )
 
 
@@ -116,10 +118,9 @@ def claim_json(session: Session, claimed: queue.Claim, stage_id: int) -> bytes:
     """The claimed assignment as the API answers it (JSON text)."""
     item = claimed.answer
     if item is None:
-        item, truth, config, workflow, data = session.execute(
-            _CLAIM_JSON, {"item": claimed.item_id, "stage": stage_id, "assignment": claimed.assignment_id}).one()
-        if truth is not None:
-            item = exposure.claim_text(item, claimed.assignment_id, config, workflow, truth, data)
+        item, gold = session.execute(_CLAIM_JSON, {"item": claimed.item_id, "stage": stage_id, "assignment": claimed.assignment_id}).one()
+        if gold is not None:
+            item = exposure.claim_text(item, claimed.assignment_id, *gold)
     lease = claimed.lease_until.isoformat()
     return f'{{"assignment_id": {claimed.assignment_id}, "item_id": {claimed.item_id}, "lease_until": "{lease}", {item[1:]}'.encode()
 

@@ -1,6 +1,6 @@
 """The draft-bias report of a stage (app.bias.report) from its answers and their drafts' outcomes, as a
-dict (JSON), flat figure rows (Parquet) and the quality page's chart; and probe catch rates per annotator
-for the stage's action on them."""
+dict (JSON), flat figure rows (Parquet) and the quality page's chart; and an annotator's probe catch
+rate where the stage acts on it (app.services.gold flags them)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.agreement import gold as scoring
 from app.bias import arms, charts, report
 from app.datasets import get_task
+from app.datasets.task import StageConfig
 from app.lifecycle import AssignmentStatus
 from app.models import Stage
 from app.services.projects import get_stage
@@ -120,3 +121,26 @@ def page_view(session: Session, stage: Stage, *, samples: int = 1000) -> dict[st
         return None
     built = stage_report(session, stage.id, samples=samples)
     return {"report": built, "annotators": charts.annotator_chart(built), "shift": charts.shift_chart(built)}
+
+
+# An annotator's newest answer to each probe of the stage: caught or missed.
+_PROBES = sa.text(
+    """
+    SELECT count(*), count(*) FILTER (WHERE probe_caught) FROM (
+        SELECT DISTINCT ON (assignment_id) probe_caught FROM annotations
+        WHERE stage_id = :stage AND annotator_id = :user AND item_id IN (SELECT item_id FROM gold_items WHERE stage_id = :stage)
+        ORDER BY assignment_id, revision DESC) n
+    WHERE probe_caught IS NOT NULL
+    """
+)
+
+
+def probe_catch(session: Session, stage: Stage, annotator_id: int) -> tuple[float, int] | None:
+    """(catch rate, probes) when the stage acts on probes (`probe_action`) and the annotator caught fewer
+    than `probe_threshold` of at least `probe_min_items` probes; else None."""
+    if StageConfig.read(stage.config, "probe_action") == "none":
+        return None
+    n, caught = session.execute(_PROBES, {"stage": stage.id, "user": annotator_id}).one()
+    if n < int(StageConfig.read(stage.config, "probe_min_items")) or caught / n >= float(StageConfig.read(stage.config, "probe_threshold")):
+        return None
+    return caught / n, n

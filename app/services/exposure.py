@@ -23,7 +23,7 @@ def of(config: Mapping[str, Any] | None, assignment_id: int, workflow: str, trut
     return probes.exposure(config, assignment_id, probe=probe, truth=truth, data=data, kinds=frozenset(kinds))
 
 
-def claim_text(text: str, assignment_id: int, config: Mapping[str, Any] | None, workflow: str, truth: Mapping[str, Any],
+def claim_text(text: str, assignment_id: int, truth: Mapping[str, Any], config: Mapping[str, Any] | None, workflow: str,
                data: Mapping[str, Any]) -> str:
     """A gold item's claim answer (JSON text, built by the database) as its screen shows it: a probe's
     planted payload in place of the real draft's (the control arm's drafts are already left out)."""

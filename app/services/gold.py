@@ -38,7 +38,7 @@ from app.models import (
     Stage,
     User,
 )
-from app.services import audit, exposure
+from app.services import audit, bias, exposure
 from app.services.projects import get_stage
 
 MAX_GOLD_LINES = 100_000
@@ -279,7 +279,7 @@ def rescore(session: Session, stage: Stage, annotator_id: int) -> bool:
     n = len(scores)
     accuracy = sum(scores) / n if n else 1.0
     below = n >= int(setting(stage, "gold_min_items")) and accuracy < float(setting(stage, "gold_threshold"))
-    probes = probe_catch(session, stage, annotator_id)
+    probes = bias.probe_catch(session, stage, annotator_id)
     below = below or probes is not None
     flag = session.get(AnnotatorFlag, (stage.id, annotator_id), with_for_update=True)
     detail = {"stage": stage.id, "accuracy": round(accuracy, 4), "items": n,
@@ -296,29 +296,6 @@ def rescore(session: Session, stage: Stage, annotator_id: int) -> bool:
         audit.record(session, "gold.unflagged", target=f"user:{annotator_id}", **detail)
     session.flush()
     return below
-
-
-# An annotator's newest answer to each probe of the stage: caught or missed.
-_PROBES = sa.text(
-    """
-    SELECT count(*), count(*) FILTER (WHERE probe_caught) FROM (
-        SELECT DISTINCT ON (assignment_id) probe_caught FROM annotations
-        WHERE stage_id = :stage AND annotator_id = :user AND item_id IN (SELECT item_id FROM gold_items WHERE stage_id = :stage)
-        ORDER BY assignment_id, revision DESC) n
-    WHERE probe_caught IS NOT NULL
-    """
-)
-
-
-def probe_catch(session: Session, stage: Stage, annotator_id: int) -> tuple[float, int] | None:
-    """(catch rate, probes) when the stage acts on probes (`probe_action`) and the annotator caught fewer
-    than `probe_threshold` of at least `probe_min_items` probes; else None."""
-    if setting(stage, "probe_action") == "none":
-        return None
-    n, caught = session.execute(_PROBES, {"stage": stage.id, "user": annotator_id}).one()
-    if n < int(setting(stage, "probe_min_items")) or caught / n >= float(setting(stage, "probe_threshold")):
-        return None
-    return caught / n, n
 
 
 def last_pass(answers: list[GoldAnswer], window: int, threshold: float) -> int | None:

@@ -74,6 +74,8 @@ def test_statistics_against_plain_cases():
     assert permutation_p([1.0] * 30, [0.0] * 30, seed=1) < 0.001
     d = difference([1.0] * 30, [0.0] * 30, samples=100)
     assert (d.estimate, d.low, d.high) == (1.0, 1.0, 1.0)
+    assert difference([1.0], [0.0], samples=0).as_dict() == {"estimate": 1.0, "low": None, "high": None, "n": 2}
+    assert mean([1.0, 0.0], samples=0).as_dict() == {"estimate": 0.5, "low": None, "high": None, "n": 2}
 
 
 def test_a_control_claim_through_the_api_has_no_suggestion_and_its_answer_records_the_arm(app, client, settings, storage, tmp_path):

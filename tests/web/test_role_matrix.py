@@ -88,6 +88,8 @@ ACCESS = {
     ("POST", "/api/v1/stages/{stage_id}/gold"): ADMIN,
     ("POST", "/api/v1/items/{item_id}/gold"): ADMIN,
     ("GET", "/api/v1/stages/{stage_id}/gold/accuracy"): REVIEWER,
+    ("GET", "/api/v1/stages/{stage_id}/bias"): REVIEWER,
+    ("GET", "/api/v1/stages/{stage_id}/bias.parquet"): REVIEWER,
     ("POST", "/api/v1/projects/{project_id}/leaks"): ADMIN,
     ("GET", "/api/v1/projects/{project_id}/leaks"): ADMIN,
     ("GET", "/api/v1/projects/{project_id}/leaks/job"): ADMIN,
