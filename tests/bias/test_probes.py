@@ -1,0 +1,58 @@
+"""Probe definitions: what each plants from a gold answer, and what counts as caught; and the exposure
+that decides, per assignment, whether a probe can be shown at all."""
+
+from __future__ import annotations
+
+from app.bias import arms
+from app.bias.probes import exposure, shown
+from app.datasets import probe_for
+from app.datasets.voldoger import probes as voldoger
+from app.datasets.wikido import probes as wikido
+from app.datasets.wikido.verify import WikiDOVerify
+
+VQA = {"task": "vqa", "stylised": {"question": "Is the ball red?"}}
+CAP = {"task": "cap", "stylised": {"caption": "A ball."}}
+CAPTION = {"caption": "A red tram in Lisbon, built in 1901.", "orig_cap": "A tram."}
+
+
+def test_voldoger_plants_a_flipped_label_or_decision():
+    keep_yes = {"image": "keep", "label": "yes", "paraphrase": "keep", "note": ""}
+    assert voldoger.plant(keep_yes, VQA) == {"image": "keep", "label": "no", "paraphrase": "Is the ball red?", "reason": ""}
+    assert voldoger.caught(keep_yes, {**keep_yes}, VQA)
+    assert not voldoger.caught(keep_yes, {**keep_yes, "label": "no"}, VQA)
+    assert voldoger.caught(keep_yes, {"image": "discard", "label": None}, VQA)
+    discard = {"image": "discard", "label": None, "paraphrase": None, "note": ""}
+    assert voldoger.plant(discard, VQA)["image"] == "keep"
+    assert voldoger.caught(discard, discard, VQA) and not voldoger.caught(discard, keep_yes, VQA)
+    keep_cap = {"image": "keep", "label": None, "paraphrase": "keep", "note": ""}
+    assert voldoger.plant(keep_cap, CAP)["image"] == "discard"  # captioning has no label to flip
+    assert voldoger.caught(keep_cap, keep_cap, CAP)
+
+
+def test_wikido_underlines_words_the_gold_answer_keeps():
+    task = WikiDOVerify()
+    correct = task.validate_annotation(CAPTION, {"verdict": "correct"}, {})
+    trimmed = task.validate_annotation(CAPTION, {"verdict": "hallucinated", "caption": "red tram in Lisbon."}, {})
+    assert wikido.plant(correct, CAPTION) == {"spans": [[0, 2]]}  # "A red"
+    assert wikido.plant(trimmed, CAPTION) == {"spans": [[1, 3]]}  # "red tram": the gold answer struck "A"
+    assert wikido.plant({"verdict": "wrong"}, CAPTION) is None
+    struck_red = task.validate_annotation(CAPTION, {"verdict": "hallucinated", "caption": "A tram in Lisbon, built in 1901."}, {})
+    assert wikido.caught(correct, correct, CAPTION) and not wikido.caught(correct, struck_red, CAPTION)
+    assert wikido.caught(trimmed, trimmed, CAPTION)
+
+
+def test_a_probe_needs_gold_a_definition_and_a_draft_of_its_kind():
+    probe = probe_for("voldoger.verify")
+    truth = {"image": "keep", "label": "yes", "paraphrase": "keep", "note": ""}
+    config = {"probe_share": 1.0}
+    seen = exposure(config, 1, probe=probe, truth=truth, data=VQA, kinds={probe.kind})
+    assert seen.arm == arms.PROBE and seen.planted["label"] == "no"
+    assert exposure(config, 1, probe=probe, truth=truth, data=VQA, kinds=set()).arm == arms.SHOWN  # nothing to replace
+    assert exposure(config, 1, probe=None, truth=truth, data=VQA, kinds={probe.kind}).arm == arms.SHOWN
+    assert exposure(config, 1, probe=probe, truth=None, data=VQA, kinds={probe.kind}).arm == arms.SHOWN
+    drafts = {probe.kind: {"id": 3, "payload": {"label": "yes"}}, "other": {"id": 4, "payload": {}}}
+    replaced = shown(seen, drafts, lambda s, p: {**s, "payload": p})
+    assert replaced[probe.kind] == {"id": 3, "payload": seen.planted} and replaced["other"] == drafts["other"]
+    assert shown(exposure({"draft_control_share": 0.9, "draft_control_seed": 1}, 2, probe=None, truth=None, data=VQA, kinds=set()),
+                 drafts, lambda s, p: s) == ({} if arms.arm({"draft_control_share": 0.9, "draft_control_seed": 1}, 2) == arms.CONTROL
+                                              else drafts)
