@@ -28,7 +28,7 @@ def bars(rows: Sequence[tuple[str, str, dict[str, Any]]], *, width: int = 560, l
             if figure.get("low") is not None and figure.get("high") is not None:
                 item["whisker"] = {"x1": x(figure["low"]), "x2": x(figure["high"]), "y": y + (row - 6) / 2}
         out.append(item)
-    ticks = [{"x": x(t), "label": f"{t:.1f}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    ticks = [{"x": x(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)]
     return {"width": width, "height": 8 + len(rows) * row + 18, "left": left, "axis_y": 8 + len(rows) * row, "rows": out,
             "ticks": ticks}
 
@@ -48,6 +48,8 @@ def shift_chart(report: dict[str, Any]) -> dict[str, Any]:
     rows = []
     for facet, shift in report["overall"]["shift"]["labels"].items():
         counts = shift["counts"]
+        if shift["chi_square"]["dof"] == 0:  # one value in both arms: nothing moved
+            continue
         for value in sorted({v for c in counts.values() for v in c}):
             for arm in ("shown", "control"):
                 total = sum(counts.get(arm, {}).values())
