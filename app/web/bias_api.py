@@ -12,11 +12,11 @@ from app.services import bias
 from app.web.assets import attachment
 from app.web.deps import Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
-from app.web.schemas import FILE
 
 router = ApiRouter(tags=["quality"])
 reviewer = api_role(Role.reviewer)
 PARQUET = "application/vnd.apache.parquet"
+PARQUET_FILE = {200: {"description": "The figures as Parquet", "content": {PARQUET: {"schema": {"type": "string", "format": "binary"}}}}}
 SAMPLES = Query(1000, ge=0, le=10_000, description="Bootstrap samples of each interval")
 SEED = Query(0, ge=0, le=2**31 - 1, description="The bootstrap's seed")
 
@@ -43,7 +43,7 @@ def draft_bias(stage_id: Id, session: Db, samples: int = SAMPLES, seed: int = SE
     return bias.stage_report(session, stage_id, samples=samples, seed=seed)
 
 
-@router.get("/stages/{stage_id}/bias.parquet", response_class=Response, responses=FILE)
+@router.get("/stages/{stage_id}/bias.parquet", response_class=Response, responses=PARQUET_FILE)
 def draft_bias_file(stage_id: Id, session: Db, samples: int = SAMPLES, seed: int = SEED, user: Principal = Depends(reviewer)):
     """The report's figures as rows: scope (stage, model, annotator), group, figure, estimate, low, high, n."""
     body = bias.to_parquet(bias.stage_report(session, stage_id, samples=samples, seed=seed))
