@@ -6,6 +6,9 @@ from __future__ import annotations
 from app.bias import arms
 from app.bias.probes import exposure, shown
 from app.datasets import probe_for
+from app.datasets.colorswap import probes as colorswap
+from app.datasets.visargs import probes as visargs
+from app.datasets.visargs.premises import VisArgsPremises
 from app.datasets.voldoger import probes as voldoger
 from app.datasets.wikido import probes as wikido
 from app.datasets.wikido.verify import WikiDOVerify
@@ -39,6 +42,21 @@ def test_wikido_underlines_words_the_gold_answer_keeps():
     struck_red = task.validate_annotation(CAPTION, {"verdict": "hallucinated", "caption": "A tram in Lisbon, built in 1901."}, {})
     assert wikido.caught(correct, correct, CAPTION) and not wikido.caught(correct, struck_red, CAPTION)
     assert wikido.caught(trimmed, trimmed, CAPTION)
+
+
+def test_visargs_adds_a_premise_and_colorswap_inserts_a_phrase():
+    truth = {"visual_premises": ["The words SAVE WATER", "A blue drop"], "discard": False}
+    planted = visargs.plant(truth, {})
+    assert planted == {"visual_premises": ["The words SAVE WATER", "A blue drop", visargs.PLANTED]}
+    assert visargs.plant({"visual_premises": [], "discard": True}, {}) is None
+    assert visargs.caught(truth, truth, {}) and not visargs.caught(truth, {**planted, "discard": False}, {})
+    assert visargs.caught(truth, {"visual_premises": planted["visual_premises"], "discard": True}, {})
+    assert VisArgsPremises().suggestion_distance("visargs.visual_premises", planted, truth, {}) == 1 - 2 / 3
+    pair = {"caption_1": "A red cup on a blue table.", "caption_2": "A blue cup on a red table."}
+    drafted = colorswap.plant(pair, {})
+    assert drafted == {"caption_1": "A red cup on a blue table beside a tall wooden lamp.",
+                       "caption_2": "A blue cup on a red table beside a tall wooden lamp."}
+    assert colorswap.caught(pair, pair, {}) and not colorswap.caught(pair, {**pair, "caption_2": drafted["caption_2"]}, {})
 
 
 def test_a_probe_needs_gold_a_definition_and_a_draft_of_its_kind():

@@ -144,6 +144,14 @@ class VisArgsPremises(Task):
             return "accepted"
         return "edited" if kept & drafted else "rejected"
 
+    def suggestion_distance(self, kind, suggestion, payload, item):
+        """Drafted premises: the Jaccard distance between the drafted and the kept set (case and spacing aside)."""
+        if kind != PREMISES_KIND or not suggestion.get("visual_premises"):
+            return None
+        drafted = {clean(t).lower() for t in suggestion["visual_premises"]}
+        kept = set() if payload.get("discard") else {clean(t).lower() for t in payload.get("visual_premises") or []}
+        return 1 - len(drafted & kept) / len(drafted | kept)
+
     def view_item(self, item, config, *, assets, results, sizes):
         return {"image": image_urls(item.get("image"), assets.get("/image")), "drafts": list(item.get("candidate_premises") or [])}
 
