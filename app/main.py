@@ -90,7 +90,7 @@ class SecurityHeaders:
 
 
 class PageSessions:
-    """Cookie sessions for the pages: a signed cookie naming the session's row (app.services.web_sessions)
+    """Cookie sessions for the pages: a signed cookie naming the session's row (app.services.users.web_sessions)
     and the CSRF token. An API request with a bearer token skips them: no cookie is verified or
     signed; it gets an empty session that is never sent back. The cookie is `Secure` when `secure`
     says so, and on any request that came over HTTPS."""

@@ -212,7 +212,8 @@ def job_benchmark(args, settings: Settings) -> None:
 
     from app.db import get_engine, session_factory, transaction
     from app.models import JobRun, Suggestion
-    from app.services import imports, projects
+    from app.services.imports import imports
+    from app.services.projects import projects
     from app.storage import make_storage
     from app.worker import jobs
 

@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from app.cli import server
 from app.db import transaction
-from app.services import annotation, suggestions, users
+from app.services.annotation import annotation, suggestions
+from app.services.users import users
 from tests import factories
 from tests.conftest import login, make_choice_project
 

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Asset, Export
-from app.services import export
+from app.services.exports import export
 from tests import factories
 from tests.conftest import colorswap_records, csrf_from, free_port, login, zip_bytes
 

@@ -32,7 +32,7 @@ def splits_cmd(
 
     left, config = 0, {}
     if not show:
-        from app.services import splits
+        from app.services.exports import splits
 
         try:
             config = splits.config_from_text(
@@ -45,7 +45,8 @@ def splits_cmd(
             target = api.project(int(project) if project.isdigit() else project)
             rows = [(d.version, d.counts, d.config) for d in (api.splits(target.id) if show else [api.save_splits(target.id, config)])]
     else:
-        from app.services import projects, splits
+        from app.services.exports import splits
+        from app.services.projects import projects
 
         settings, sessions = _sessions()
         try:
@@ -96,7 +97,9 @@ def export_cmd(
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from app.services import export, projects, targets
+    from app.services.exports import export, targets
+
+    from app.services.projects import projects
     from app.storage import make_storage
 
     settings, sessions = _sessions()
@@ -123,7 +126,7 @@ def export_cmd(
 def _leak_check(sessions, settings, project: str, version: int | None, *, refuse: bool) -> None:
     """Warn (or with --no-leaks refuse) while the split version has groups of duplicates across splits."""
     from app.cli.gold import find_leaks
-    from app.services import projects
+    from app.services.projects import projects
 
     with transaction(sessions) as session:
         target = projects.find_project(session, project)

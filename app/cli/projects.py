@@ -27,7 +27,7 @@ def project_create(
     description: str = typer.Option("", help="Shown on the project page."),
 ) -> None:
     """Create a project and print its id."""
-    from app.services import projects
+    from app.services.projects import projects
 
     settings, sessions = _sessions()
     if sample is not None and sample < 1:
@@ -68,7 +68,7 @@ def project_list(
         with remote.client(server, token) as api:
             rows = [p.model_dump() for p in api.projects()]
     else:
-        from app.services import projects
+        from app.services.projects import projects
 
         settings, sessions = _sessions()
         with transaction(sessions) as session:
@@ -123,7 +123,9 @@ def import_cmd(
         return
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    from app.services import imports, projects
+    from app.services.imports import imports
+
+    from app.services.projects import projects
     from app.storage import make_storage
 
     settings, sessions = _sessions()
@@ -194,7 +196,7 @@ def suggest(
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
     from app.models import JobRun, Stage
-    from app.services import projects
+    from app.services.projects import projects
     from app.worker import jobs
 
     settings, sessions = _sessions()
@@ -264,7 +266,8 @@ def _suggest_from(project: str, stage: Optional[str], kind: Optional[str], file:
         from pydantic import ValidationError
 
         from app.errors import format_validation_error
-        from app.services import projects, suggestion_push
+        from app.services.drafting import suggestion_push
+        from app.services.projects import projects
         from vlcurate.models import SuggestionIn, SuggestionsOut
 
         settings, sessions = _sessions()

@@ -59,7 +59,7 @@ def serve(
 
     from app.db import connection_budget, database_url, get_engine, session_factory, transaction
     from app.migrate import upgrade
-    from app.services.users import ensure_first_admin
+    from app.services.users.users import ensure_first_admin
     from app.settings import get_settings
 
     # SIGTERM (a service manager, `kill`) ends like Ctrl-C: uvicorn shuts down gracefully, then
@@ -105,7 +105,7 @@ def demo() -> None:
     """Create demo accounts and projects (images are drawn locally). Safe to run again."""
     from app.db import database_url, get_engine, session_factory, transaction
     from app.migrate import upgrade
-    from app.services.demo import load_demo
+    from app.services.demo.demo import load_demo
     from app.settings import get_settings
     from app.storage import make_storage
 

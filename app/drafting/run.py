@@ -32,13 +32,13 @@ from app.datasets import draft_kinds
 from app.datasets.draft import DraftInvalid, DraftKind
 from app.datasets.suggest import ItemInput
 from app.db import transaction
-from app.drafting.backends import DraftImage, DraftReply, DraftRequest, DrafterError, build
+from app.drafting.backends import DrafterError, DraftImage, DraftReply, DraftRequest, build
 from app.drafting.config import OpenAIDrafter, drafters
 from app.errors import DomainError
 from app.models import Asset, DraftFailure, Item, Prompt, Suggestion
-from app.services import suggestions
-from app.services.pipeline import results_by_stage
-from app.services.prompts import stage_items
+from app.services.annotation import suggestions
+from app.services.annotation.pipeline import results_by_stage
+from app.services.drafting.prompts import stage_items
 from app.worker.jobs import JobFailed, env
 
 MAX_RAW_CHARS = 20_000  # of a failed answer's text kept (a runaway generation stays a readable row)

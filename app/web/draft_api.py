@@ -9,11 +9,12 @@ from sqlalchemy.orm import Session
 
 from app.datasets.draft import DraftKind
 from app.models import Prompt, Role
-from app.services import draft_eval, jobs_view, projects, prompts
+from app.services.drafting import draft_eval, prompts
+from app.services.projects import jobs_view, projects
 from app.web.assets import attachment
 from app.web.deps import BigId, Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
-from app.web.schemas import FILE, DraftEvaluation, DraftKindOut, PromptIn, PromptOut, RunCounts, RunIn, RunOut, RunProgress
+from app.web.schemas import DraftEvaluation, DraftKindOut, FILE, PromptIn, PromptOut, RunCounts, RunIn, RunOut, RunProgress
 
 router = ApiRouter(tags=["drafting"])
 admin = api_role(Role.admin)

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import draft_eval, projects, prompts
+from app.services.drafting import draft_eval, prompts
+from app.services.projects import projects
 from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.draft_api import create_version, evaluation_parquet, stage_prompts
 from app.web.flash import flash, take_flash

@@ -8,8 +8,8 @@ from fastapi import Body, Depends, File, Query, Request, UploadFile
 from pydantic import BaseModel, Field
 
 from app.models import Role
-from app.services import gold
-from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, api_role
+from app.services.quality import gold
+from app.web.deps import BigId, Db, Id, INT4_MAX, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import GoldAccuracy, LeakJob, LeakReport, SplitVersionOut
 from app.web.uploads import spooled
@@ -60,7 +60,7 @@ def gold_accuracy(
 
 
 def _leak_job(session, project_id: int) -> LeakJob:
-    from app.services import jobs_view
+    from app.services.projects import jobs_view
 
     state = jobs_view.leak_job(session, project_id) or jobs_view.JobState(None, "none")
     base = f"/api/v1/projects/{project_id}/leaks"
@@ -73,7 +73,8 @@ def find_leaks(request: Request, project_id: Id, session: Db, user: Principal = 
     """Queue the worker job that makes the newest split version's leakage and duplicates report
     (one waits at a time: asking again while one waits returns that one). Follow it at `poll`;
     once it succeeded, GET `report`."""
-    from app.services import projects, splits
+    from app.services.exports import splits
+    from app.services.projects import projects
     from app.worker import jobs
 
     projects.get_project(session, project_id)  # 404 for an unknown project
@@ -86,7 +87,7 @@ def find_leaks(request: Request, project_id: Id, session: Db, user: Principal = 
 def leak_job(project_id: Id, session: Db, user: Principal = Depends(api_role(Role.admin))):
     """The project's newest leak report job: queued, running (its step, done of total), succeeded or
     failed (with its error); status "none" when no report was ever asked for."""
-    from app.services import projects
+    from app.services.projects import projects
 
     projects.get_project(session, project_id)  # 404 for an unknown project
     return _leak_job(session, project_id)
@@ -101,7 +102,7 @@ def leak_report(
 ):
     """The newest stored leakage and duplicates report of a split version: leaked groups per split
     pair and duplicate groups within a split, each with its items and why they match."""
-    from app.services import leaks
+    from app.services.leaks import leaks
 
     return leaks.stored(session, project_id, version)
 
@@ -110,7 +111,7 @@ def leak_report(
 def keep_together(project_id: Id, session: Db, user: Principal = Depends(api_role(Role.admin))):
     """Put each leaked group of the newest split version's newest report into one split: saved as a
     new split version (POST .../leaks again to check it)."""
-    from app.services import leaks
+    from app.services.leaks import leaks
 
     new = leaks.keep_newest_together(session, project_id, actor_id=user.id)
     return SplitVersionOut(version=new.version, config=new.config, counts=new.ordered_counts)

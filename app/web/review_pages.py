@@ -12,7 +12,10 @@ from app import jsontext
 from app.datasets import get_task
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import agreement, equivalence, gold, projects, review, suggestions
+from app.services.annotation import suggestions
+from app.services.projects import projects
+from app.services.quality import gold
+from app.services.review import agreement, equivalence, review
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash

@@ -36,9 +36,10 @@ from app.db import QUEUE_POOL_SIZE, database_url, get_engine, session_factory, t
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
 from app.models import Asset, Export, Item, JobRequest, JobRun, Stage, Suggestion
-from app.services import imports, web_sessions
-from app.services import suggestions as suggestions_service
-from app.services.pipeline import results_by_stage
+from app.services.annotation import suggestions as suggestions_service
+from app.services.annotation.pipeline import results_by_stage
+from app.services.imports import imports
+from app.services.users import web_sessions
 from app.settings import Settings
 from app.storage import Storage, get_many, make_storage
 from app.worker import backends
@@ -290,7 +291,7 @@ def agreement(context: JobContext, stage_id: int, samples: int = 1000, seed: int
 @blueprint.task(name="export", queue="export", pass_context=True)
 def export(context: JobContext, export_id: int) -> int:
     """Write a recorded export (its row shows progress on the project's export page)."""
-    from app.services import export as export_service
+    from app.services.exports import export as export_service
 
     e = env()
     with transaction(e.sessions) as s:
@@ -312,7 +313,7 @@ def leaks(context: JobContext, project_id: int, version: int | None = None) -> i
     """Make and store the leakage and duplicates report of a project's split version (the export
     page reads it): its images that have no perceptual hash yet are hashed first. Each step
     (hashing images, matching, embeddings) is reported with its progress as it runs."""
-    from app.services import leaks as leaks_service
+    from app.services.leaks import leaks as leaks_service
 
     e = env()
     taken("leaks", project_id)
@@ -331,7 +332,7 @@ def leak_embedders(settings: Settings):
     """The embedding matchers this worker can run for the leak report: MiniLM over texts where the
     worker extra is installed, CLIP over images where a model directory is configured; for each
     one that can't, the reason the report shows."""
-    from app.services.leaks import Embedders
+    from app.services.leaks.leaks import Embedders
 
     out = Embedders()
     try:
@@ -410,7 +411,7 @@ def taken(task: str, key: int) -> None:
 
 
 def compute_agreement(stage_id: int, *, samples: int = 1000, seed: int = 0) -> int:
-    from app.services import agreement as agreement_service
+    from app.services.review import agreement as agreement_service
 
     with transaction(env().sessions) as s:
         stage = s.get(Stage, stage_id)

@@ -20,7 +20,7 @@ from app.agreement.bootstrap import bootstrap, mean_from, mean_stats
 from app.errors import Invalid
 from app.lifecycle import ItemStatus
 from app.models import GoldItem, Item, SuggestionOutcome
-from app.services import draft_eval, prompts
+from app.services.drafting import draft_eval, prompts
 from tests import factories
 
 CHOICES = "abc"

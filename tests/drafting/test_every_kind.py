@@ -31,8 +31,9 @@ from app.drafting import run
 from app.drafting.backends import json_instruction
 from app.drafting.strict import strict_schema_problems
 from app.models import Asset, DraftFailure, Item, JobRun, Suggestion
-from app.services import prompts, suggestions
-from app.services.pipeline import results_by_stage
+from app.services.annotation import suggestions
+from app.services.annotation.pipeline import results_by_stage
+from app.services.drafting import prompts
 from app.worker import jobs
 from tests.conftest import login, make_user, start_annotating
 from tests.drafting.conftest import choice_stage, new_prompt, with_drafters

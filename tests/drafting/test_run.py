@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.drafting import run
 from app.models import Base, DraftFailure, JobRun, Suggestion
-from app.services import prompts, suggestions
+from app.services.annotation import suggestions
+from app.services.drafting import prompts
 from app.worker import jobs
 from tests.conftest import free_port, png_bytes
 from tests.drafting.conftest import KEY, choice_stage, new_prompt, with_drafters

@@ -12,7 +12,8 @@ from app.drafting import run
 from app.drafting.backends import DraftImage, DraftRequest, LocalBackend, json_instruction
 from app.drafting.config import LocalDrafter
 from app.models import DraftFailure, JobRun, Suggestion
-from app.services import prompts, suggestions
+from app.services.annotation import suggestions
+from app.services.drafting import prompts
 from app.worker import jobs
 from tests.conftest import png_bytes
 from tests.drafting.conftest import choice_stage, new_prompt, with_drafters

@@ -16,8 +16,8 @@ from PIL import Image
 from app.datasets import dataset_of
 from app.db import transaction
 from app.models import Asset, Item
-from app.services import export, splits
-from app.services.pipeline import results_by_stage
+from app.services.annotation.pipeline import results_by_stage
+from app.services.exports import export, splits
 from tests.conftest import colorswap_records, csrf_from, login, png_bytes, zip_bytes
 from tests.web.test_colorswap_pages import create, submit
 from tests.web.test_visargs_pages import PUBLISHED

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from app.db import transaction
-from app.services import leaks
+from app.services.leaks import leaks
 from tests import factories
 from tests.conftest import csrf_from, login
 from tests.services.test_leaks import planted_project
@@ -97,7 +97,8 @@ def test_the_export_form_and_the_api_write_gold_jsonl_on_request(committed, clie
     import sqlalchemy as sa
 
     from app.models import Export, Item
-    from app.services import export, gold
+    from app.services.exports import export
+    from app.services.quality import gold
 
     sessions = app.state.sessions
     with transaction(sessions) as s:

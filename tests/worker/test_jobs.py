@@ -16,7 +16,9 @@ import sqlalchemy as sa
 from app.datasets.visargs.demo import visargs_records
 from app.db import transaction
 from app.models import Item, JobRun, Suggestion
-from app.services import annotation, imports, projects
+from app.services.annotation import annotation
+from app.services.imports import imports
+from app.services.projects import projects
 from app.settings import Settings
 from app.worker import jobs
 from tests.conftest import colorswap_records, login, make_user, start_annotating
@@ -56,7 +58,7 @@ def test_colorswap_scores_are_stored_once_and_preselect(committed, settings, sto
         assert jobs.missing_batches(s, cfg, project_id=project_id) == []
         screen_item = s.get(Item, batches[0].item_ids[0])
     from app.datasets import get_task
-    from app.services import suggestions
+    from app.services.annotation import suggestions
 
     with transaction(committed) as s:
         found = suggestions.for_item(s, screen_item.id, filter_id)

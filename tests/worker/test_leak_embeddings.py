@@ -8,7 +8,9 @@ import pytest
 import sqlalchemy as sa
 from PIL import Image
 
-from app.services import leaks, splits
+from app.services.exports import splits
+
+from app.services.leaks import leaks
 from app.worker import jobs
 from tests import factories
 from tests.services.test_leaks import encode, texture

@@ -101,7 +101,7 @@ def run_worker(settings, queues: list[str]) -> None:
 def test_failed_defers_are_queued_again_by_reconcile_and_run_once(committed, settings):
     with transaction(committed) as s:
         project_id, (stage_id,) = factories.project(s, "generic.choice")
-        from app.services import export
+        from app.services.exports import export
 
         export_id = export.create_export(s, project_id, "jsonl", settings=settings).id
     closed_under_the_defers(settings)
@@ -134,7 +134,7 @@ def test_failed_defers_are_queued_again_by_reconcile_and_run_once(committed, set
 def test_a_second_copy_of_an_export_job_does_not_run_it_again(committed, settings):
     with transaction(committed) as s:
         project_id, _ = factories.project(s, "generic.choice")
-        from app.services import export
+        from app.services.exports import export
 
         export_id = export.create_export(s, project_id, "jsonl", settings=settings).id
     first = jobs.defer_export(settings, export_id)

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 from app.errors import Invalid
 from app.exporters import project_dataset
 from app.exporters.rows import ALL, DONE
-from app.services import splits
-from app.services.projects import get_project
+from app.services.exports import splits
+from app.services.projects.projects import get_project
 
 FETCH = 2000  # rows a round trip to the cursor, and lines a chunk of the stream
 

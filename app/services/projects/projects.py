@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.errors import Conflict, Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
 from app.models import Annotation, GoldItem, ItemCount, ItemResult, Project, Stage, StageCount
-from app.services.audit import record
+from app.services.users.audit import record
 
 
 class StageSpec(BaseModel):

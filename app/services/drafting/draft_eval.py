@@ -29,10 +29,10 @@ from app.datasets import draft_kinds, get_task
 from app.datasets.suggest import ItemInput
 from app.errors import Invalid
 from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, Stage, Suggestion, SuggestionOutcome
-from app.services import prompts as prompt_service
-from app.services.agreement import nominal_label
-from app.services.gold import PALETTE
-from app.services.projects import get_stage
+from app.services.drafting import prompts as prompt_service
+from app.services.projects.projects import get_stage
+from app.services.quality.gold import PALETTE
+from app.services.review.agreement import nominal_label
 
 MAX_VERSIONS = 8
 MEAN = "mean agreement"

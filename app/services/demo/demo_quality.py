@@ -16,8 +16,12 @@ from sqlalchemy.orm import Session
 from app.datasets.drawing import SHAPES
 from app.datasets.generic.demo import GUIDELINES, shape_records
 from app.models import Item, Project, Stage
-from app.services import gold, imports, leaks, projects, splits
-from app.services.pipeline import finalize
+from app.services.annotation.pipeline import finalize
+from app.services.exports import splits
+from app.services.imports import imports
+from app.services.leaks import leaks
+from app.services.projects import projects
+from app.services.quality import gold
 
 GOLD_DEMO = "Demo: gold items"
 LEAK_DEMO = "Demo: leaky splits"

@@ -37,9 +37,9 @@ from app.exporters import (
 )
 from app.exporters.rows import count_items
 from app.models import Export, Project, SplitDefinition
-from app.services.audit import record
-from app.services.gold import export_lines as gold_lines
-from app.services.targets import check_target, check_writable
+from app.services.exports.targets import check_target, check_writable
+from app.services.quality.gold import export_lines as gold_lines
+from app.services.users.audit import record
 from app.storage import Opened, Storage
 
 __all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "locate", "run_export", "zip_stream"]
@@ -156,7 +156,7 @@ def create_export(
     """Record an export to run: the split version (newest by default; none: one split "all"),
     the format, the target (an `s3://` prefix, a local directory, or the data directory), and
     whether the gold items go to a `gold.jsonl` of their own (off by default)."""
-    from app.services import splits
+    from app.services.exports import splits
 
     project = session.get(Project, project_id)
     if project is None:

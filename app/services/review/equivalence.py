@@ -25,9 +25,10 @@ from app.datasets.task import Equivalence
 from app.errors import Invalid
 from app.lifecycle import ITEM_START
 from app.models import Item, ItemResult, Project, Stage
-from app.services import gold, projects
-from app.services.audit import record
-from app.services.pipeline import submitted_annotations
+from app.services.annotation.pipeline import submitted_annotations
+from app.services.projects import projects
+from app.services.quality import gold
+from app.services.users.audit import record
 
 
 @dataclass

@@ -12,7 +12,7 @@ from app.datasets import dataset_of
 from app.datasets.dataset import Chart, Dataset
 from app.lifecycle import ItemStatus
 from app.models import Item, ItemResult, Stage, SuggestionOutcome
-from app.services.projects import stages_of
+from app.services.projects.projects import stages_of
 
 
 @dataclass

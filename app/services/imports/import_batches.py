@@ -1,5 +1,5 @@
 """One import's records a batch at a time: validated, their ids and images checked, and their rows
-written with COPY while the next batch is read (`app.services.imports.import_items` drives it).
+written with COPY while the next batch is read (`app.services.imports.imports.import_items` drives it).
 
 A full batch is flushed: its images are checked and staged and its rows made ready while the server
 still takes in the previous batch's COPY, which is then ended; the batch's ids are looked up among
@@ -33,14 +33,14 @@ from sqlalchemy.orm import Session
 from app.datasets import dataset_of, get_task
 from app.datasets.dataset import Dataset
 from app.datasets.task import Task, is_external
+from app.decision import first_applying
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
 from app.models import Asset, ImageHash
-from app.services import sampling
-from app.decision import first_applying
-from app.services.import_sources import ImageSource, Staging
-from app.services.records import parse_records
+from app.services.annotation import sampling
+from app.services.imports.import_sources import ImageSource, Staging
+from app.services.imports.records import parse_records
 from app.settings import Settings
 from app.tuning import fewer_collections
 

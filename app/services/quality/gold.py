@@ -38,8 +38,8 @@ from app.models import (
     Stage,
     User,
 )
-from app.services import audit
-from app.services.projects import get_stage
+from app.services.projects.projects import get_stage
+from app.services.users import audit
 
 MAX_GOLD_LINES = 100_000
 ROUTED = "routed: annotator below gold accuracy"  # why the review queue holds a flagged annotator's item

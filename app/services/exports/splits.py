@@ -30,8 +30,8 @@ from sqlalchemy.orm import Session
 from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.models import ItemSplit, SplitDefinition
-from app.services.audit import record
-from app.services.projects import get_project
+from app.services.projects.projects import get_project
+from app.services.users.audit import record
 
 SPLIT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # split names become file names
 FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")

@@ -36,8 +36,8 @@ from app.datasets.task import StageConfig
 from app.errors import Conflict, NotFound
 from app.lifecycle import ItemStatus
 from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport, SplitDefinition, Stage
-from app.services import splits
-from app.services.audit import record
+from app.services.exports import splits
+from app.services.users.audit import record
 
 TEXT_THRESHOLD = 0.8  # word 3-shingle Jaccard at which two texts are near duplicates
 MIN_TEXT_WORDS = 3  # shorter strings (labels, ids, topics) are not captions

@@ -32,16 +32,16 @@ from app.models import (
     Suggestion,
     User,
 )
-from app.services import gold
-from app.services.annotation import sent_back_note
-from app.services.audit import record
-from app.services.pipeline import (
+from app.services.annotation.annotation import sent_back_note
+from app.services.quality import gold
+from app.services.users.audit import record
+from app.services.annotation.pipeline import (
     Submitted,
     finalize,
     results_by_stage,
     submitted_annotations,
 )
-from app.services.projects import get_stage
+from app.services.projects.projects import get_stage
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Where an import's images come from (a directory, a zip, S3 keys: `ImageSource`) and where they wait
-until the import is done (`Staging`, under `staging/<import>/`); `app.services.imports` explains why."""
+until the import is done (`Staging`, under `staging/<import>/`); `app.services.imports.imports` explains why."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Importing items: read JSONL / JSON / CSV as it streams, validate the records, store their images,
-and write their rows with COPY, a batch at a time (`app.services.import_batches`), so that memory
-does not grow with the file. Where images are read from and staged is `app.services.import_sources`.
+and write their rows with COPY, a batch at a time (`app.services.imports.import_batches`), so that memory
+does not grow with the file. Where images are read from and staged is `app.services.imports.import_sources`.
 
 All or nothing: the rows are written inside a savepoint of the caller's transaction, rolled back
 when any record or image is refused (the import goes on reading to report the first problems).
@@ -27,12 +27,12 @@ from typing import BinaryIO
 from sqlalchemy.orm import Session
 
 from app.errors import Invalid
-from app.services import sampling
-from app.services.audit import record
-from app.services.import_batches import MAX_REPORTED_ERRORS, Batches
-from app.services.import_sources import ImageSource, Staging, staged_images, sweep_staging
-from app.services.projects import get_project, stages_of
-from app.services.records import parse_records
+from app.services.annotation import sampling
+from app.services.imports.import_batches import Batches, MAX_REPORTED_ERRORS
+from app.services.imports.import_sources import ImageSource, Staging, staged_images, sweep_staging
+from app.services.imports.records import parse_records
+from app.services.projects.projects import get_project, stages_of
+from app.services.users.audit import record
 from app.settings import Settings
 from app.storage import Storage
 

@@ -22,9 +22,10 @@ from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_w
 from app.agreement.pairs import facet_score
 from app.datasets import get_task
 from app.models import AgreementReport, Stage
-from app.services import equivalence, gold
-from app.services.pipeline import submitted_annotations
-from app.services.projects import get_stage
+from app.services.annotation.pipeline import submitted_annotations
+from app.services.projects.projects import get_stage
+from app.services.quality import gold
+from app.services.review import equivalence
 
 
 def stage_annotations(session: Session, stage_id: int, seconds: dict | None = None) -> dict[int, dict[str, dict[str, Any]]]:

@@ -14,8 +14,11 @@ from app import security
 from app.datasets import all_datasets
 from app.datasets.dataset import DEMO_MODEL, DEMO_MODEL_VERSION, DemoProject
 from app.models import Project, User
-from app.services import demo_quality, imports, projects, suggestion_push
-from app.services import users as users_service
+from app.services.demo import demo_quality
+from app.services.drafting import suggestion_push
+from app.services.imports import imports
+from app.services.projects import projects
+from app.services.users import users as users_service
 from app.settings import Settings
 from app.storage import Storage
 

@@ -1,4 +1,4 @@
-"""Users, login (throttled by app.services.login_throttle), passwords and API tokens."""
+"""Users, login (throttled by app.services.users.login_throttle), passwords and API tokens."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 from app import security
 from app.errors import Conflict, Invalid, NotFound
 from app.models import ApiToken, Role, User
-from app.services import login_throttle, web_sessions
-from app.services.audit import record
+from app.services.users import login_throttle, web_sessions
+from app.services.users.audit import record
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{2,64}$")
 

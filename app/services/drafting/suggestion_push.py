@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.datasets import get_task
 from app.errors import Invalid
 from app.models import Item, Suggestion
-from app.services.projects import get_stage
+from app.services.projects.projects import get_stage
 
 MAX_REPORTED_ERRORS = 20
 

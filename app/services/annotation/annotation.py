@@ -20,9 +20,10 @@ from app.decision import Decision, Situation, StageSettings, decide
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
 from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, Stage, User
-from app.services import audit, gold
-from app.services import suggestions as suggestions_service
-from app.services.projects import get_stage
+from app.services.annotation import suggestions as suggestions_service
+from app.services.projects.projects import get_stage
+from app.services.quality import gold
+from app.services.users import audit
 
 MAX_KEY_LENGTH = 100
 _A = AssignmentStatus
@@ -116,7 +117,7 @@ def upcoming_images(session: Session, stage_id: int, user_id: int, current_item:
 # the decision needs in one statement taken after the lock (so it sees every submit committed before
 # it), then write everything in one statement of data-modifying CTEs. Validation, suggestion outcomes
 # and the decision (app.decision) run in Python between them; no ORM object is loaded on the way,
-# except for a gold item's answer (rare; app.services.gold scores it).
+# except for a gold item's answer (rare; app.services.quality.gold scores it).
 # Reads of an item's finals are fenced (OFFSET 0) to the item's own rows: with statistics gone stale
 # the planner otherwise combined them with every final of the stage through ix_item_results_stage_id.
 _LOCK_FOR_SUBMIT = sa.text(

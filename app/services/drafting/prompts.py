@@ -23,7 +23,7 @@ from app.datasets.draft import DraftKind
 from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, PromptRun, Stage, Suggestion
-from app.services.audit import record
+from app.services.users.audit import record
 
 Scope = Literal["all", "missing", "sample"]
 SAMPLING_KEYS = {"max_tokens": int, "temperature": float, "seed": int}
