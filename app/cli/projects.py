@@ -197,10 +197,10 @@ def suggest(
 
     from app.models import JobRun, Stage
     from app.services.projects import projects
-    from app.worker import jobs
+    from app.worker import availability, jobs, runtime
 
     settings, sessions = _sessions()
-    jobs.configure(settings)
+    runtime.configure(settings)
     with transaction(sessions) as session:
         try:
             target = projects.find_project(session, project)
@@ -221,7 +221,7 @@ def suggest(
         console.print("Every item already has its suggestions; nothing to do.")
         return
     for k in sorted({b.kind for b in batches}):
-        why = jobs.unavailable(k, settings)
+        why = availability.unavailable(k, settings)
         if why:
             err.print(f"[yellow]Warning:[/] {k} cannot run here: {why}. Its jobs will fail until it can.", highlight=False)
     app_ = jobs.make_app(settings)

@@ -129,10 +129,10 @@ def worker(
 ) -> None:
     """Run background jobs: suggestions, drafts, and the reconcile job that catches up on missing work."""
     from app.db import connection_budget
-    from app.worker import backends, jobs
+    from app.worker import availability, backends, jobs, runtime
 
     settings, _ = _sessions()
-    jobs.configure(settings)
+    runtime.configure(settings)
     names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
     unknown = sorted(set(names) - set(jobs.QUEUES))
     if unknown or not names:
@@ -140,7 +140,7 @@ def worker(
         raise typer.Exit(2)
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
     console.print(connection_budget(settings), highlight=False, soft_wrap=True)
-    for line in [*jobs.availability(settings), *jobs.drafter_lines(settings)]:
+    for line in [*availability.availability(settings), *availability.drafter_lines(settings)]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     recovered = jobs.recover_stalled(settings)
     if recovered:

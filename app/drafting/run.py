@@ -39,7 +39,7 @@ from app.models import Asset, DraftFailure, Item, Prompt, Suggestion
 from app.services.annotation import suggestions
 from app.services.annotation.pipeline import results_by_stage
 from app.services.drafting.prompts import stage_items
-from app.worker.jobs import JobFailed, env
+from app.worker.runtime import JobFailed, env
 
 MAX_RAW_CHARS = 20_000  # of a failed answer's text kept (a runaway generation stays a readable row)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*)\n[ \t]*```\Z", re.S)
