@@ -54,12 +54,12 @@ def gold_accuracy(
     """Each annotator's accuracy on a stage's gold items, with bootstrap 95% intervals and flags."""
     from rich.table import Table
 
-    from app.services.quality import gold
+    from app.services.quality import accuracy
 
     settings, sessions = _sessions()
     try:
         with transaction(sessions) as session:
-            report = gold.accuracy_report(session, _stage(session, project, stage).id)
+            report = accuracy.accuracy_report(session, _stage(session, project, stage).id)
     except DomainError as exc:
         _fail(exc.message, exc.errors)
     if as_json:

@@ -8,7 +8,7 @@ from fastapi import Body, Depends, File, Query, Request, UploadFile
 from pydantic import BaseModel, Field
 
 from app.models import Role
-from app.services.quality import gold
+from app.services.quality import accuracy, gold
 from app.web.deps import BigId, Db, Id, INT4_MAX, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import GoldAccuracy, LeakJob, LeakReport, SplitVersionOut
@@ -56,7 +56,7 @@ def gold_accuracy(
 ):
     """Accuracy on the stage's gold items per annotator: answers, estimate with its bootstrap 95%
     interval, whether flagged, and the accuracy by day."""
-    return gold.accuracy_report(session, stage_id, samples=samples, seed=seed)
+    return accuracy.accuracy_report(session, stage_id, samples=samples, seed=seed)
 
 
 def _leak_job(session, project_id: int) -> LeakJob:

@@ -14,7 +14,7 @@ from app.lifecycle import ItemStatus
 from app.models import AnnotatorFlag, Assignment, AuditEvent, GoldItem, Item, Stage
 from app.services.annotation import annotation as annotations
 from app.services.projects import projects
-from app.services.quality import gold
+from app.services.quality import accuracy, gold
 from app.services.review import agreement
 from tests import factories
 
@@ -114,7 +114,7 @@ def test_planted_accuracies_are_measured_flagged_and_routed(session, settings, s
                 flagged_now = session.get(AnnotatorFlag, (stage_id, user_id)) is not None
                 (after_flag if flagged_now else before_flag).append(c.item_id)
 
-    report = gold.accuracy_report(session, stage_id)
+    report = accuracy.accuracy_report(session, stage_id)
     for name, p in PLANTED.items():
         row = next(v for k, v in report["annotators"].items() if k.startswith(name))
         assert row["items"] == N_GOLD

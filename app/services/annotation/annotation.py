@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -16,16 +15,16 @@ from sqlalchemy.orm import Session
 
 from app import queue
 from app.datasets import get_task
-from app.decision import Decision, Situation, StageSettings, decide
-from app.errors import Conflict, Invalid, NotFound
+from app.decision import Decision, decide
+from app.errors import Conflict, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
 from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, Stage, User
 from app.services.annotation import suggestions as suggestions_service
+from app.services.annotation.submit_statements import SubmitRead, read_for_submit, write_statement
 from app.services.projects.projects import get_stage
 from app.services.quality import gold
 from app.services.users import audit
 
-MAX_KEY_LENGTH = 100
 _A = AssignmentStatus
 _GIVEN_BACK = (_A.expired, _A.released, _A.skipped)
 
@@ -73,7 +72,7 @@ def held(session: Session, stage_id: int, user_id: int) -> queue.Claim | None:
 # pick takes this expression, `i` being the picked item); Python puts the lease in front.
 # An item's earlier finals as screens and the API show them: the newest of each workflow's, without
 # a gold item's own final at its gold stage or after (it is the truth). The item's finals are fenced
-# (OFFSET 0) for the reason given above _LOCK_FOR_SUBMIT.
+# (OFFSET 0) for the reason given at submit_statements.LOCK_FOR_SUBMIT.
 _RESULTS_JSON = """COALESCE((
             SELECT jsonb_object_agg(r.workflow, r.payload) FROM (
                 SELECT DISTINCT ON (s.workflow) s.workflow, ir.payload
@@ -113,131 +112,6 @@ def upcoming_images(session: Session, stage_id: int, user_id: int, current_item:
     return list(dict.fromkeys(sha for _, assets in upcoming for sha in (assets or {}).values()))
 
 
-# A submit in three round trips: lock the assignment and its item (the stage comes along), read what
-# the decision needs in one statement taken after the lock (so it sees every submit committed before
-# it), then write everything in one statement of data-modifying CTEs. Validation, suggestion outcomes
-# and the decision (app.decision) run in Python between them; no ORM object is loaded on the way,
-# except for a gold item's answer (rare; app.services.quality.gold scores it).
-# Reads of an item's finals are fenced (OFFSET 0) to the item's own rows: with statistics gone stale
-# the planner otherwise combined them with every final of the stage through ix_item_results_stage_id.
-_LOCK_FOR_SUBMIT = sa.text(
-    """
-    SELECT a.annotator_id, a.status AS assignment_status, i.id AS item_id, i.status AS item_status,
-           i.stage_id AS item_stage, i.slots_left AS slots, i.data,
-           s.id AS stage_id, s.project_id, s.position, s.workflow, s.config, s.overlap, s.sample_size
-    FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
-    WHERE a.id = :assignment
-    FOR UPDATE OF a, i
-    """
-)
-
-_SUBMIT_CONTEXT = sa.text(
-    f"""
-    SELECT
-        (SELECT json_build_object('id', e.id, 'assignment_id', e.assignment_id, 'payload', e.payload, 'revision', e.revision)
-         FROM annotations e WHERE e.annotator_id = :user AND e.idempotency_key = :key) AS earlier,
-        (SELECT max(revision) FROM annotations WHERE assignment_id = :assignment) AS last_revision,
-        (SELECT json_agg(json_build_object('workflow', s.workflow, 'payload', r.payload, 'position', s.position) ORDER BY r.id)
-         FROM (SELECT id, stage_id, payload FROM item_results WHERE item_id = :item OFFSET 0) r JOIN stages s ON s.id = r.stage_id) AS finals,
-        (SELECT min(gs.position) FROM gold_items g JOIN stages gs ON gs.id = g.stage_id WHERE g.item_id = :item) AS gold_from,
-        (SELECT json_agg(json_build_object('id', g.id, 'kind', g.kind, 'model', g.model, 'model_version', g.model_version,
-                                           'payload', g.payload) ORDER BY g.kind)
-         FROM (SELECT DISTINCT ON (kind) id, kind, model, model_version, payload FROM suggestions
-               WHERE item_id = :item AND stage_id = :stage ORDER BY kind, created_at DESC, id DESC) g) AS shown,
-        (SELECT json_agg(json_build_object('assignment_id', x.assignment_id, 'payload', x.payload) ORDER BY x.assignment_id)
-         FROM (SELECT DISTINCT ON (n.assignment_id) n.assignment_id, n.payload
-               FROM annotations n JOIN assignments o ON o.id = n.assignment_id
-               WHERE n.item_id = :item AND n.stage_id = :stage AND o.status = '{_A.submitted}' AND o.id <> :assignment
-               ORDER BY n.assignment_id, n.revision DESC) x) AS others,
-        EXISTS (SELECT 1 FROM stage_samples WHERE stage_id = :stage AND item_id = :item) AS sampled,
-        (SELECT json_agg(json_build_object('id', s.id, 'workflow', s.workflow, 'config', s.config, 'overlap', s.overlap,
-                         'sample_size', s.sample_size,
-                         'sampled', EXISTS (SELECT 1 FROM stage_samples ss WHERE ss.stage_id = s.id AND ss.item_id = :item))
-                         ORDER BY s.position)
-         FROM stages s WHERE s.project_id = :project AND s.position > :position) AS later,
-        (SELECT array_agg(f.annotator_id ORDER BY f.annotator_id) FROM annotator_flags f
-         WHERE f.stage_id = :stage AND f.annotator_id IN (
-             SELECT annotator_id FROM assignments
-             WHERE item_id = :item AND stage_id = :stage AND (status = '{_A.submitted}' OR id = :assignment))) AS flagged
-    """
-)
-
-
-@functools.cache
-def _write_statement(outcomes: bool, final: bool, item: bool) -> sa.TextClause:
-    """The submit's writes as one statement; its optional parts by what this submit changes."""
-    parts = [
-        """ann AS (
-            INSERT INTO annotations (assignment_id, item_id, stage_id, annotator_id, revision, idempotency_key, payload, seconds_spent)
-            VALUES (:assignment, :item, :stage, :user, :revision, :key, CAST(:payload AS jsonb), :seconds) RETURNING id)""",
-        "asg AS (UPDATE assignments SET status = :assignment_status, submitted_at = now() WHERE id = :assignment)",
-        "dra AS (DELETE FROM drafts WHERE assignment_id = :assignment)",
-    ]
-    if outcomes:
-        parts.append(
-            """sug AS (
-            INSERT INTO suggestion_outcomes (annotation_id, suggestion_id, stage_id, kind, model, model_version, outcome)
-            SELECT ann.id, o.id, :stage, o.kind, o.model, o.model_version, o.outcome
-            FROM ann, jsonb_to_recordset(CAST(:outcomes AS jsonb)) AS o(id bigint, kind text, model text, model_version text, outcome text)
-            ON CONFLICT (annotation_id, suggestion_id) DO NOTHING)"""
-        )
-    if final:
-        parts.append(
-            "fin AS (INSERT INTO item_results (item_id, stage_id, payload, discard, source)"
-            " VALUES (:item, :stage, CAST(:final AS jsonb), :discard, 'auto'))"
-        )
-    if item:
-        parts.append("itm AS (UPDATE items SET status = :item_status, stage_id = :item_stage, slots_left = :slots WHERE id = :item)")
-    return sa.text("WITH " + ",\n".join(parts) + "\nSELECT id FROM ann")
-
-
-@dataclass(frozen=True)
-class _Read:
-    """What a submit read: the locked row and the context (both named rows), with the views on them it needs."""
-
-    lock: Mapping[str, Any]
-    ctx: Mapping[str, Any]
-
-    @functools.cached_property
-    def stage(self) -> StageSettings:
-        lock = self.lock
-        return StageSettings(lock["stage_id"], lock["workflow"], lock["config"], lock["overlap"], lock["sample_size"], self.ctx["sampled"])
-
-    def shows(self, position: int) -> bool:
-        """A gold item shows only the finals before its gold stage (its own final there is the truth)."""
-        return self.ctx["gold_from"] is None or position < self.ctx["gold_from"]
-
-    @functools.cached_property
-    def results(self) -> dict[str, Any]:
-        return {f["workflow"]: f["payload"] for f in self.ctx["finals"] or () if self.shows(f["position"])}
-
-    def answers(self, assignment_id: int, clean: dict[str, Any]) -> list[dict[str, Any]]:
-        """The stage's answers with this one, in assignment order (the order consolidation reads them in)."""
-        mine = {"assignment_id": assignment_id, "payload": clean}
-        return [a["payload"] for a in sorted([*(self.ctx["others"] or ()), mine], key=lambda a: a["assignment_id"])]
-
-    def situation(self, answers: list[dict[str, Any]], flagged, *, status: str, slots: int, ordinary: bool = False) -> Situation:
-        """The decision's input; `ordinary` as if the item were not gold (outside any sample, showing its own final)."""
-        stage = replace(self.stage, sampled=False) if ordinary else self.stage
-        return Situation(
-            stage, [StageSettings(**s) for s in self.ctx["later"] or ()], status, slots, self.lock["data"],
-            self.results, ordinary or self.shows(self.lock["position"]), answers, flagged,
-        )
-
-
-def _read_for_submit(session: Session, assignment_id: int, user_id: int, key: str) -> tuple[_Read, dict[str, Any]]:
-    """Lock the user's assignment and its item, then read the submit's context; with the statements' parameters."""
-    if not key or len(key) > MAX_KEY_LENGTH:
-        raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
-    # The row lock on the assignment serializes concurrent posts of the same submit.
-    lock = session.execute(_LOCK_FOR_SUBMIT, {"assignment": assignment_id}).mappings().first()
-    if lock is None or lock["annotator_id"] != user_id:
-        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
-    params = {"assignment": assignment_id, "user": user_id, "key": key, "item": lock["item_id"], "stage": lock["stage_id"],
-              "project": lock["project_id"], "position": lock["position"]}
-    return _Read(lock, session.execute(_SUBMIT_CONTEXT, params).mappings().one()), params
-
-
 def submit(
     session: Session,
     assignment_id: int,
@@ -251,7 +125,7 @@ def submit(
     """Store one annotation; the same (user, idempotency key) always yields the same annotation, however
     often and concurrently it is posted. With `form`, `payload` is what an annotation page posted, turned
     into the answer by the stage's task once the assignment is locked (the page learns it in the same trip)."""
-    read, params = _read_for_submit(session, assignment_id, user_id, idempotency_key)
+    read, params = read_for_submit(session, assignment_id, user_id, idempotency_key)
     lock, task = read.lock, get_task(read.lock["workflow"])
     payload = task.form_to_payload(payload) if form else payload
     if read.ctx["earlier"] is not None:
@@ -273,7 +147,7 @@ def submit(
              "final": json.dumps(decision.final), "discard": decision.discard, "item_status": decision.status,
              "item_stage": decision.stage_id, "slots": decision.slots}
     changed = (decision.status, decision.stage_id, decision.slots) != (lock["item_status"], lock["item_stage"], lock["slots"])
-    annotation_id = session.execute(_write_statement(bool(outcomes), decision.final is not None, changed), write).scalar_one()
+    annotation_id = session.execute(write_statement(bool(outcomes), decision.final is not None, changed), write).scalar_one()
     if decision.stage_id != lock["item_stage"]:
         queue.lower_floor(session, decision.stage_id, lock["item_id"])  # the next stage's claims find it at once
     return SubmitResult(annotation_id, write["revision"], False, decision.status, lock["stage_id"])
@@ -304,7 +178,7 @@ def _outcomes(task, shown, clean: dict[str, Any], data) -> list[dict[str, Any]]:
     return outcomes
 
 
-def _replay(read: _Read, task, payload: dict[str, Any], assignment_id: int, user_id: int) -> SubmitResult:
+def _replay(read: SubmitRead, task, payload: dict[str, Any], assignment_id: int, user_id: int) -> SubmitResult:
     """A retry of a stored submit answers what the first post answered."""
     earlier = read.ctx["earlier"]
     if earlier["assignment_id"] != assignment_id:
@@ -323,7 +197,7 @@ def _replay(read: _Read, task, payload: dict[str, Any], assignment_id: int, user
     return SubmitResult(earlier["id"], earlier["revision"], True, status, lock["stage_id"])
 
 
-def _score_gold(session: Session, read: _Read, task, payload, assignment_id: int, key: str, seconds: float | None) -> SubmitResult:
+def _score_gold(session: Session, read: SubmitRead, task, payload, assignment_id: int, key: str, seconds: float | None) -> SubmitResult:
     """A honeypot's answer: scored against the truth, never finalized."""
     lock = read.lock
     item = SimpleNamespace(id=lock["item_id"], data=lock["data"])
@@ -332,7 +206,7 @@ def _score_gold(session: Session, read: _Read, task, payload, assignment_id: int
     return SubmitResult(scored.annotation_id, scored.revision, False, _as_ordinary(read, scored.payload, scored.flagged), lock["stage_id"])
 
 
-def _as_ordinary(read: _Read, clean: dict[str, Any], flagged: bool) -> str:
+def _as_ordinary(read: SubmitRead, clean: dict[str, Any], flagged: bool) -> str:
     """The item status a gold item's submit answers: what an ordinary item's submit of the same
     answer by this annotator would answer now, so that the response never marks a honeypot. Its
     answerers are taken in groups of the stage's overlap (a sample stage's items outside the sample

@@ -31,7 +31,7 @@ from app.errors import Invalid
 from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, Stage, Suggestion, SuggestionOutcome
 from app.services.drafting import prompts as prompt_service
 from app.services.projects.projects import get_stage
-from app.services.quality.gold import PALETTE
+from app.services.quality.accuracy import PALETTE
 from app.services.review.agreement import nominal_label
 
 MAX_VERSIONS = 8

@@ -10,7 +10,6 @@ progress and exports (they read `done` items). `app.honeypot` serves gold items 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -82,7 +81,19 @@ def import_answers(session: Session, stage_id: int, body: bytes, *, actor_id: in
     {"id": <external id>, "answer": <payload as the stage's submit takes it>}; answers are
     validated like annotations. Any bad line changes nothing, and every problem names its line."""
     stage = get_stage(session, stage_id)
-    task = get_task(stage.workflow)
+    problems: list[str] = []
+    parsed = _parsed_lines(_numbered_lines(body), problems)
+    clean = _validated_answers(session, stage, parsed, problems)
+    if problems:
+        raise Invalid(f"The gold file has {len(problems)} problem(s); nothing was imported.", problems[:50])
+    for item, answer in clean:
+        mark(session, item, stage, answer, source="import", actor_id=actor_id)
+    session.flush()
+    return len(clean)
+
+
+def _numbered_lines(body: bytes) -> list[tuple[int, str]]:
+    """The file's non-blank lines with their numbers; refused when not UTF-8, empty or too long."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -92,7 +103,11 @@ def import_answers(session: Session, stage_id: int, body: bytes, *, actor_id: in
         raise Invalid("The gold file has no answers (one JSON object per line: {\"id\": ..., \"answer\": {...}}).")
     if len(lines) > MAX_GOLD_LINES:
         raise Invalid(f"The gold file has {len(lines)} answers; at most {MAX_GOLD_LINES} per import.")
-    problems: list[str] = []
+    return lines
+
+
+def _parsed_lines(lines: list[tuple[int, str]], problems: list[str]) -> list[tuple[int, str, dict[str, Any]]]:
+    """(line, external id, answer) of each well-formed line; the others, and repeated ids, go to `problems`."""
     parsed: list[tuple[int, str, dict[str, Any]]] = []
     for n, line in lines:
         try:
@@ -111,6 +126,16 @@ def import_answers(session: Session, stage_id: int, body: bytes, *, actor_id: in
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
         problems += [f"line {n}: item {e!r} is named twice" for n, e, _ in parsed if e in seen or seen.add(e)]
+    return parsed
+
+
+def _validated_answers(
+    session: Session, stage: Stage, parsed: list[tuple[int, str, dict[str, Any]]], problems: list[str]
+) -> list[tuple[Item, dict[str, Any]]]:
+    """Each named item (locked) with its answer validated as the stage's submit validates it; items
+    missing or discarded, and invalid answers, go to `problems`."""
+    task = get_task(stage.workflow)
+    ids = [external for _, external, _ in parsed]
     items = {
         i.external_id: i
         for i in session.scalars(
@@ -130,12 +155,7 @@ def import_answers(session: Session, stage_id: int, body: bytes, *, actor_id: in
             clean.append((item, task.validate_annotation(item.data, answer, stage.config, earlier_results(session, item.id, stage))))
         except Invalid as exc:
             problems += [f"line {n}: {p}" for p in (exc.errors or [exc.message])]
-    if problems:
-        raise Invalid(f"The gold file has {len(problems)} problem(s); nothing was imported.", problems[:50])
-    for item, answer in clean:
-        mark(session, item, stage, answer, source="import", actor_id=actor_id)
-    session.flush()
-    return len(clean)
+    return clean
 
 
 def make_final_gold(session: Session, item_id: int, stage_id: int, *, actor_id: int | None) -> None:
@@ -355,45 +375,6 @@ def routed_accuracy(session: Session, stage: Stage, item_ids: list[int]) -> dict
     return dict(rows.all())
 
 
-# -- accuracy --------------------------------------------------------------------------
-
-
-def accuracy_report(session: Session, stage_id: int, *, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Per annotator: gold answers, accuracy with its bootstrap interval, flagged or not, and the
-    accuracy by day (the dashboard's trend)."""
-    stage = get_stage(session, stage_id)
-    answers = scored_answers(session, stage)
-    flags = flagged(session, stage_id)
-    by_user: dict[tuple[int, str], list[GoldAnswer]] = defaultdict(list)
-    for a in answers:
-        by_user[(a.annotator_id, a.annotator)].append(a)
-    annotators = {}
-    for (uid, name), given in sorted(by_user.items(), key=lambda kv: kv[0][1]):
-        ci = scoring.accuracy([a.score for a in given], samples=samples, seed=seed)
-        days: dict[str, list[float]] = defaultdict(list)
-        for a in given:
-            days[a.day].append(a.score)
-        annotators[name] = {
-            "items": len(given),
-            "accuracy": {"estimate": ci.estimate, "low": _finite(ci.low), "high": _finite(ci.high)},
-            "flagged": uid in flags,
-            "trend": [{"day": d, "accuracy": sum(v) / len(v), "items": len(v)} for d, v in sorted(days.items())],
-        }
-    return {
-        "gold_items": len(gold_item_ids(session, stage_id)),
-        "threshold": float(setting(stage, "gold_threshold")),
-        "min_items": int(setting(stage, "gold_min_items")),
-        "route_to_review": bool(setting(stage, "gold_route_to_review")),
-        "samples": samples,
-        "seed": seed,
-        "annotators": annotators,
-    }
-
-
-def _finite(value: float) -> float | None:
-    return None if value != value else value
-
-
 def final_stages(session: Session, item_id: int) -> list[dict[str, Any]]:
     """The stages where the item has a final record that keeps it ("make this final gold" offers them)."""
     rows = session.execute(
@@ -404,29 +385,3 @@ def final_stages(session: Session, item_id: int) -> list[dict[str, Any]]:
     )
     last = {sid: (name, discard) for sid, name, discard in rows}
     return [{"id": sid, "name": name} for sid, (name, discard) in last.items() if not discard]
-
-
-def trend_chart(report: dict[str, Any], width: int = 480, height: int = 160) -> dict[str, Any]:
-    """The per-annotator accuracy by day as SVG polylines on one shared day axis, with the threshold."""
-    days = sorted({p["day"] for a in report["annotators"].values() for p in a["trend"]})
-    left, top, right, bottom = 40, 10, 10, 24
-    span_x, span_y = width - left - right, height - top - bottom
-
-    def x(day: str) -> float:
-        return left + (span_x * days.index(day) / (len(days) - 1) if len(days) > 1 else span_x / 2)
-
-    def y(value: float) -> float:
-        return top + span_y * (1 - value)
-
-    lines = []
-    for n, (name, a) in enumerate(report["annotators"].items()):
-        points = [{"x": round(x(p["day"]), 1), "y": round(y(p["accuracy"]), 1), **p} for p in a["trend"]]
-        lines.append({"name": name, "flagged": a["flagged"], "points": points, "colour": PALETTE[n % len(PALETTE)],
-                      "path": " ".join(f"{p['x']},{p['y']}" for p in points)})
-    return {
-        "width": width, "height": height, "left": left, "right": width - right, "top": top, "bottom": height - bottom,
-        "threshold_y": round(y(report["threshold"]), 1), "days": [{"day": d, "x": round(x(d), 1)} for d in days], "lines": lines,
-    }
-
-
-PALETTE = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
