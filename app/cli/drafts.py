@@ -171,13 +171,13 @@ def eval_cmd(
         with remote.client(server, token) as api:
             found = api.draft_evaluation(stage, prompt_ids, gold=gold, samples=samples, seed=seed, parquet=parquet).model_dump()
     else:
-        from app.services.drafting import draft_eval
+        from app.services.drafting import draft_eval, eval_report
 
         def work(session, _settings) -> dict[str, Any]:
             evaluation = draft_eval.evaluate(session, stage, draft_eval.parse_ids(prompt_ids), gold=gold, samples=samples, seed=seed)
             if parquet is not None:
-                draft_eval.to_parquet(evaluation, parquet)
-            return draft_eval.as_dict(evaluation)
+                eval_report.to_parquet(evaluation, parquet)
+            return eval_report.as_dict(evaluation)
 
         found = _local(work)
     if as_json:

@@ -12,8 +12,6 @@ latency percentiles and mean token counts. The per-item rows go to Parquet for a
 
 from __future__ import annotations
 
-import io
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +29,6 @@ from app.errors import Invalid
 from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, Stage, Suggestion, SuggestionOutcome
 from app.services.drafting import prompts as prompt_service
 from app.services.projects.projects import get_stage
-from app.services.quality.accuracy import PALETTE
 from app.services.review.agreement import nominal_label
 
 MAX_VERSIONS = 8
@@ -236,18 +233,7 @@ def evaluate(
     """Each prompt version's drafts against the stage's finals (or its gold answers, `gold`)."""
     stage = get_stage(session, stage_id)
     task = get_task(stage.workflow)
-    if not prompt_ids:
-        raise Invalid("Choose the prompt versions to evaluate.", field="prompts")
-    if len(prompt_ids) > MAX_VERSIONS:
-        raise Invalid(f"Evaluate at most {MAX_VERSIONS} prompt versions at once.", field="prompts")
-    chosen: list[Prompt] = []
-    for pid in prompt_ids:
-        prompt = session.get(Prompt, pid)
-        if prompt is None or prompt.stage_id != stage.id:
-            raise Invalid(f"Prompt {pid} is not a prompt version of stage '{stage.name}'.", field="prompts")
-        if prompt.draft_kind not in draft_kinds():
-            raise Invalid(f"Prompt {pid}'s draft kind {prompt.draft_kind} is no longer installed.", field="prompts")
-        chosen.append(prompt)
+    chosen = _chosen_prompts(session, stage, prompt_ids)
     nominal = all(kind == "nominal" for kind in task.facets.values())
     truths = _truths(session, stage, gold)
     drafts = _drafts(session, prompt_ids)
@@ -261,27 +247,7 @@ def evaluate(
         kind = draft_kinds()[prompt.draft_kind]
         against_reference = kind.score is not None  # a draft that is no answer: scored against the record
         labels = nominal and not against_reference
-        pairs, scores, uncomparable = [], [], 0
-        for item_id, payload in sorted(drafts.get(prompt.id, {}).items()):
-            if item_id not in truths:
-                continue
-            external_id, data, final = truths[item_id]
-            item = ItemInput(item_id, data, {}, earlier.get(item_id, {}))
-            if against_reference:
-                found = kind.score(payload, item)
-                if found is None:
-                    uncomparable += 1
-                    continue
-                score = float(found)
-            else:
-                answer = kind.as_answer(payload, item)
-                if answer is None:
-                    uncomparable += 1
-                    continue
-                score = float(task.compare(answer, final))
-                pairs.append((task.facet_values(answer), task.facet_values(final)))
-            scores.append(score)
-            rows.append(Compared(item_id, external_id, prompt.id, prompt.version, payload, final, score))
+        pairs, scores, uncomparable = _scored(task, kind, prompt, drafts.get(prompt.id, {}), truths, earlier, rows)
         if scores and len(scores) not in weights:
             weights[len(scores)] = resample_weights(len(scores), samples, seed)
         w = weights.get(len(scores))
@@ -296,6 +262,51 @@ def evaluate(
             accepted, shown, run.drafted, run.failed, p50, p95, prompt_tokens, completion_tokens,
         ))
     return Evaluation(stage.id, stage.workflow, "Cohen's kappa" if nominal else MEAN, gold, samples, seed, reports, rows)
+
+
+def _chosen_prompts(session: Session, stage: Stage, prompt_ids: list[int]) -> list[Prompt]:
+    """The prompt versions asked for: 1 to MAX_VERSIONS of the stage's, with their draft kind installed."""
+    if not prompt_ids:
+        raise Invalid("Choose the prompt versions to evaluate.", field="prompts")
+    if len(prompt_ids) > MAX_VERSIONS:
+        raise Invalid(f"Evaluate at most {MAX_VERSIONS} prompt versions at once.", field="prompts")
+    chosen: list[Prompt] = []
+    for pid in prompt_ids:
+        prompt = session.get(Prompt, pid)
+        if prompt is None or prompt.stage_id != stage.id:
+            raise Invalid(f"Prompt {pid} is not a prompt version of stage '{stage.name}'.", field="prompts")
+        if prompt.draft_kind not in draft_kinds():
+            raise Invalid(f"Prompt {pid}'s draft kind {prompt.draft_kind} is no longer installed.", field="prompts")
+        chosen.append(prompt)
+    return chosen
+
+
+def _scored(task, kind, prompt: Prompt, drafts: dict[int, dict], truths, earlier, rows: list[Compared]):
+    """One version's drafts scored against the truths: (facet pairs for kappa, scores, drafts that could not
+    be compared); each compared item's row goes to `rows`."""
+    against_reference = kind.score is not None
+    pairs, scores, uncomparable = [], [], 0
+    for item_id, payload in sorted(drafts.items()):
+        if item_id not in truths:
+            continue
+        external_id, data, final = truths[item_id]
+        item = ItemInput(item_id, data, {}, earlier.get(item_id, {}))
+        if against_reference:
+            found = kind.score(payload, item)
+            if found is None:
+                uncomparable += 1
+                continue
+            score = float(found)
+        else:
+            answer = kind.as_answer(payload, item)
+            if answer is None:
+                uncomparable += 1
+                continue
+            score = float(task.compare(answer, final))
+            pairs.append((task.facet_values(answer), task.facet_values(final)))
+        scores.append(score)
+        rows.append(Compared(item_id, external_id, prompt.id, prompt.version, payload, final, score))
+    return pairs, scores, uncomparable
 
 
 @dataclass(frozen=True)
@@ -332,80 +343,3 @@ def failures(session: Session, prompt_ids: list[int], limit: int = 20) -> dict[i
     for r in session.execute(sa.select(ranked).where(ranked.c.n <= limit).order_by(ranked.c.prompt_id, ranked.c.n)):
         out[r.prompt_id].append(FailureRow(r.item_id, r.external_id, r.reason, r.raw[:RAW_SHOWN], len(r.raw) > RAW_SHOWN, r.created_at))
     return out
-
-
-def as_dict(evaluation: Evaluation) -> dict[str, Any]:
-    """The evaluation as the API answers it (the per-item rows go to Parquet)."""
-    return {
-        "stage_id": evaluation.stage_id, "workflow": evaluation.workflow, "measure": evaluation.measure,
-        "gold": evaluation.gold, "samples": evaluation.samples, "seed": evaluation.seed,
-        "versions": [
-            {
-                **{k: getattr(v, k) for k in ("prompt_id", "draft_kind", "version", "drafter", "note", "items", "uncomparable",
-                                              "accepted", "shown", "valid", "failed", "latency_p50_ms", "latency_p95_ms",
-                                              "prompt_tokens", "completion_tokens", "accepted_share", "valid_share")},
-                "figures": [vars(f) for f in v.figures],
-            }
-            for v in evaluation.versions
-        ],
-    }
-
-
-def to_parquet(evaluation: Evaluation, where=None) -> bytes | None:
-    """The per-item rows (item, version, draft and final as JSON text, score) as Parquet, written to
-    `where` (a path or a binary file); without it, returned as bytes."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = evaluation.rows
-    table = pa.table({
-        "item_id": pa.array([r.item_id for r in rows], pa.int64()),
-        "external_id": pa.array([r.external_id for r in rows], pa.string()),
-        "prompt_id": pa.array([r.prompt_id for r in rows], pa.int64()),
-        "version": pa.array([r.version for r in rows], pa.int32()),
-        "draft": pa.array([json.dumps(r.draft, ensure_ascii=False, sort_keys=True) for r in rows], pa.string()),
-        "final": pa.array([json.dumps(r.final, ensure_ascii=False, sort_keys=True) for r in rows], pa.string()),
-        "score": pa.array([r.score for r in rows], pa.float64()),
-    })
-    if where is not None:
-        pq.write_table(table, where)
-        return None
-    out = io.BytesIO()
-    pq.write_table(table, out)
-    return out.getvalue()
-
-
-def chart(evaluation: Evaluation, width: int = 640, bar: int = 22) -> dict[str, Any]:
-    """The versions' figures as grouped bars with their intervals as whiskers, in SVG coordinates:
-    one group per figure, one bar per version. The axis runs from min(0, lowest bound) to 1."""
-    names = list(dict.fromkeys(f.name for v in evaluation.versions for f in v.figures))
-    values = [x for v in evaluation.versions for f in v.figures for x in (f.estimate, f.low) if x is not None]
-    floor = min([0.0, *values])
-    left, top, group_gap = 150, 10, 12
-    group = bar * max(len(evaluation.versions), 1) + group_gap
-    height = top + group * max(len(names), 1) + 28
-    span = width - left - 20
-
-    def x(value: float) -> float:
-        return round(left + span * (value - floor) / (1 - floor), 1)
-
-    groups = []
-    for g, name in enumerate(names):
-        bars = []
-        for n, v in enumerate(evaluation.versions):
-            f = next((f for f in v.figures if f.name == name), None)
-            if f is None or f.estimate is None:
-                continue
-            y = top + g * group + n * bar
-            bars.append({
-                "label": f"{v.draft_kind} v{v.version}", "estimate": f.estimate, "colour": PALETTE[n % len(PALETTE)],
-                "x": min(x(0.0), x(f.estimate)), "width": round(abs(x(f.estimate) - x(0.0)), 1), "y": y, "height": bar - 4,
-                "low": None if f.low is None else x(f.low), "high": None if f.high is None else x(f.high), "mid": y + (bar - 4) / 2,
-            })
-        groups.append({"name": name, "y": top + g * group + (group - group_gap) / 2, "bars": bars})
-    ticks = [t for t in (-1.0, -0.5, 0.0, 0.5, 1.0) if t >= floor]
-    return {
-        "width": width, "height": height, "top": top, "bottom": height - 20, "groups": groups,
-        "ticks": [{"value": t, "x": x(t)} for t in ticks], "zero": x(0.0),
-        "legend": [{"label": f"{v.draft_kind} v{v.version}", "colour": PALETTE[n % len(PALETTE)]} for n, v in enumerate(evaluation.versions)],
-    }

@@ -22,7 +22,7 @@ import resource
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -136,6 +136,31 @@ def _config(stage: Stage | None, key: str) -> float:
     return float(((stage.config if stage else None) or {}).get(key, StageConfig.model_fields[key].default))
 
 
+@dataclass
+class _Matches:
+    """Items linked by each matcher into groups, with the kinds of match of each linked pair and each matcher's time."""
+
+    groups: leakage.UnionFind = field(default_factory=leakage.UnionFind)
+    why: dict[tuple[int, int], set[str]] = field(default_factory=lambda: defaultdict(set))
+    timing: dict[str, float] = field(default_factory=dict)
+
+    def link(self, a: int, b: int, kind: str) -> None:
+        if a != b:
+            self.groups.union(a, b)
+            self.why[(min(a, b), max(a, b))].add(kind)
+
+
+@dataclass
+class _Items:
+    """The split version's items as the matchers read them."""
+
+    count: int
+    split_of: dict[int, str]
+    info: dict[int, dict[str, Any]]  # what the report shows of each item
+    by_sha: dict[str, list[int]]
+    texts: list[tuple[int, str]]
+
+
 def compute(session: Session, storage, project_id: int, version: int | None = None, *,
             embedders: Embedders | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """The report of a split version (the newest when None): leaked groups per split pair, and
@@ -149,103 +174,19 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
     definition = splits.get_definition(session, project_id, version)
     first = session.scalar(sa.select(Stage).where(Stage.project_id == project_id).order_by(Stage.position).limit(1))
     distance = int(_config(first, "duplicate_image_distance"))
-    rows = session.execute(
-        sa.select(Item.id, Item.external_id, Item.data, Item.assets, ItemSplit.split)
-        .join(ItemSplit, ItemSplit.item_id == Item.id)
-        .where(ItemSplit.definition_id == definition.id, Item.status != ItemStatus.gold)  # gold items are never exported
-        .order_by(Item.id)
-    ).all()
-    split_of = {r.id: r.split for r in rows}
-    info = {r.id: {"id": r.id, "external_id": r.external_id, "split": r.split} for r in rows}
-    by_sha: dict[str, list[int]] = defaultdict(list)
-    texts: list[tuple[int, str]] = []
-    for r in rows:
-        for sha in dict.fromkeys((r.assets or {}).values()):
-            by_sha[sha].append(r.id)
-        info[r.id]["image"] = next(iter((r.assets or {}).values()), None)
-        found = item_texts(r.data or {})
-        info[r.id]["text"] = found[0] if found else None
-        texts += [(r.id, t) for t in found]
-
-    groups = leakage.UnionFind()
-    why: dict[tuple[int, int], set[str]] = defaultdict(set)
-
-    def link(a: int, b: int, kind: str) -> None:
-        if a != b:
-            groups.union(a, b)
-            why[(min(a, b), max(a, b))].add(kind)
-
-    timing: dict[str, float] = {}
-    progress("matching images", 0, 1)
-    for ids in by_sha.values():
-        for a, b in zip(ids, ids[1:]):
-            link(a, b, "same image")
-    t = time.perf_counter()
-    hashes = dict(session.execute(sa.select(ImageHash.sha256, ImageHash.phash).where(ImageHash.sha256.in_(list(by_sha)))).all()) if by_sha else {}
-    shas = list(hashes)
-    for x, y in leakage.near_hash_pairs(shas, [hashes[s] for s in shas], distance):
-        link(by_sha[x][0], by_sha[y][0], "near image")
-    timing["near images"] = time.perf_counter() - t
-    image_matchers = f"same bytes + pHash within {distance} bits"
-    if embedders.images is not None and by_sha:
-        t = time.perf_counter()
-        cosine = _config(first, "duplicate_image_cosine")
-        found, vectors = image_embeddings(session, storage, list(by_sha), embedders.images, progress)
-        for x, y in leakage.near_vector_pairs(found, vectors, cosine):
-            link(by_sha[x][0], by_sha[y][0], "near image (CLIP)")
-        timing["CLIP images"] = time.perf_counter() - t
-        image_matchers += f" + CLIP cosine >= {cosine:g}"
-    else:
-        image_matchers += f"; {embedders.images_missing}"
-    progress("matching texts", 0, 1)
-    t = time.perf_counter()
-    by_text: dict[str, list[int]] = defaultdict(list)
-    for item_id, text in texts:
-        by_text[leakage.normalise_text(text)].append(item_id)
-    limit = max(COMMON_TEXT_MIN, COMMON_TEXT_SHARE * len(rows))
-    common = {t: len(ids) for t, ids in by_text.items() if len(ids) > limit}
-    for text in common:
-        del by_text[text]
-    for ids in by_text.values():
-        for a, b in zip(ids, ids[1:]):
-            link(a, b, "same text")
-    keys = list(by_text)
-    for x, y in leakage.near_text_pairs(keys, keys, TEXT_THRESHOLD):
-        link(by_text[x][0], by_text[y][0], "near text")
-    timing["texts"] = time.perf_counter() - t
-    text_matchers = f"exact after normalising + MinHash Jaccard >= {TEXT_THRESHOLD:g}"
-    if embedders.texts is not None and keys:
-        t = time.perf_counter()
-        cosine = _config(first, "duplicate_text_cosine")
-        parts = []
-        for i in range(0, len(keys), EMBED_BATCH):
-            progress("embedding texts (MiniLM)", i, len(keys))
-            parts.append(embedders.texts(keys[i:i + EMBED_BATCH]))
-        vectors = np.concatenate(parts)
-        for x, y in leakage.near_vector_pairs(keys, vectors, cosine):
-            link(by_text[x][0], by_text[y][0], "near text (MiniLM)")
-        timing["MiniLM texts"] = time.perf_counter() - t
-        text_matchers += f" + MiniLM cosine >= {cosine:g}"
-    else:
-        text_matchers += f"; {embedders.texts_missing}"
-
+    items = _read_items(session, definition.id)
+    matches = _Matches()
+    image_matchers = _match_images(session, storage, items, matches, first, distance, embedders, progress)
+    text_matchers, common = _match_texts(items, matches, first, embedders, progress)
     progress("grouping", 0, 1)
-    leaked: dict[str, int] = defaultdict(int)
-    out_groups = []
-    for members in groups.groups():
-        names = sorted({split_of[m] for m in members})
-        kinds = sorted({k for a, b in itertools.combinations(members, 2) for k in why.get((a, b), ())})
-        for pair in itertools.combinations(names, 2):
-            leaked[" / ".join(pair)] += 1
-        out_groups.append({"leak": len(names) > 1, "splits": names, "kinds": kinds, "items": [info[m] for m in members]})
-    out_groups.sort(key=lambda g: (not g["leak"], g["items"][0]["id"]))
+    out_groups, leaked = _grouped(items, matches)
     return {
         "version": definition.version,
         "definition_id": definition.id,
         "counts": definition.ordered_counts,
-        "items": len(rows),
-        "images": len(by_sha),
-        "texts": len(texts),
+        "items": items.count,
+        "images": len(items.by_sha),
+        "texts": len(items.texts),
         "image_distance": distance,
         "text_threshold": TEXT_THRESHOLD,
         "leaked_groups": sum(g["leak"] for g in out_groups),
@@ -254,10 +195,104 @@ def compute(session: Session, storage, project_id: int, version: int | None = No
         "common_texts": dict(sorted(common.items(), key=lambda kv: -kv[1])[:20]),
         "groups": out_groups,
         "hashed_now": 0,
-        "seconds": {**{k: round(v, 3) for k, v in timing.items()}, "total": round(time.perf_counter() - started, 3)},
+        "seconds": {**{k: round(v, 3) for k, v in matches.timing.items()}, "total": round(time.perf_counter() - started, 3)},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "matchers": {"images": image_matchers, "texts": text_matchers},
     }
+
+
+def _read_items(session: Session, definition_id: int) -> _Items:
+    rows = session.execute(
+        sa.select(Item.id, Item.external_id, Item.data, Item.assets, ItemSplit.split)
+        .join(ItemSplit, ItemSplit.item_id == Item.id)
+        .where(ItemSplit.definition_id == definition_id, Item.status != ItemStatus.gold)  # gold items are never exported
+        .order_by(Item.id)
+    ).all()
+    items = _Items(len(rows), {r.id: r.split for r in rows}, {}, defaultdict(list), [])
+    for r in rows:
+        items.info[r.id] = {"id": r.id, "external_id": r.external_id, "split": r.split}
+        for sha in dict.fromkeys((r.assets or {}).values()):
+            items.by_sha[sha].append(r.id)
+        items.info[r.id]["image"] = next(iter((r.assets or {}).values()), None)
+        found = item_texts(r.data or {})
+        items.info[r.id]["text"] = found[0] if found else None
+        items.texts += [(r.id, t) for t in found]
+    return items
+
+
+def _match_images(session: Session, storage, items: _Items, matches: _Matches, first: Stage | None, distance: int,
+                  embedders: Embedders, progress: Progress) -> str:
+    """Link items by the same image, a near perceptual hash and (with CLIP) near embeddings; says which matchers ran."""
+    by_sha = items.by_sha
+    progress("matching images", 0, 1)
+    for ids in by_sha.values():
+        for a, b in zip(ids, ids[1:]):
+            matches.link(a, b, "same image")
+    t = time.perf_counter()
+    hashes = dict(session.execute(sa.select(ImageHash.sha256, ImageHash.phash).where(ImageHash.sha256.in_(list(by_sha)))).all()) if by_sha else {}
+    shas = list(hashes)
+    for x, y in leakage.near_hash_pairs(shas, [hashes[s] for s in shas], distance):
+        matches.link(by_sha[x][0], by_sha[y][0], "near image")
+    matches.timing["near images"] = time.perf_counter() - t
+    image_matchers = f"same bytes + pHash within {distance} bits"
+    if embedders.images is None or not by_sha:
+        return image_matchers + f"; {embedders.images_missing}"
+    t = time.perf_counter()
+    cosine = _config(first, "duplicate_image_cosine")
+    found, vectors = image_embeddings(session, storage, list(by_sha), embedders.images, progress)
+    for x, y in leakage.near_vector_pairs(found, vectors, cosine):
+        matches.link(by_sha[x][0], by_sha[y][0], "near image (CLIP)")
+    matches.timing["CLIP images"] = time.perf_counter() - t
+    return image_matchers + f" + CLIP cosine >= {cosine:g}"
+
+
+def _match_texts(items: _Items, matches: _Matches, first: Stage | None, embedders: Embedders,
+                 progress: Progress) -> tuple[str, dict[str, int]]:
+    """Link items by the same or a near text and (with MiniLM) near embeddings, leaving out texts too
+    common to tell items apart; says which matchers ran, and returns the common texts with their counts."""
+    progress("matching texts", 0, 1)
+    t = time.perf_counter()
+    by_text: dict[str, list[int]] = defaultdict(list)
+    for item_id, text in items.texts:
+        by_text[leakage.normalise_text(text)].append(item_id)
+    limit = max(COMMON_TEXT_MIN, COMMON_TEXT_SHARE * items.count)
+    common = {t: len(ids) for t, ids in by_text.items() if len(ids) > limit}
+    for text in common:
+        del by_text[text]
+    for ids in by_text.values():
+        for a, b in zip(ids, ids[1:]):
+            matches.link(a, b, "same text")
+    keys = list(by_text)
+    for x, y in leakage.near_text_pairs(keys, keys, TEXT_THRESHOLD):
+        matches.link(by_text[x][0], by_text[y][0], "near text")
+    matches.timing["texts"] = time.perf_counter() - t
+    text_matchers = f"exact after normalising + MinHash Jaccard >= {TEXT_THRESHOLD:g}"
+    if embedders.texts is None or not keys:
+        return text_matchers + f"; {embedders.texts_missing}", common
+    t = time.perf_counter()
+    cosine = _config(first, "duplicate_text_cosine")
+    parts = []
+    for i in range(0, len(keys), EMBED_BATCH):
+        progress("embedding texts (MiniLM)", i, len(keys))
+        parts.append(embedders.texts(keys[i:i + EMBED_BATCH]))
+    for x, y in leakage.near_vector_pairs(keys, np.concatenate(parts), cosine):
+        matches.link(by_text[x][0], by_text[y][0], "near text (MiniLM)")
+    matches.timing["MiniLM texts"] = time.perf_counter() - t
+    return text_matchers + f" + MiniLM cosine >= {cosine:g}", common
+
+
+def _grouped(items: _Items, matches: _Matches) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The groups of linked items, leaks (across splits) first, and the number of leaked groups per split pair."""
+    leaked: dict[str, int] = defaultdict(int)
+    out_groups = []
+    for members in matches.groups.groups():
+        names = sorted({items.split_of[m] for m in members})
+        kinds = sorted({k for a, b in itertools.combinations(members, 2) for k in matches.why.get((a, b), ())})
+        for pair in itertools.combinations(names, 2):
+            leaked[" / ".join(pair)] += 1
+        out_groups.append({"leak": len(names) > 1, "splits": names, "kinds": kinds, "items": [items.info[m] for m in members]})
+    out_groups.sort(key=lambda g: (not g["leak"], g["items"][0]["id"]))
+    return out_groups, leaked
 
 
 def image_embeddings(session: Session, storage, shas: list[str], embed: Callable[[list[bytes]], np.ndarray],
