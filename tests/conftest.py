@@ -224,7 +224,6 @@ def make_choice_project(
     import tempfile
 
     from app.services.imports import imports
-
     from app.services.projects import projects
 
     spec = projects.StageSpec(

@@ -9,7 +9,6 @@ import sqlalchemy as sa
 from PIL import Image
 
 from app.services.exports import splits
-
 from app.services.leaks import leaks
 from app.worker import availability
 from tests import factories

@@ -86,19 +86,7 @@ def import_items(
     file.seek(start)
     records = parse_records(file, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
     with staged_images(storage) as staging, session.begin_nested(), Batches(session, stages, settings, images, staging, skip_existing=skip_existing) as run:
-        try:
-            for where, rec, source in records:
-                if len(run.batch) == BATCH:
-                    run.flush()
-                    say("importing", file.tell() - start, total)
-                run.add(where, rec, source)
-                if run.error_count() >= MAX_REPORTED_ERRORS:
-                    break
-        except Invalid as exc:
-            if not run.error_count():
-                raise
-            run.broken_off(exc.message)
-        run.flush()
+        _add_records(run, records, lambda: say("importing", file.tell() - start, total))
         if run.errors:
             run.name_repeats(file, start, filename)
             raise Invalid(f"{filename}: nothing was imported.", run.errors[:MAX_REPORTED_ERRORS])
@@ -108,14 +96,25 @@ def import_items(
             raise Invalid(f"{filename} holds no records.")
         run.finish()
         sampling.draw(session, project.id)
-        record(
-            session,
-            "project.import",
-            actor_id=actor_id,
-            target=f"project:{project.id}",
-            file=filename,
-            items=run.created,
-            images=len(run.checked),
-        )
+        record(session, "project.import", actor_id=actor_id, target=f"project:{project.id}", file=filename,
+               items=run.created, images=len(run.checked))
     say("importing", total, total)
     return ImportResult(created=run.created, images=len(run.checked), new_images=run.new_images, skipped=run.skipped)
+
+
+def _add_records(run: Batches, records, batch_written) -> None:
+    """Add the records to the run, writing a batch at a time (`batch_written` hears each), until
+    MAX_REPORTED_ERRORS problems; a file that breaks off after other problems is one more of them."""
+    try:
+        for where, rec, source in records:
+            if len(run.batch) == BATCH:
+                run.flush()
+                batch_written()
+            run.add(where, rec, source)
+            if run.error_count() >= MAX_REPORTED_ERRORS:
+                break
+    except Invalid as exc:
+        if not run.error_count():
+            raise
+        run.broken_off(exc.message)
+    run.flush()

@@ -110,22 +110,8 @@ def list_items(
     its next (or previous) link searches on from there."""
     conditions, order = _query(project_id, f)
     backwards = before is not None and after is None
-    q = (
-        sa.select(Item.id, Item.external_id, Stage.name, Item.status, sa.func.left(sa.cast(Item.data, sa.Text), SUMMARY_CHARS))
-        .outerjoin(Stage, Stage.id == Item.stage_id)
-        .where(*conditions)
-        .limit(limit + 1)
-    )
-    if backwards:
-        q = q.where(Item.id < before).order_by(*[c.desc() for c in order], Item.id.desc())
-    else:
-        q = q.where(Item.id > after) if after is not None else q
-        q = q.order_by(*order, Item.id)
+    q = _page_query(session, project_id, f, conditions, order, after, before, limit)
     # A text search reads a short stretch first (a common word fills the page there), then the window.
-    if f.text and not backwards and after is None:
-        # Bounded below too: a range scan of the primary key then starts at the project's first item.
-        start = session.scalar(sa.select(Item.id).where(_one_of(Item.project_id, project_id)).order_by(Item.project_id, Item.id).limit(1))
-        q = q.where(Item.id >= start) if start is not None else q
     for stretch in (sorted({min(window, FIRST_STRETCH), window}) if f.text else [None]):
         edge = _window_edge(session, project_id, after, before, backwards, stretch) if stretch else None
         bounded = q if edge is None else q.where(Item.id >= edge if backwards else Item.id <= edge)
@@ -154,6 +140,26 @@ def list_items(
     names = annotators_of(session, ids)
     rows = [ItemRow(i, ext, stage, status, summary, names.get(i, [])) for i, ext, stage, status, summary in found]
     return ItemPage(rows, nxt, prev, searched_to=edge if edge is not None and not more else None)
+
+
+def _page_query(session: Session, project_id: int, f: ItemFilter, conditions: list, order: list,
+                after: int | None, before: int | None, limit: int) -> sa.Select:
+    """The page's rows (one more than `limit`, to tell whether more follow), read from `after` up or from `before` down."""
+    q = (
+        sa.select(Item.id, Item.external_id, Stage.name, Item.status, sa.func.left(sa.cast(Item.data, sa.Text), SUMMARY_CHARS))
+        .outerjoin(Stage, Stage.id == Item.stage_id)
+        .where(*conditions)
+        .limit(limit + 1)
+    )
+    if before is not None and after is None:
+        return q.where(Item.id < before).order_by(*[c.desc() for c in order], Item.id.desc())
+    q = q.where(Item.id > after) if after is not None else q
+    q = q.order_by(*order, Item.id)
+    if f.text and after is None:
+        # Bounded below too: a range scan of the primary key then starts at the project's first item.
+        start = session.scalar(sa.select(Item.id).where(_one_of(Item.project_id, project_id)).order_by(Item.project_id, Item.id).limit(1))
+        q = q.where(Item.id >= start) if start is not None else q
+    return q
 
 
 def _window_edge(session: Session, project_id: int, after: int | None, before: int | None, backwards: bool, window: int) -> int | None:

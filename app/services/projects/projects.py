@@ -88,13 +88,42 @@ def _is_task(name: str) -> bool:
 def create_project(
     session: Session, name: str, stages: list[StageSpec], *, description: str = "", actor_id: int | None = None
 ) -> Project:
-    from app.datasets import dataset_of, get_task
-
     name = name.strip()
     if not name:
         raise Invalid("A project needs a name.", field="name")
     if len(name) > 200:  # the column's width
         raise Invalid("A project's name has at most 200 characters.", field="name")
+    _check_stages(stages)
+    if session.scalar(sa.select(Project.id).where(Project.name == name)):
+        raise Conflict(f"A project named '{name}' already exists.", field="name")
+    project = Project(name=name, description=description, created_by=actor_id)
+    session.add(project)
+    session.flush()
+    for position, spec in enumerate(stages):
+        session.add(
+            Stage(
+                project_id=project.id,
+                position=position,
+                name=spec.name or spec.workflow,
+                workflow=spec.workflow,
+                overlap=spec.overlap,
+                lease_seconds=spec.lease_seconds,
+                guidelines=spec.guidelines,
+                config=spec.config,
+                sample_size=spec.sample_size,
+                sample_seed=spec.sample_seed,
+            )
+        )
+    session.flush()
+    record(session, "project.create", actor_id=actor_id, target=f"project:{project.id}", name=name)
+    return project
+
+
+def _check_stages(stages: list[StageSpec]) -> None:
+    """The stages of one dataset, each after the stage it builds on, with a valid config (set on the
+    spec as validated) and two or more annotators where it samples for agreement."""
+    from app.datasets import dataset_of, get_task
+
     if not stages:
         raise Invalid("A project needs at least one stage.")
     earlier: list[str] = []
@@ -119,29 +148,6 @@ def create_project(
                 "give it two or more annotators per item (overlap), or no sample.",
                 field="overlap",
             )
-    if session.scalar(sa.select(Project.id).where(Project.name == name)):
-        raise Conflict(f"A project named '{name}' already exists.", field="name")
-    project = Project(name=name, description=description, created_by=actor_id)
-    session.add(project)
-    session.flush()
-    for position, spec in enumerate(stages):
-        session.add(
-            Stage(
-                project_id=project.id,
-                position=position,
-                name=spec.name or spec.workflow,
-                workflow=spec.workflow,
-                overlap=spec.overlap,
-                lease_seconds=spec.lease_seconds,
-                guidelines=spec.guidelines,
-                config=spec.config,
-                sample_size=spec.sample_size,
-                sample_seed=spec.sample_seed,
-            )
-        )
-    session.flush()
-    record(session, "project.create", actor_id=actor_id, target=f"project:{project.id}", name=name)
-    return project
 
 
 def get_project(session: Session, project_id: int) -> Project:
@@ -253,12 +259,18 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
         sp = StageProgress(s.id, s.name, s.workflow, s.position, s.overlap, s.sample_size)
         stages[s.id] = sp
         projects[s.project_id].stages.append(sp)
+    _add_item_counts(session, projects, stages)
+    _add_stage_counts(session, stages)
+    return list(projects.values())
 
+
+def _add_item_counts(session: Session, projects: dict[int, ProjectProgress], stages: dict[int, StageProgress]) -> None:
+    """Items by status, per project and stage."""
     # Maintained counts (app.models.counts), not count(*) over the items: a few rows per stage. Sums
     # of bigints are numeric in PostgreSQL (Decimal here): cast back, so the counts are ints.
     for project_id, stage_id, status, n in session.execute(
         sa.select(ItemCount.project_id, ItemCount.stage_id, ItemCount.status, _int_sum(ItemCount.n))
-        .where(ItemCount.project_id.in_(ids), ItemCount.status != ItemStatus.gold)  # gold items are no part of the data
+        .where(ItemCount.project_id.in_(list(projects)), ItemCount.status != ItemStatus.gold)  # gold items are no part of the data
         .group_by(ItemCount.project_id, ItemCount.stage_id, ItemCount.status)
     ):
         p = projects[project_id]
@@ -272,6 +284,9 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
         elif stage_id in stages:
             setattr(stages[stage_id], status, getattr(stages[stage_id], status) + n)
 
+
+def _add_stage_counts(session: Session, stages: dict[int, StageProgress]) -> None:
+    """Finished items and first annotations per stage, less what gold items hold."""
     for stage_id, finished, first_revisions in session.execute(
         sa.select(StageCount.stage_id, _int_sum(StageCount.finished), _int_sum(StageCount.annotations))
         .where(StageCount.stage_id.in_(list(stages)))
@@ -279,7 +294,7 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
     ):
         stages[stage_id].finished = finished
         stages[stage_id].annotations = first_revisions
-    # Less what gold items hold: read from the gold set (small), never over the stage's annotations.
+    # Read from the gold set (small), never over the stage's annotations.
     for stage_id, n in session.execute(
         sa.select(GoldItem.stage_id, sa.func.count())
         .join(Annotation, sa.and_(Annotation.item_id == GoldItem.item_id, Annotation.stage_id == GoldItem.stage_id))
@@ -292,7 +307,6 @@ def progress(session: Session, project_ids: list[int] | None = None) -> list[Pro
         sa.select(GoldItem.stage_id, sa.func.count()).where(GoldItem.stage_id.in_(list(stages)), finals).group_by(GoldItem.stage_id)
     ):
         stages[stage_id].finished -= n
-    return list(projects.values())
 
 
 def _int_sum(column) -> sa.ColumnElement[int]:

@@ -100,17 +100,42 @@ def create_judgements(session: Session, stage_id: int, *, overlap: int = 1, acto
             "Judgements are needed once two annotators answer one item in different words."
         )
     if judging is None:
-        owner = projects.get_project(session, stage.project_id)
-        project = projects.create_project(
-            session,
-            f"{owner.name} · {stage.name} equivalence",
-            [projects.StageSpec(workflow=declared(stage).judge, overlap=overlap, config={"judges_stage": stage.id})],
-            description=f"Are two annotators' answers in stage '{stage.name}' of {owner.name} equivalent? "
-            "Created for the agreement report.",
-            actor_id=actor_id,
-        )
-        judging = projects.stages_of(session, project.id)[0]
+        judging = _new_judging_stage(session, stage, overlap, actor_id)
     to_judge = [p for p in pairs if not p.same_wording]
+    rows = _judgement_items(session, stage, judging, to_judge)
+    created = 0
+    if rows:
+        created = len(
+            session.execute(
+                pg_insert(Item).values(rows).on_conflict_do_nothing(index_elements=["project_id", "external_id"]).returning(Item.id)
+            ).all()
+        )
+    record(session, "equivalence.create", actor_id=actor_id, target=f"stage:{stage.id}", created=created, pairs=len(pairs))
+    return {
+        "project_id": judging.project_id,
+        "stage_id": judging.id,
+        "pairs": len(pairs),
+        "same_wording": len(pairs) - len(to_judge),
+        "created": created,
+    }
+
+
+def _new_judging_stage(session: Session, stage: Stage, overlap: int, actor_id: int | None) -> Stage:
+    """The companion project whose one stage judges the stage's answer pairs; its stage."""
+    owner = projects.get_project(session, stage.project_id)
+    project = projects.create_project(
+        session,
+        f"{owner.name} · {stage.name} equivalence",
+        [projects.StageSpec(workflow=declared(stage).judge, overlap=overlap, config={"judges_stage": stage.id})],
+        description=f"Are two annotators' answers in stage '{stage.name}' of {owner.name} equivalent? "
+        "Created for the agreement report.",
+        actor_id=actor_id,
+    )
+    return projects.stages_of(session, project.id)[0]
+
+
+def _judgement_items(session: Session, stage: Stage, judging: Stage, to_judge: list) -> list[dict[str, Any]]:
+    """The judging stage's item rows, one per pair: the two answers, where they came from, and the item's image."""
     items = {i.id: i for i in session.scalars(sa.select(Item).where(Item.id.in_({p.item_id for p in to_judge})))}
     rows = []
     for p in to_judge:
@@ -129,21 +154,7 @@ def create_judgements(session: Session, stage_id: int, *, overlap: int = 1, acto
             {"project_id": judging.project_id, "external_id": p.key, "data": data, "assets": assets,
              "stage_id": judging.id, "status": ITEM_START, "slots_left": judging.overlap}
         )
-    created = 0
-    if rows:
-        created = len(
-            session.execute(
-                pg_insert(Item).values(rows).on_conflict_do_nothing(index_elements=["project_id", "external_id"]).returning(Item.id)
-            ).all()
-        )
-    record(session, "equivalence.create", actor_id=actor_id, target=f"stage:{stage.id}", created=created, pairs=len(pairs))
-    return {
-        "project_id": judging.project_id,
-        "stage_id": judging.id,
-        "pairs": len(pairs),
-        "same_wording": len(pairs) - len(to_judge),
-        "created": created,
-    }
+    return rows
 
 
 def judged(session: Session, stage: Stage) -> dict[str, bool]:
