@@ -40,6 +40,7 @@ from app.web import (
     export_pages,
     gold_api,
     gold_pages,
+    leaks_api,
     project_pages,
     review_pages,
 )
@@ -149,6 +150,7 @@ def _mount_routes(app: FastAPI) -> None:
     # shares a path with the annotation pages, so the order changes no match.
     app.include_router(api.router)
     app.include_router(gold_api.router)
+    app.include_router(leaks_api.router)
     for module in (api_items, api_review, api_suggestions, draft_api):
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
