@@ -32,7 +32,7 @@ from app.datasets import draft_kinds
 from app.datasets.draft import DraftInvalid, DraftKind
 from app.datasets.suggest import ItemInput
 from app.db import transaction
-from app.drafting.backends import DrafterError, DraftImage, DraftReply, DraftRequest, build
+from app.drafting.backends import DraftImage, DraftReply, DraftRequest, DrafterError, build
 from app.drafting.config import OpenAIDrafter, drafters
 from app.errors import DomainError
 from app.models import Asset, DraftFailure, Item, Prompt, Suggestion

@@ -15,7 +15,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation
 from app.services.projects import projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Then, csrf_protect, page_user, page_work, savepoint
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, page_work, savepoint, Then
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])

@@ -18,7 +18,7 @@ from app.services.review import review
 from app.web.assets import CACHE, _lookup
 from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
 from app.web.limits import ApiRouter
-from app.web.schemas import CurrentAnnotation, FILE, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
+from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
 from app.web.uploads import run_upload_import
 
 router = ApiRouter(tags=["items"])

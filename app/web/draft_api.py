@@ -14,7 +14,7 @@ from app.services.projects import jobs_view, projects
 from app.web.assets import attachment
 from app.web.deps import BigId, Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
-from app.web.schemas import DraftEvaluation, DraftKindOut, FILE, PromptIn, PromptOut, RunCounts, RunIn, RunOut, RunProgress
+from app.web.schemas import FILE, DraftEvaluation, DraftKindOut, PromptIn, PromptOut, RunCounts, RunIn, RunOut, RunProgress
 
 router = ApiRouter(tags=["drafting"])
 admin = api_role(Role.admin)

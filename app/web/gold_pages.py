@@ -8,7 +8,7 @@ from fastapi.responses import RedirectResponse
 from app.errors import DomainError
 from app.models import Role
 from app.services.quality import gold
-from app.web.deps import BigId, Db, Id, INT4_MAX, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash
 from app.web.uploads import spooled
 

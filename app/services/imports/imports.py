@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import Invalid
 from app.services.annotation import sampling
-from app.services.imports.import_batches import Batches, MAX_REPORTED_ERRORS
+from app.services.imports.import_batches import MAX_REPORTED_ERRORS, Batches
 from app.services.imports.import_sources import ImageSource, Staging, staged_images, sweep_staging
 from app.services.imports.records import parse_records
 from app.services.projects.projects import get_project, stages_of
