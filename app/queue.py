@@ -158,7 +158,7 @@ PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 # share; whether any lease of the stage ran out (index ix_assignments_leases), so that the
 # statement returning their slots runs only then (its statement-level counter triggers cost
 # milliseconds even when it moves no row); and whether the stage paused their leases (a flag
-# raised by planted wrong drafts, app.services.bias.probe_catch: one primary-key probe).
+# raised by planted wrong drafts, app.services.quality.bias.probe_catch: one primary-key probe).
 _MINE = sa.text(
     f"""
     SELECT live.id, live.item_id, live.lease_until, EXISTS (
@@ -201,7 +201,7 @@ _floors: weakref.WeakKeyDictionary[sa.Engine, dict[int, tuple[int, float, float]
 
 _TAKE_SLOT = sa.text("UPDATE items SET slots_left = slots_left - 1 WHERE id = :item")
 MAX_PICKS = 8
-# A flagged annotator in a stage whose probe action is "pause" (app.services.bias.probe_catch).
+# A flagged annotator in a stage whose probe action is "pause" (app.services.quality.bias.probe_catch).
 PAUSED = ("Your work in this stage is paused: you caught too few of the planted wrong drafts, and no check item "
           "is left for you to show otherwise. Ask an admin.")
 # Another annotator's assignment and a missing one get the same answer, so that ids cannot be enumerated.

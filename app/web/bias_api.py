@@ -8,7 +8,7 @@ from fastapi import Depends, Query, Response
 from pydantic import BaseModel, Field
 
 from app.models import Role
-from app.services import bias
+from app.services.quality import bias
 from app.web.assets import attachment
 from app.web.deps import Db, Id, Principal, api_role
 from app.web.limits import ApiRouter

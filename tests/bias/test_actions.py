@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from app.errors import Conflict
 from app.models import AnnotatorFlag, AuditEvent, GoldItem
-from app.services import annotation
+from app.services.annotation import annotation
 from tests import factories
 from tests.bias.test_simulation import answer, work
 from tests.bias.world import stage

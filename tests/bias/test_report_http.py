@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.db import transaction
-from app.services import bias
+from app.services.quality import bias
 from tests import factories
 from tests.bias.test_simulation import work
 from tests.bias.world import stage

@@ -9,7 +9,8 @@ import random
 import uuid
 
 from app.datasets.voldoger.verify import CHECK_KIND, check_values
-from app.services import annotation, bias
+from app.services.annotation import annotation
+from app.services.quality import bias
 from tests import factories
 from tests.bias.world import stage, truth_answer
 

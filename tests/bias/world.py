@@ -8,7 +8,8 @@ import random
 
 from app.datasets.voldoger.verify import CHECK_KIND
 from app.models import Item, Stage
-from app.services import gold, suggestions
+from app.services.annotation import suggestions
+from app.services.quality import gold
 from tests import factories
 
 DRAFT_MODEL, DRAFT_VERSION = "tiny-vlm", "voldoger.check v1"

@@ -12,7 +12,7 @@ from app.bias import arms
 from app.datasets import all_tasks, draft_kinds
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, Stage
-from app.services import suggestions
+from app.services.annotation import suggestions
 from tests.bias.world import stage as voldoger_stage
 from tests.conftest import PASSWORD, make_user
 from tests.drafting.test_every_kind import item_input
