@@ -7,10 +7,12 @@ presigned URLs (`url`, when VLCURATE_S3_PRESIGN_SECONDS is set).
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -246,3 +248,38 @@ def make_storage(settings: Settings) -> Storage:
             presign_seconds=settings.s3_presign_seconds, public_endpoint_url=settings.s3_public_endpoint_url,
         )
     return LocalStorage(settings.storage_dir)
+
+
+class _Drain(io.RawIOBase):
+    """A write-only stream whose bytes are taken out as they come (zipfile writes a stream that
+    cannot seek with data descriptors, so the archive goes out as it is made)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        out, self.parts = b"".join(self.parts), []
+        return out
+
+
+def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 4 * READ_CONCURRENCY) -> Iterator[bytes]:
+    """A zip of the objects under `keys`' values, each named by its key in `keys`, stored as they are
+    (images are compressed already), read `chunk_size` at a time (concurrently, `get_many`) and
+    yielded a chunk at a time."""
+    sink = _Drain()
+    names = list(keys)
+    with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED) as archive:
+        for start in range(0, len(names), chunk_size):
+            chunk = names[start:start + chunk_size]
+            objects = get_many(storage, [keys[name] for name in chunk])
+            for name in chunk:
+                archive.writestr(name, objects[keys[name]])
+            yield sink.take()
+    yield sink.take()

@@ -3,7 +3,7 @@ read the project's settings, stream its finished records, and fetch stored image
 
 from __future__ import annotations
 
-from fastapi import Depends, File, HTTPException, Query, Request, Response, UploadFile
+from fastapi import Body, Depends, File, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 
 from app.datasets import get_task
@@ -12,7 +12,8 @@ from app.exporters import formats_for, project_dataset
 from app.models import Role
 from app.services import finals, items, projects, review
 from app.services.pipeline import submitted_annotations
-from app.web.assets import CACHE, _lookup
+from app.storage import zipped
+from app.web.assets import CACHE, _lookup, lookup_many
 from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
 from app.web.limits import ApiRouter
 from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
@@ -22,6 +23,8 @@ router = ApiRouter(tags=["items"])
 admin = api_role(Role.admin)
 reviewer = api_role(Role.reviewer)
 
+IMAGE_PAGE = 1000  # images one request may ask for
+ZIP = {200: {"description": "A zip (stored, not compressed) holding each image under its sha256", "content": {"application/zip": {}}}}
 JSON_LINES = {200: {"description": "One FinalRecord per line", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}}
 
 
@@ -125,3 +128,17 @@ def image(request: Request, sha256: str, session: Db, user: Principal = Depends(
     except KeyError:
         raise HTTPException(404, "The image is not in storage.") from None
     return Response(data, media_type=asset.mime, headers={"ETag": f'"{sha256}"', "Cache-Control": CACHE})
+
+
+@router.post("/images/batch", response_class=StreamingResponse, responses=ZIP)
+def image_batch(
+    request: Request,
+    session: Db,
+    sha256: list[str] = Body(..., embed=True, min_length=1, max_length=IMAGE_PAGE, description="The images' sha256"),
+    user: Principal = Depends(api_user),
+):
+    """Up to 1,000 stored images in one answer, a zip streamed as the storage reads them: a client
+    pulling finals with images asks for a page at a time instead of one request an image (404
+    naming the images the server does not hold, before anything is sent)."""
+    keys = {sha: asset.storage_key for sha, asset in lookup_many(session, sha256).items()}
+    return StreamingResponse(zipped(request.app.state.storage, keys), media_type="application/zip")

@@ -46,6 +46,14 @@ class Reply:
 
 
 @dataclass
+class Parallel:
+    """Calls sent at once; the operation gets back a list in their order, each a Reply or the
+    VlcurateError that call raised (the operation decides what a refusal means)."""
+
+    calls: list[Call]
+
+
+@dataclass
 class Sleep:
     seconds: float
 

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import httpx
 
 from vlcurate import _dataset
 from vlcurate._ops import Operations
-from vlcurate._protocol import NEXT_LINE, Call, Emit, Op, Reply, Sleep, check
+from vlcurate._protocol import NEXT_LINE, Call, Emit, Op, Parallel, Reply, Sleep, check
 from vlcurate.errors import ConnectionFailed, VlcurateError
 
 RETRIES = 3
@@ -212,9 +213,10 @@ class Client(Operations, _Api):
         """The finished records as a `datasets.Dataset`, images as `Image` features (see `final_records`
         for the records one at a time). Its Arrow files go to the `datasets` cache, or `cache_dir`."""
         folder = Path(tempfile.mkdtemp(prefix="vlcurate-finals-"))
+        _dataset.preload()
         try:
-            settings, keys = self._run(self._download_finals(project, split, folder))
-            return _dataset.build(folder, settings, keys, cache_dir)
+            settings, keys, pages = self._run(self._download_finals(project, split, folder))
+            return _dataset.build(folder, settings, keys, pages, cache_dir)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -237,6 +239,20 @@ class Client(Operations, _Api):
             except httpx.TransportError as exc:
                 time.sleep(_retry_delay(call, attempt, self.retries, exc))
 
+    def _send_one(self, call: Call) -> Reply | VlcurateError:
+        try:
+            with ExitStack() as stack:
+                return self._send(call, stack)[0]
+        except VlcurateError as exc:
+            return exc
+
+    def _send_all(self, calls: list[Call]) -> list[Reply | VlcurateError]:
+        """The calls sent at once, from threads (httpx's client and its connection pool are thread-safe)."""
+        if len(calls) == 1:
+            return [self._send_one(calls[0])]
+        with ThreadPoolExecutor(len(calls), thread_name_prefix="vlcurate-send") as pool:
+            return list(pool.map(self._send_one, calls))
+
     def _iter(self, op: Op) -> Iterator[Any]:
         with ExitStack() as stack:
             lines = None
@@ -251,6 +267,8 @@ class Client(Operations, _Api):
                     elif isinstance(step, Sleep):
                         time.sleep(step.seconds)
                         step = next(op)
+                    elif isinstance(step, Parallel):
+                        step = op.send(self._send_all(step.calls))
                     else:
                         reply, lines = self._send(step, stack)
                         step = op.send(reply)
@@ -295,9 +313,10 @@ class AsyncClient(Operations, _Api):
 
     async def finals(self, project: int | str, split: str | None = None, *, cache_dir: str | None = None):
         folder = Path(tempfile.mkdtemp(prefix="vlcurate-finals-"))
+        _dataset.preload()
         try:
-            settings, keys = await self._run(self._download_finals(project, split, folder))
-            return await asyncio.to_thread(_dataset.build, folder, settings, keys, cache_dir)
+            settings, keys, pages = await self._run(self._download_finals(project, split, folder))
+            return await asyncio.to_thread(_dataset.build, folder, settings, keys, pages, cache_dir)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -320,6 +339,13 @@ class AsyncClient(Operations, _Api):
             except httpx.TransportError as exc:
                 await asyncio.sleep(_retry_delay(call, attempt, self.retries, exc))
 
+    async def _send_one(self, call: Call) -> Reply | VlcurateError:
+        try:
+            async with AsyncExitStack() as stack:
+                return (await self._send(call, stack))[0]
+        except VlcurateError as exc:
+            return exc
+
     async def _iter(self, op: Op, result: list | None = None) -> AsyncIterator[Any]:
         async with AsyncExitStack() as stack:
             lines = None
@@ -334,6 +360,8 @@ class AsyncClient(Operations, _Api):
                     elif isinstance(step, Sleep):
                         await asyncio.sleep(step.seconds)
                         step = next(op)
+                    elif isinstance(step, Parallel):
+                        step = op.send(list(await asyncio.gather(*(self._send_one(c) for c in step.calls))))
                     else:
                         reply, lines = await self._send(step, stack)
                         step = op.send(reply)

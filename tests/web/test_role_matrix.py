@@ -107,6 +107,7 @@ ACCESS = {
     ("GET", "/api/v1/projects/{project_id}/settings"): USER,
     ("GET", "/api/v1/projects/{project_id}/finals"): ADMIN,
     ("GET", "/api/v1/images/{sha256}"): USER,
+    ("POST", "/api/v1/images/batch"): USER,
     ("GET", "/api/v1/stages/{stage_id}/review"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/send-back"): REVIEWER,
