@@ -11,9 +11,10 @@ from vlcurate.errors import (
     ServerError,
     TooLarge,
     Unauthorized,
+    UnexpectedAnswer,
     VlcurateError,
 )
 
 __version__ = "0.1.0"
 __all__ = ["AsyncClient", "Client", "Conflict", "ConnectionFailed", "Forbidden", "Invalid", "NotFound", "ServerError",
-           "TooLarge", "Unauthorized", "VlcurateError"]
+           "TooLarge", "Unauthorized", "UnexpectedAnswer", "VlcurateError"]

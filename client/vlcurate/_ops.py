@@ -11,7 +11,7 @@ from typing import Any
 
 from vlcurate import records as rec
 from vlcurate._dataset import image_page
-from vlcurate._protocol import NEXT_LINE, Call, Emit, Op, Parallel, Sleep
+from vlcurate._protocol import NEXT_LINE, Call, Emit, Op, Parallel, Sleep, expect_json
 from vlcurate.errors import NotFound, VlcurateError
 from vlcurate.models import (
     AgreementReport,
@@ -249,7 +249,8 @@ class Operations:
     def _final_records(self, project: int | str, split: str | None = None, version: int | None = None) -> Op:
         pid = yield from self._project_id(project)
         params = {k: v for k, v in (("split", split), ("version", version)) if v is not None}
-        yield Call("GET", f"/projects/{pid}/finals", params=params, stream=True, idempotent=True)
+        reply = yield Call("GET", f"/projects/{pid}/finals", params=params, stream=True, idempotent=True)
+        expect_json(reply.status, reply.headers)
         while (line := (yield NEXT_LINE)) is not None:
             if line.strip():
                 yield Emit(FinalRecord.model_validate_json(line))

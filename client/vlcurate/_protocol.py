@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlcurate.errors import error_for
+from vlcurate.errors import UnexpectedAnswer, error_for
 
 NEXT_LINE = object()  # yielded on a streamed call: send me the body's next line
 
@@ -42,7 +42,11 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     def json(self) -> Any:
-        return json.loads(self.content) if self.content else None
+        """The body parsed as JSON; UnexpectedAnswer where the server answered something else."""
+        if not self.content:
+            return None
+        expect_json(self.status, self.headers, self.content)
+        return json.loads(self.content)
 
 
 @dataclass
@@ -66,10 +70,27 @@ class Emit:
 Op = Generator[Any, Any, Any]
 
 
-def check(status: int, content: bytes) -> None:
-    """Raise the typed error of a refused call."""
+JSON_TYPES = ("application/json", "application/x-ndjson", "application/problem+json")
+
+
+def expect_json(status: int, headers: dict[str, str], content: bytes = b"") -> None:
+    """Raise UnexpectedAnswer unless the answer says it is JSON (or JSON lines): an HTML page, say,
+    from a URL that is not a vlcurate server's (or a proxy's error page)."""
+    content_type = headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() in JSON_TYPES:
+        return
+    excerpt = " ".join(content[:200].decode("utf-8", "replace").split())[:120]
+    raise UnexpectedAnswer(
+        f"The server answered HTTP {status} with {content_type or 'no content type'}, not JSON: is this the URL of a "
+        f"vlcurate server (its root, without /api/v1)?" + (f" The answer began: {excerpt!r}" if excerpt else ""), status=status)
+
+
+def check(status: int, content: bytes, headers: dict[str, str] | None = None) -> None:
+    """Raise the typed error of a refused call (UnexpectedAnswer where its body is not JSON)."""
     if status < 400:
         return
+    if content and headers is not None:
+        expect_json(status, headers, content)
     try:
         body = json.loads(content)
     except ValueError:

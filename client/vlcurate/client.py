@@ -26,9 +26,16 @@ BACKOFF = 0.5  # seconds before the first retry; doubled each time
 
 
 def _base(url: str | None) -> str:
+    """The API's base URL; ValueError at once (no request, no retry) for one that cannot be a server's."""
     url = url or os.environ.get("VLCURATE_SERVER")
     if not url:
         raise ValueError("Give the server's URL (or set VLCURATE_SERVER).")
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"The server's URL {url!r} is not a URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"The server's URL {url!r} needs its scheme and host, as in http://localhost:8000 or https://{url.split('://')[-1]}")
     return url.rstrip("/") + "/api/v1"
 
 
@@ -48,7 +55,7 @@ def _retry_delay(call: Call, attempt: int, retries: int, exc: httpx.TransportErr
 
 
 def _reply(response: httpx.Response) -> Reply:
-    check(response.status_code, response.content)
+    check(response.status_code, response.content, dict(response.headers))
     return Reply(response.status_code, response.content, dict(response.headers))
 
 
@@ -228,7 +235,7 @@ class Client(Operations, _Api):
                 if call.stream or call.download_to is not None:
                     response = stack.enter_context(self.http.stream(call.method, call.path, **_request(call)))
                     if response.status_code >= 400:
-                        check(response.status_code, response.read())
+                        check(response.status_code, response.read(), dict(response.headers))
                     if call.download_to is not None:
                         with open(call.download_to, "wb") as fh:
                             for chunk in response.iter_bytes(1 << 20):
@@ -328,7 +335,7 @@ class AsyncClient(Operations, _Api):
                 if call.stream or call.download_to is not None:
                     response = await stack.enter_async_context(self.http.stream(call.method, call.path, **_request(call)))
                     if response.status_code >= 400:
-                        check(response.status_code, await response.aread())
+                        check(response.status_code, await response.aread(), dict(response.headers))
                     if call.download_to is not None:
                         with open(call.download_to, "wb") as fh:
                             async for chunk in response.aiter_bytes(1 << 20):

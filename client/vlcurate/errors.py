@@ -20,6 +20,12 @@ class ConnectionFailed(VlcurateError):
     """No answer from the server (after the retries an idempotent call gets)."""
 
 
+class UnexpectedAnswer(VlcurateError):
+    """The server answered something other than the API's JSON (an HTML page, say): the URL is not a
+    vlcurate server's, or a proxy in between answered instead; the message names the status, the
+    content type and how the answer began."""
+
+
 class BadRequest(VlcurateError):
     status = 400
 
