@@ -97,3 +97,25 @@ def build(folder: Path, settings: ProjectSettings, keys: list[str], pages: dict[
                           new_fingerprint=f"vlcurate-{folder.name}")
     finally:
         images.close()
+
+
+def annotation_table(path: Path, cache_dir: str | None = None) -> datasets.Dataset:
+    """A Dataset of the annotation rows in the JSON lines at `path` (`AnnotationRow`), written to Arrow
+    in batches. Payloads become a struct column; where the stages' answers cannot share one (a field
+    that is text in one and a list in another), each payload is kept as its JSON text instead."""
+    import datasets
+
+    from vlcurate.models import AnnotationRow
+
+    if path.stat().st_size == 0:
+        return datasets.Dataset.from_dict({name: [] for name in AnnotationRow.model_fields})
+    try:
+        return datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=cache_dir)
+    except (datasets.exceptions.DatasetGenerationError, TypeError, ValueError):
+        text = path.with_name("annotations-text.jsonl")
+        with path.open(encoding="utf-8") as src, text.open("w", encoding="utf-8") as out:
+            for line in src:
+                row = json.loads(line)
+                row["payload"] = json.dumps(row["payload"], ensure_ascii=False, sort_keys=True)
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return datasets.load_dataset("json", data_files=str(text), split="train", cache_dir=cache_dir)

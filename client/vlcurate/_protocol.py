@@ -12,7 +12,7 @@ import json
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vlcurate.errors import UnexpectedAnswer, error_for
 
@@ -26,6 +26,7 @@ class Call:
     params: dict[str, Any] | None = None
     json: Any = None
     files: dict[str, Any] | None = None
+    data: dict[str, str] | None = None  # form fields sent with `files`
     idempotent: bool = False  # safe to send again after a connection error
     stream: bool = False  # the body is read line by line (NEXT_LINE)
     download_to: Path | None = None  # the body is written to this file
@@ -67,7 +68,9 @@ class Emit:
     value: Any
 
 
-Op = Generator[Any, Any, Any]
+T = TypeVar("T")
+# An operation: yields Calls (and the other steps above), gets Replies back, returns a T.
+Op = Generator[Any, Any, T]
 
 
 JSON_TYPES = ("application/json", "application/x-ndjson", "application/problem+json")

@@ -51,6 +51,7 @@ class ImportOut(BaseModel):
 
 class RecordsOut(ImportOut):
     skipped: int = Field(description="Records whose id the project has already (left as they are)")
+    updated: int = Field(0, description="Records whose id the project had, updated (on_conflict=update): a new revision each")
 
 
 class ClaimOut(BaseModel):
@@ -495,5 +496,7 @@ class LeakJob(BaseModel):
     poll: str = Field(description="GET it for the job's state")
     report: str = Field(description="GET it for the newest stored report, once the job succeeded")
 
+
+from vlcurate.models_manage import *  # noqa: E402, F403  (one namespace for every model of the API)
 
 __all__ = [name for name, value in list(globals().items()) if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]

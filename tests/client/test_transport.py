@@ -35,9 +35,9 @@ def hanging_up():
 
 
 def test_reads_are_retried_and_writes_are_not(hanging_up, monkeypatch):
-    import vlcurate.client
+    import vlcurate._transport
 
-    monkeypatch.setattr(vlcurate.client, "BACKOFF", 0.01)
+    monkeypatch.setattr(vlcurate._transport, "BACKOFF", 0.01)
     url, accepted = hanging_up
     with Client(url, "token", retries=2) as client:
         with pytest.raises(ConnectionFailed):
