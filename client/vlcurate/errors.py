@@ -27,6 +27,8 @@ class UnexpectedAnswer(VlcurateError):
 
 
 class BadRequest(VlcurateError):
+    """The request could not be read (400)."""
+
     status = 400
 
 
@@ -43,14 +45,20 @@ class Forbidden(VlcurateError):
 
 
 class NotFound(VlcurateError):
+    """No such project, stage, item, image or file (404)."""
+
     status = 404
 
 
 class Conflict(VlcurateError):
+    """The request conflicts with the state it found, such as an item already reviewed (409)."""
+
     status = 409
 
 
 class TooLarge(VlcurateError):
+    """The upload is larger than the server's limit (413)."""
+
     status = 413
 
 
@@ -61,10 +69,14 @@ class Invalid(VlcurateError):
 
 
 class RateLimited(VlcurateError):
+    """Too many requests for now (429): try again later."""
+
     status = 429
 
 
 class ServerError(VlcurateError):
+    """The server failed (5xx); its log says why."""
+
     status = 500
 
 
