@@ -3,7 +3,9 @@ read the project's settings, stream its finished records, and fetch stored image
 
 from __future__ import annotations
 
-from fastapi import Body, Depends, File, HTTPException, Query, Request, Response, UploadFile
+from typing import Literal
+
+from fastapi import Body, Depends, File, Form, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 
 from app.datasets import get_task
@@ -70,11 +72,15 @@ def push_records(
     session: Db,
     file: UploadFile = File(..., description="JSONL, JSON array or CSV of records"),
     images: UploadFile | None = File(None, description="zip of the images the records name"),
+    on_conflict: Literal["skip", "update"] = Form("skip", description="A record whose id the project has: left out, or made the item's new revision"),
     user: Principal = Depends(admin),
 ):
     """Import a batch of records, leaving out those whose id the project has already: pushing the same
-    batch again changes nothing, and a push that stopped midway resumes by pushing everything again."""
-    result = run_upload_import(request, session, project_id, file, images, user.id, skip_existing=True)
+    batch again changes nothing, and a push that stopped midway resumes by pushing everything again.
+    With on_conflict=update, such a record replaces the item's record where it differs, as a new
+    revision: the item's history keeps the record before (annotations are never touched)."""
+    result = run_upload_import(request, session, project_id, file, images, user.id, skip_existing=True,
+                               update_existing=on_conflict == "update")
     return RecordsOut(**result.__dict__)
 
 

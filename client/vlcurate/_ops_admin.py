@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import ValidationError
+
 from vlcurate import records as rec
 from vlcurate._ops import Operations, ProjectRef
 from vlcurate._protocol import Call, Op
+from vlcurate.errors import Invalid, NotFound
 from vlcurate.models import ProjectSettings, ProjectUpdate, RecordsHidden, TokenOut, UserCreated, UserOut
 from vlcurate.models_manage import MAX_IDS
 
@@ -37,14 +40,16 @@ class AdminOps(Operations):
             return user
         found = [u.id for u in (yield from self._users()) if u.username == user]
         if not found:
-            from vlcurate.errors import NotFound
-
             raise NotFound(f"No user named {user!r}.", status=404)
         return found[0]
 
     def _update_project(self, project: ProjectRef, changes: dict[str, Any]) -> Op[ProjectSettings]:
         pid = yield from self._project_id(project)
-        body = ProjectUpdate.model_validate(changes).model_dump(exclude_none=True)
+        try:  # checked here first: the same messages as the server's, without a request
+            body = ProjectUpdate.model_validate(changes).model_dump(exclude_none=True)
+        except ValidationError as exc:
+            raise Invalid("The project's changes are not valid.", [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()],
+                          status=422) from None
         reply = yield Call("PATCH", f"/projects/{pid}", json=body, idempotent=True)  # the same values again change nothing
         return ProjectSettings.model_validate(reply.json())
 

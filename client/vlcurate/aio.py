@@ -115,7 +115,7 @@ class AsyncClient(AsyncDriver):
     async def update_project(self, project: ProjectRef, *, name: str | None = None, description: str | None = None,
                        stages: list[dict[str, Any]] | None = None) -> ProjectSettings:
         """Rename the project, change its description, or its stages' settings: `stages` as [{"id": 3,
-        "overlap": 2, "lease_seconds": 600, "guidelines": "...", "name": "..."}]; what is left out stays (admin)."""
+        "lease_seconds": 600, "guidelines": "...", "name": "..."}]; what is left out stays (admin)."""
         return await self._run(self._update_project(project, {"name": name, "description": description, "stages": stages or []}))
 
     async def delete_project(self, project: ProjectRef, *, confirm: str) -> None:

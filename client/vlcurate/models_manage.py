@@ -17,7 +17,6 @@ class StageUpdate(BaseModel):
 
     id: int = Field(description="The stage")
     name: str | None = Field(None, min_length=1, max_length=100)
-    overlap: int | None = Field(None, ge=1, le=100, description="Annotators per item (items already done keep theirs)")
     lease_seconds: int | None = Field(None, ge=1, le=7 * 24 * 3600)
     guidelines: str | None = Field(None, max_length=100_000)
 
