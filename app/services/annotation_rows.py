@@ -18,7 +18,7 @@ FETCH = 2000  # rows a round trip to the cursor, and lines a chunk of the stream
 # The first review event on the item in the stage at or after the annotation decides it.
 _ROWS = """
 SELECT a.id, a.item_id, i.external_id, a.stage_id, st.name, a.annotator_id, u.username, a.revision, a.payload::text,
-       to_json(asg.created_at)#>>'{}', to_json(a.created_at)#>>'{}', a.seconds_spent,
+       asg.created_at, a.created_at, a.seconds_spent,
        (SELECT json_agg(json_build_object('kind', o.kind, 'model', o.model, 'model_version', o.model_version,
                                           'outcome', o.outcome) ORDER BY o.id)
           FROM suggestion_outcomes o WHERE o.annotation_id = a.id)::text,
@@ -69,6 +69,6 @@ def annotation_lines(session: Session, project_id: int, stage_id: int | None, *,
                 lines.append(
                     f'{{"annotation_id": {aid}, "item_id": {item_id}, "external_id": {dumps(external_id, ensure_ascii=False)}, '
                     f'"stage_id": {sid}, "stage": {dumps(stage, ensure_ascii=False)}, "annotator": {dumps(who)}, "revision": {revision}, '
-                    f'"payload": {payload}, "claimed_at": {dumps(claimed)}, "submitted_at": {dumps(submitted)}, '
+                    f'"payload": {payload}, "claimed_at": "{claimed.isoformat()}", "submitted_at": "{submitted.isoformat()}", '
                     f'"seconds_spent": {dumps(seconds)}, "suggestions": {shown or "[]"}, "review": {dumps(decision(aid, action, how))}}}\n')
             yield "".join(lines)
