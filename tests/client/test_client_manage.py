@@ -122,3 +122,27 @@ def test_users_tokens_and_gold(live_server, setup):
             admin.import_gold(stage, [{"id": "wd-0002", "answer": {"verdict": "maybe"}}])
         report = admin.gold_accuracy(stage, samples=10)
         assert report.gold_items == 1 and report.annotators == {}
+
+
+@pytest.mark.committed
+def test_pushed_suggestions_follow_the_kinds_schema(live_server, setup, committed):
+    pid, stage, _, tokens = setup
+    with Client(live_server, tokens["admin"]) as admin:
+        admin.push_records(pid, wikido_dataset(2), progress=False)
+        with pytest.raises(Invalid) as refused:
+            admin.push_suggestions(stage, "outside", "v1", [
+                {"external_id": "wd-0000", "kind": "wikido.unsupported", "payload": {"spans": "all"}},
+                {"external_id": "wd-0001", "kind": "wikido.itm", "payload": {"score": "high"}},
+                {"external_id": "wd-0001", "kind": "wikido.caption", "payload": {"caption": "x" * 5001}},
+            ])
+        assert refused.value.message == "Nothing was stored."
+        assert refused.value.errors == [
+            "suggestions[0].payload: field 'spans': Input should be a valid list",
+            "suggestions[1].payload: field 'score': Input should be a valid number, unable to parse string as a number",
+            "suggestions[2].payload: field 'caption': String should have at most 5000 characters",
+        ]
+        stored = admin.push_suggestions(stage, "outside", "v1", [
+            {"external_id": "wd-0000", "kind": "wikido.unsupported", "payload": {"spans": [[0, 2]], "unrelated": False}},
+            {"external_id": "wd-0001", "kind": "wikido.itm", "payload": {"score": 0.25}},
+        ])
+        assert stored.stored == 2

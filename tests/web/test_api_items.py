@@ -26,7 +26,7 @@ def push(client, headers, pid: int, n: int = 6):
 @pytest.mark.committed  # the finals stream reads from a server-side cursor in its own transaction
 def test_records_items_finals_and_suggestions(client, app, api):
     pid, stage_id = wikido_project(app)
-    assert push(client, api["admin"], pid).json() == {"created": 6, "images": 0, "new_images": 0, "skipped": 0}
+    assert push(client, api["admin"], pid).json() == {"created": 6, "images": 0, "new_images": 0, "skipped": 0, "updated": 0}
     assert push(client, api["admin"], pid, 8).json()["skipped"] == 6
     page = client.get(f"/api/v1/projects/{pid}/items?limit=3", headers=api["admin"]).json()
     assert [r["external_id"] for r in page["items"]] == ["w0", "w1", "w2"]
