@@ -65,7 +65,7 @@ def _lines(file: Path) -> Iterator[str]:
 def push_records(client: Client, args: argparse.Namespace) -> None:
     file = Path(args.file)
     pushed = client.push_records(_ref(args.project), _lines(file), images=args.images or file.parent,
-                                 on_conflict="update" if args.update else "skip")
+                                 on_conflict="update" if args.update else "skip", progress=sys.stderr.isatty())
     print(f"Imported {pushed.created:,} items ({pushed.images:,} images, {pushed.new_images:,} new; "
           f"{pushed.skipped:,} already there, {pushed.updated:,} updated).")
 
