@@ -39,9 +39,9 @@ def _lookup(session: Session, sha256: str) -> Asset:
 def lookup_many(session: Session, shas: list[str]) -> dict[str, Asset]:
     """The stored images of the distinct `shas`; 404 naming those the server does not hold."""
     wanted = list(dict.fromkeys(shas))
-    bad = [sha for sha in wanted if not SHA_RE.match(sha)]
-    found = {} if bad else {a.sha256: a for a in session.scalars(sa.select(Asset).where(Asset.sha256.in_(wanted)))}
-    missing = bad or [sha for sha in wanted if sha not in found]
+    valid = [sha for sha in wanted if SHA_RE.match(sha)]
+    found = {a.sha256: a for a in session.scalars(sa.select(Asset).where(Asset.sha256.in_(valid)))} if valid else {}
+    missing = [sha for sha in wanted if sha not in found]
     if missing:
         raise HTTPException(404, f"No such image: {', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else ""))
     return {sha: found[sha] for sha in wanted}
