@@ -250,9 +250,9 @@ def make_storage(settings: Settings) -> Storage:
     return LocalStorage(settings.storage_dir)
 
 
-class _Drain(io.RawIOBase):
-    """A write-only stream whose bytes are taken out as they come (zipfile writes a stream that
-    cannot seek with data descriptors, so the archive goes out as it is made)."""
+class ChunkSink(io.RawIOBase):
+    """A write-only stream that hands out what was written so far (zipfile writes a stream that
+    cannot seek with data descriptors, so an archive goes out as it is made)."""
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
@@ -264,16 +264,16 @@ class _Drain(io.RawIOBase):
         self.parts.append(bytes(data))
         return len(data)
 
-    def take(self) -> bytes:
-        out, self.parts = b"".join(self.parts), []
-        return out
+    def drain(self) -> Iterator[bytes]:
+        parts, self.parts = self.parts, []
+        yield from parts
 
 
 def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 4 * READ_CONCURRENCY) -> Iterator[bytes]:
     """A zip of the objects under `keys`' values, each named by its key in `keys`, stored as they are
     (images are compressed already), read `chunk_size` at a time (concurrently, `get_many`) and
     yielded a chunk at a time."""
-    sink = _Drain()
+    sink = ChunkSink()
     names = list(keys)
     with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED) as archive:
         for start in range(0, len(names), chunk_size):
@@ -281,5 +281,5 @@ def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 4 * READ_CO
             objects = get_many(storage, [keys[name] for name in chunk])
             for name in chunk:
                 archive.writestr(name, objects[keys[name]])
-            yield sink.take()
-    yield sink.take()
+            yield from sink.drain()
+    yield from sink.drain()
