@@ -39,11 +39,11 @@ def push(session: Session, stage_id: int, rows: list[dict[str, Any]]) -> tuple[i
         if row["kind"] not in kinds:
             errors.append(f"{where}: kind {row['kind']!r} is not read by {stage.workflow}; use one of: {', '.join(kinds) or 'none'}")
             continue
-        if problems := task.check_suggestion(row["kind"], row["payload"], prefix=f"{where}."):
-            errors.extend(problems)
-            continue
         if row["external_id"] not in item_of:
             errors.append(f"{where}: no item with id {row['external_id']!r} in this project")
+            continue
+        if problems := task.check_suggestion(row["kind"], row["payload"], prefix=f"{where}."):
+            errors.extend(problems)
             continue
         key = (row["external_id"], row["kind"], row["model"], row["model_version"])
         if key in seen:
