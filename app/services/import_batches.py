@@ -183,9 +183,9 @@ class Batches:
         if not self.errors:
             self.new_images += _record_assets(self.session, fresh)
             if rows[self.fresh:]:  # records of items there before: a revision each where the record changed
-                revised = record_revisions.revise(self.session, self.project_id, rows[self.fresh:], self.actor_id)
-                self.updated += revised
-                self.skipped += len(rows) - self.fresh - revised
+                changed = record_revisions.revise(self.session, self.project_id, rows[self.fresh:], self.actor_id)
+                self.updated += changed
+                self.skipped += len(rows) - self.fresh - changed
                 rows = rows[:self.fresh]
             if rows:
                 cursor = self.copying.enter_context(self.raw.cursor())
