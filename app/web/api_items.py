@@ -26,7 +26,7 @@ admin = api_role(Role.admin)
 reviewer = api_role(Role.reviewer)
 
 IMAGE_PAGE = 1000  # images one request may ask for
-ZIP = {200: {"description": "A zip (stored, not compressed) holding each image under its sha256", "content": {"application/zip": {}}}}
+ZIP = {200: {"description": "A zip (stored, not compressed) holding each image under its sha256", "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}}}
 JSON_LINES = {200: {"description": "One FinalRecord per line", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}}
 
 
