@@ -5,12 +5,14 @@ the annotations as a Dataset equal to the items' history read directly; each wit
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from app.db import transaction
 from tests import factories
 from tests.client.test_client_live import png, wikido_dataset
-from vlcurate import Client, Conflict, Forbidden, Invalid, NotFound, Unauthorized
+from vlcurate import AsyncClient, Client, Conflict, Forbidden, Invalid, NotFound, Unauthorized
 
 
 def record(i: int, caption: str) -> dict:
@@ -146,3 +148,21 @@ def test_pushed_suggestions_follow_the_kinds_schema(live_server, setup, committe
             {"external_id": "wd-0001", "kind": "wikido.itm", "payload": {"score": 0.25}},
         ])
         assert stored.stored == 2
+
+
+@pytest.mark.committed
+def test_the_async_client_pushes_batches_at_once_and_streams_rows(live_server, setup):
+    pid, stage, _, tokens = setup
+
+    async def session() -> tuple[int, int, list[str]]:
+        async with AsyncClient(live_server, tokens["admin"]) as admin:
+            pushed = await admin.push_records(pid, wikido_dataset(7), batch_size=2, progress=False)  # 4 requests, 2 at a time
+            again = await admin.push_records(pid, wikido_dataset(7), batch_size=3, progress=False)
+            hidden = await admin.delete_records(pid, ["wd-0006"])
+            async with AsyncClient(live_server, tokens["annotator"]) as ann:
+                claimed = await ann.claim(stage)
+                await ann.submit(claimed.assignment_id, {"verdict": "wrong"})
+            rows = [r.annotator async for r in admin.annotation_rows(pid)]
+            return pushed.created + again.skipped, hidden.hidden, rows
+
+    assert asyncio.run(session()) == (14, 1, ["m-annotator"])
