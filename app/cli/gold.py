@@ -17,7 +17,7 @@ from app.errors import DomainError
 
 
 def _stage(session, project: str, stage: Optional[str]):
-    from app.services import projects
+    from app.services.projects import projects
 
     target = projects.find_project(session, project)
     chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
@@ -41,7 +41,7 @@ def gold_import(
             n = api.import_gold(st.id, file).imported
         console.print(f"{n:,} gold items in stage '{st.name}'.")
         return
-    from app.services import gold
+    from app.services.quality import gold
 
     settings, sessions = _sessions()
     try:
@@ -92,12 +92,12 @@ def gold_accuracy(
 
 
 def _local_accuracy(project: str, stage: Optional[str]) -> dict:
-    from app.services import gold
+    from app.services.quality import accuracy
 
     settings, sessions = _sessions()
     try:
         with transaction(sessions) as session:
-            return gold.accuracy_report(session, _stage(session, project, stage).id)
+            return accuracy.accuracy_report(session, _stage(session, project, stage).id)
     except DomainError as exc:
         _fail(exc.message, exc.errors)
     raise AssertionError("unreachable: _fail exits")
@@ -116,7 +116,7 @@ def step_bar() -> Iterator:
 def find_leaks(sessions, settings, project_id: int, version: int | None = None) -> dict:
     """Make and store a split version's leak report in this process, as the worker's job does
     (hashing the images that have no hash yet first), with a progress bar."""
-    from app.services import leaks
+    from app.services.leaks import leaks
     from app.storage import make_storage
 
     with step_bar() as progress:
@@ -134,7 +134,8 @@ def leaks_cmd(
 ) -> None:
     """Leakage and duplicates across and within a split version's splits (images and texts); exit 2 while leaks remain.
     With --server the server's worker makes the report (the newest split version's) and this follows its progress."""
-    from app.services import leaks, projects
+    from app.services.leaks import leaks
+    from app.services.projects import projects
 
     if server:
         if version is not None:

@@ -13,7 +13,8 @@ from vlcurate.models import MAX_SECONDS_SPENT
 from app.datasets import get_task
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
-from app.services import annotation, projects
+from app.services.annotation import annotation
+from app.services.projects import projects
 from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, page_work, savepoint, Then
 from app.web.templating import is_htmx, render, render_error
 

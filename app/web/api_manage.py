@@ -9,7 +9,9 @@ from fastapi.responses import StreamingResponse
 from app.db import transaction
 from app.errors import NotFound
 from app.models import Role
-from app.services import annotation_rows, project_admin, projects
+from app.services.projects import admin as project_admin
+from app.services.projects import projects
+from app.services.review import annotation_rows
 from app.web.api_items import project_settings
 from app.web.deps import Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
