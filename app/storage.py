@@ -281,5 +281,7 @@ def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 4 * READ_CO
             objects = get_many(storage, [keys[name] for name in chunk])
             for name in chunk:
                 archive.writestr(name, objects[keys[name]])
-            yield from sink.drain()
-    yield from sink.drain()
+            # One piece a chunk: a streamed response hands each piece to the server from a thread,
+            # and a piece a zip record (three an image) took 0.7 ms of the server's CPU an image.
+            yield b"".join(sink.drain())
+    yield b"".join(sink.drain())
