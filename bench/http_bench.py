@@ -1,6 +1,6 @@
 """HTTP benchmark of the annotation hot path: vlcurate `serve` against the bare stack, side by side.
 
-Starts bench/bare_app.py (FastAPI + psycopg pool, one SKIP LOCKED statement) and `vlcurate serve
+Starts bench/bare_app.py (the fastest FastAPI + async psycopg stack we can write: see its docstring) and `vlcurate serve
 --workers 1` and `--workers 2` on one scratch database, drives each with the same external load
 generator (wrk, one annotator token per connection, bench/http_bench.lua), and prints the ratios:
 
@@ -19,7 +19,7 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 
     python bench/http_bench.py [--clients 32] [--seconds 10] [--throughput-items 200000]
                                [--matrix 10000,1000000,10000000] [--matrix-cycles 200] [--matrix-rounds 10]
-                               [--skip-throughput] [--workers 1,2]
+                               [--skip-throughput] [--modes claim,fresh,cycle] [--workers 1,2]
 
 Uses DATABASE_URL's server when set, else an embedded PostgreSQL; needs `wrk` on PATH
 (Debian: apt-get install wrk). Load generator and servers share the machine: say how many cores.
@@ -158,7 +158,8 @@ class Server:
 
 def bare_server(url, stage: int) -> Server:
     port = free_port()
-    argv = [PYTHON, "-m", "uvicorn", "bare_app:app", "--app-dir", str(HERE), "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    argv = [PYTHON, "-m", "uvicorn", "bare_app:app", "--app-dir", str(HERE), "--port", str(port), "--loop", "uvloop",
+            "--http", "httptools", "--no-access-log", "--log-level", "warning"]
     return Server(argv, {"BARE_DSN": dsn(url), "BARE_STAGE": str(stage)}, port, "/openapi.json")
 
 
@@ -302,10 +303,14 @@ def main() -> None:
     parser.add_argument("--matrix-cycles", type=int, default=200, help="cycles per stage size and progress")
     parser.add_argument("--matrix-rounds", type=int, default=10, help="turns the sizes take, each of matrix-cycles / rounds cycles")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--modes", default=",".join(MODES), help="throughput measures to run (of claim,fresh,cycle)")
     args = parser.parse_args()
     if shutil.which("wrk") is None and not args.skip_throughput:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     workers = [int(w) for w in args.workers.split(",") if w]
+    modes = [m for m in args.modes.split(",") if m]
+    if not set(modes) <= set(MODES):
+        raise SystemExit(f"--modes: choose among {', '.join(MODES)}")
     sizes = [int(s) for s in args.matrix.split(",") if s]
     print(f"machine: {os.cpu_count()} cores; load generator and servers on the same machine", flush=True)
     with scratch_database() as (url, tmp), psycopg.connect(dsn(url), autocommit=True) as conn:
@@ -320,14 +325,14 @@ def main() -> None:
             conn.execute("ANALYZE")
             bare = bare_server(url, bare_stage)
             try:
-                for mode in MODES:
+                for mode in modes:
                     rows.append((mode, "bare", wrk(bare.port, mode, bare_stage, tokens_file, args.clients, args.seconds)))
             finally:
                 bare.stop()
             for w in workers:
                 server = vlcurate_server(url, w, tmp / "data")
                 try:
-                    for mode in MODES:
+                    for mode in modes:
                         rows.append((mode, f"workers {w}", wrk(server.port, mode, tp_stage, tokens_file, args.clients, args.seconds)))
                         if rows[-1][2]["errors"]:
                             print(f"{mode}, workers {w}: {rows[-1][2]['errors']} errors; the server's log ends:\n{server.tail()}")
