@@ -11,7 +11,7 @@ from app.errors import NotFound
 from app.models import Export, Role
 from app.services import agreement, annotation, export, projects, splits, targets
 from app.services import users as users_service
-from app.web.deps import Bearer, BigId, Db, Id, Principal, api_role, api_user, api_work
+from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (
     FILE,
@@ -68,45 +68,39 @@ def import_items(
     return ImportOut(created=result.created, images=result.images, new_images=result.new_images)
 
 
-# The annotation routes are the hot path: one threadpool hop for the whole unit of work (deps.api_work),
-# answers encoded once (the claim's JSON by PostgreSQL, the submit's by pydantic-core), no per-request
-# validation of what the service already shaped. Their schemas are still declared for OpenAPI.
+# The annotation routes are the hot path: answers encoded once (the claim's JSON by PostgreSQL, the
+# submit's by pydantic-core), no validation of what the service already shaped; their schemas are
+# still declared for OpenAPI.
 @router.post("/stages/{stage_id}/claim", response_model=ClaimOut, responses={204: {"description": "Nothing left for you"}})
-async def claim(stage_id: Id, request: Request, token: Bearer):
+def claim(stage_id: Id, session: Db, user: Principal = Depends(api_user)):
     """Your live lease in the stage if you hold one (a client that lost the answer gets it back),
     else the next item for you; 204 when nothing is left."""
-
-    def work(session, user: Principal) -> bytes | None:
-        claimed = annotation.resume_or_claim(session, stage_id, user.id, answer=True)
-        return None if claimed is None else annotation.claim_json(session, claimed, stage_id)
-
-    body = await api_work(request, token, work)
-    return Response(status_code=204) if body is None else Response(body, media_type="application/json")
+    claimed = annotation.resume_or_claim(session, stage_id, user.id, answer=True)
+    if claimed is None:
+        return Response(status_code=204)
+    return Response(annotation.claim_json(session, claimed, stage_id), media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/submit", response_model=SubmitOut)
-async def submit(assignment_id: BigId, body: SubmitIn, request: Request, token: Bearer):
-    def work(session, user: Principal):
-        return annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
-
-    result = await api_work(request, token, work)
+def submit(assignment_id: BigId, body: SubmitIn, session: Db, user: Principal = Depends(api_user)):
+    result = annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
     out = SubmitOut(annotation_id=result.annotation_id, revision=result.revision, replayed=result.replayed, item_status=result.item_status)
     return Response(out.model_dump_json(), media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/skip", status_code=204, response_class=Response)
-async def skip(assignment_id: BigId, request: Request, token: Bearer) -> None:
-    await api_work(request, token, lambda session, user: annotation.give_back(session, assignment_id, user.id, skip=True))
+def skip(assignment_id: BigId, session: Db, user: Principal = Depends(api_user)) -> None:
+    annotation.give_back(session, assignment_id, user.id, skip=True)
 
 
 @router.post("/assignments/{assignment_id}/release", status_code=204, response_class=Response)
-async def release(assignment_id: BigId, request: Request, token: Bearer) -> None:
-    await api_work(request, token, lambda session, user: annotation.give_back(session, assignment_id, user.id, skip=False))
+def release(assignment_id: BigId, session: Db, user: Principal = Depends(api_user)) -> None:
+    annotation.give_back(session, assignment_id, user.id, skip=False)
 
 
 @router.put("/assignments/{assignment_id}/draft", status_code=204, response_class=Response)
-async def save_draft(assignment_id: BigId, body: DraftIn, request: Request, token: Bearer) -> None:
-    await api_work(request, token, lambda session, user: annotation.save_draft(session, assignment_id, user.id, body.payload))
+def save_draft(assignment_id: BigId, body: DraftIn, session: Db, user: Principal = Depends(api_user)) -> None:
+    annotation.save_draft(session, assignment_id, user.id, body.payload)
 
 
 @router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True)
