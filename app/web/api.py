@@ -11,7 +11,8 @@ from app.errors import NotFound
 from app.models import Export, Role
 from app.services import agreement, annotation, export, projects, splits, targets
 from app.services import users as users_service
-from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
+from app.db import transaction
+from app.web.deps import Bearer, BigId, Db, Id, Principal, Sessions, api_role, api_user, token_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (
     FILE,
@@ -68,39 +69,45 @@ def import_items(
     return ImportOut(created=result.created, images=result.images, new_images=result.new_images)
 
 
-# The annotation routes are the hot path: answers encoded once (the claim's JSON by PostgreSQL, the
-# submit's by pydantic-core), no validation of what the service already shaped; their schemas are
-# still declared for OpenAPI.
+# The annotation routes are the hot path: each opens its one transaction itself, the token's owner read
+# in it (one threadpool hop a request, see deps.Sessions); answers encoded once (the claim's JSON by
+# PostgreSQL, the submit's by pydantic-core); their schemas are still declared for OpenAPI.
 @router.post("/stages/{stage_id}/claim", response_model=ClaimOut, responses={204: {"description": "Nothing left for you"}})
-def claim(stage_id: Id, session: Db, user: Principal = Depends(api_user)):
+def claim(stage_id: Id, sessions: Sessions, token: Bearer):
     """Your live lease in the stage if you hold one (a client that lost the answer gets it back),
     else the next item for you; 204 when nothing is left."""
-    claimed = annotation.resume_or_claim(session, stage_id, user.id, answer=True)
-    if claimed is None:
-        return Response(status_code=204)
-    return Response(annotation.claim_json(session, claimed, stage_id), media_type="application/json")
+    with transaction(sessions) as session:
+        user = token_user(session, token)
+        claimed = annotation.resume_or_claim(session, stage_id, user.id, answer=True)
+        body = None if claimed is None else annotation.claim_json(session, claimed, stage_id)
+    return Response(status_code=204) if body is None else Response(body, media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/submit", response_model=SubmitOut)
-def submit(assignment_id: BigId, body: SubmitIn, session: Db, user: Principal = Depends(api_user)):
-    result = annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
+def submit(assignment_id: BigId, body: SubmitIn, sessions: Sessions, token: Bearer):
+    with transaction(sessions) as session:
+        user = token_user(session, token)
+        result = annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
     out = SubmitOut(annotation_id=result.annotation_id, revision=result.revision, replayed=result.replayed, item_status=result.item_status)
     return Response(out.model_dump_json(), media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/skip", status_code=204, response_class=Response)
-def skip(assignment_id: BigId, session: Db, user: Principal = Depends(api_user)) -> None:
-    annotation.give_back(session, assignment_id, user.id, skip=True)
+def skip(assignment_id: BigId, sessions: Sessions, token: Bearer) -> None:
+    with transaction(sessions) as session:
+        annotation.give_back(session, assignment_id, token_user(session, token).id, skip=True)
 
 
 @router.post("/assignments/{assignment_id}/release", status_code=204, response_class=Response)
-def release(assignment_id: BigId, session: Db, user: Principal = Depends(api_user)) -> None:
-    annotation.give_back(session, assignment_id, user.id, skip=False)
+def release(assignment_id: BigId, sessions: Sessions, token: Bearer) -> None:
+    with transaction(sessions) as session:
+        annotation.give_back(session, assignment_id, token_user(session, token).id, skip=False)
 
 
 @router.put("/assignments/{assignment_id}/draft", status_code=204, response_class=Response)
-def save_draft(assignment_id: BigId, body: DraftIn, session: Db, user: Principal = Depends(api_user)) -> None:
-    annotation.save_draft(session, assignment_id, user.id, body.payload)
+def save_draft(assignment_id: BigId, body: DraftIn, sessions: Sessions, token: Bearer) -> None:
+    with transaction(sessions) as session:
+        annotation.save_draft(session, assignment_id, token_user(session, token).id, body.payload)
 
 
 @router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True)
