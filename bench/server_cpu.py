@@ -50,6 +50,6 @@ def measured(run: Callable[[], dict], server: int, conn) -> dict:
     if isinstance(outcome[0], BaseException):
         raise outcome[0]
     result = outcome[0]
-    per_item = 1000 / max(result["units"], 1)
+    per_item = 1000 / max(result.get("units", result["items"]), 1)
     result["app_ms"], result["db_ms"] = (sum(last[g][p] - first[g].get(p, 0.0) for p in last[g]) * per_item for g in ("app", "db"))
     return result
