@@ -31,10 +31,10 @@ async def _turn(request: Request) -> AsyncIterator[sessionmaker[Session]]:
         yield request.app.state.sessions
 
 
-# The session factory, within the request's turn, for a route that opens its transaction itself, as
-# an explicit `with transaction(sessions)` block: the annotation routes, where `Db` and `api_user`
-# would cost two more threadpool hops a request (40-60 us of CPU each, about 6 % of a claim), and the
-# page submit, whose two commits (the answer, then the next screen) are two such blocks.
+# The session factory, within the request's turn, for a route that opens its transaction itself in
+# a `with transaction(sessions)` block: the API's annotation routes (one threadpool hop a request where
+# `Db` and `api_user` take three; docs/performance.md) and the page submit, whose two commits (the
+# answer, then the next screen) are two such blocks.
 Sessions = Annotated[sessionmaker[Session], Depends(_turn, scope="function")]
 
 
