@@ -40,6 +40,7 @@ from app.web import (
     export_pages,
     gold_api,
     gold_pages,
+    leaks_api,
     project_pages,
     review_pages,
 )
@@ -90,7 +91,7 @@ class SecurityHeaders:
 
 
 class PageSessions:
-    """Cookie sessions for the pages: a signed cookie naming the session's row (app.services.web_sessions)
+    """Cookie sessions for the pages: a signed cookie naming the session's row (app.services.users.web_sessions)
     and the CSRF token. An API request with a bearer token skips them: no cookie is verified or
     signed; it gets an empty session that is never sent back. The cookie is `Secure` when `secure`
     says so, and on any request that came over HTTPS."""
@@ -141,6 +142,25 @@ async def job_queue(app: FastAPI) -> AsyncIterator[None]:
     jobs.close_queue()
 
 
+def _mount_routes(app: FastAPI) -> None:
+    # Routes are matched in order: the annotation API (its claim and submit), then the annotation
+    # pages (the screen, its submit and its fragments), then the rest. Behind the other routes,
+    # matching a page took 200 to 250 µs and an API call about 80; the API's routers refuse a path
+    # outside /api/v1 at once (limits.ApiRouter). No page path starts with /api/ and no other page
+    # shares a path with the annotation pages, so the order changes no match.
+    app.include_router(api.router)
+    app.include_router(gold_api.router)
+    app.include_router(leaks_api.router)
+    for module in (api_items, api_review, api_suggestions, draft_api):
+        app.include_router(module.router)
+    app.include_router(annotate_pages.router, include_in_schema=False)
+    app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
+    for module in (auth_pages, project_pages, review_pages, gold_pages, admin_pages, export_pages, draft_pages, assets, api_docs):
+        # The schema documents the HTTP API only, not the pages.
+        app.include_router(module.router, include_in_schema=False)
+    api_docs.with_bearer_tokens(app)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     app = FastAPI(
@@ -170,21 +190,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(SecurityHeaders)  # added last: the outermost, so its timing covers the rest
 
-    # Routes are matched in order: the annotation API (its claim and submit), then the annotation
-    # pages (the screen, its submit and its fragments), then the rest. Behind the other routes,
-    # matching a page took 200 to 250 µs and an API call about 80; the API's routers refuse a path
-    # outside /api/v1 at once (limits.ApiRouter). No page path starts with /api/ and no other page
-    # shares a path with the annotation pages, so the order changes no match.
-    app.include_router(api.router)
-    app.include_router(gold_api.router)
-    for module in (api_items, api_review, api_suggestions, draft_api):
-        app.include_router(module.router)
-    app.include_router(annotate_pages.router, include_in_schema=False)
-    app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    for module in (auth_pages, project_pages, review_pages, gold_pages, admin_pages, export_pages, draft_pages, assets, api_docs):
-        # The schema documents the HTTP API only, not the pages.
-        app.include_router(module.router, include_in_schema=False)
-    api_docs.with_bearer_tokens(app)
+    _mount_routes(app)
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon():

@@ -19,7 +19,7 @@ Elsewhere, beside the statements they serve (their figures in the same document)
   on every run ...").
 - `app.queue._floors`: each stage's lowest claimable id, read every few seconds per process, bounds the
   pick (260 ms to 6 ms on a 1M stage at 90 %; § "JIT compiling, and the floor read ...").
-- `app.services.annotation.claim_json`: the claim's answer spliced from JSON text PostgreSQL built.
+- `app.services.annotation.annotation.claim_json`: the claim's answer spliced from JSON text PostgreSQL built.
 - `app.web.limits.ApiRouter.matches`: a page's request is refused by the API's routers at once
   (about 80 µs to 9 µs; § "The annotation hot path").
 """

@@ -127,7 +127,8 @@ def main() -> None:
     from scratch import scratch_database
 
     from app.db import session_factory, transaction
-    from app.services import projects, users
+    from app.services.projects import projects
+    from app.services.users import users
     from tests.conftest import free_port, running
 
     for n in [int(x) for x in args.records.split(",")]:

@@ -31,7 +31,10 @@ from scratch import (
 
 from app.db import session_factory, transaction  # noqa: E402
 from app.models import Item  # noqa: E402
-from app.services import imports, projects, suggestions, users  # noqa: E402
+from app.services.annotation import suggestions  # noqa: E402
+from app.services.imports import imports  # noqa: E402
+from app.services.projects import projects  # noqa: E402
+from app.services.users import users  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.storage import make_storage  # noqa: E402
 

@@ -60,7 +60,10 @@ from app.datasets.visargs import demo as visargs_demo  # noqa: E402
 from app.datasets.wikido import demo as wikido_demo  # noqa: E402
 from app.db import session_factory, transaction  # noqa: E402
 from app.models import Item  # noqa: E402
-from app.services import annotation, imports, projects, suggestions, users  # noqa: E402
+from app.services.annotation import annotation, suggestions  # noqa: E402
+from app.services.imports import imports  # noqa: E402
+from app.services.projects import projects  # noqa: E402
+from app.services.users import users  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.storage import make_storage  # noqa: E402
 

@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from scratch import scratch_database
 
 from app.db import session_factory, transaction  # noqa: E402
-from app.services import projects, splits  # noqa: E402
+from app.services.exports import splits  # noqa: E402
+from app.services.projects import projects  # noqa: E402
 
 TOPICS = ["architecture", "paintings", "food", "medicine", "sports", "animals", "plants", "vehicles"]
 
@@ -54,7 +55,7 @@ RESULTS = sa.text(
 
 def child(fmt: str, out: str) -> None:
     """Run one export in this process and print its time and peak RSS as JSON."""
-    from app.services import export
+    from app.services.exports import export
     from app.settings import get_settings
     from app.storage import make_storage
 

@@ -28,7 +28,7 @@ from scratch import scratch_database
 
 from app.datasets.drawing import draw_shape  # noqa: E402
 from app.db import session_factory, transaction  # noqa: E402
-from app.services import projects  # noqa: E402
+from app.services.projects import projects  # noqa: E402
 
 # How far from the end the bad record is, and what is wrong with it.
 BAD_FROM_END = 10

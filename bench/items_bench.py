@@ -16,7 +16,8 @@ import sqlalchemy as sa
 from scratch import scratch_database
 
 from app.db import session_factory, transaction  # noqa: E402
-from app.services import items, projects  # noqa: E402
+from app.services.imports import items  # noqa: E402
+from app.services.projects import projects  # noqa: E402
 
 ITEMS = sa.text(
     """
@@ -71,7 +72,7 @@ def main() -> None:
         project_id, (first, second) = make_project(sessions, "measured", args.items)
         make_project(sessions, "after", args.items // 2)
         with transaction(sessions) as s:
-            from app.services.users import create_user
+            from app.services.users.users import create_user
 
             busy, rare = (create_user(s, n, "annotator", "bench password 123").id for n in ("busy", "rare"))
             s.execute(ASSIGNMENTS, {"project": project_id, "first": first, "busy": busy, "rare": rare})

@@ -7,7 +7,7 @@ stored without a hash; the import hashes in the decode that checks the image, se
 hashes (random, as distinct photos' are, with `--planted` near-duplicate pairs) and `--captions`
 captions (random words, with planted copies differing in case and punctuation, and planted near
 copies one word longer): the banded Hamming search, normalised exact texts, MinHash LSH and
-union-find, exactly as `app.services.leaks` calls them. The optional MiniLM / CLIP matchers are
+union-find, exactly as `app.services.leaks.leaks` calls them. The optional MiniLM / CLIP matchers are
 not timed here (they cost what embedding the texts and images costs on the worker's device).
 
     nice -n -10 python bench/leaks_bench.py [--images 100000] [--captions 384000] [--hash-sample 2000] [--hash-all]

@@ -25,8 +25,8 @@ from scratch import BENCH_PASSWORD, p95, scratch_database
 
 from app.db import session_factory, transaction  # noqa: E402
 from app.models import Project, Stage  # noqa: E402
-from app.services import users  # noqa: E402
-from app.services.demo import load_demo  # noqa: E402
+from app.services.demo.demo import load_demo  # noqa: E402
+from app.services.users import users  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.storage import make_storage  # noqa: E402
 

@@ -134,8 +134,9 @@ def set_up(url, plan: Plan, folder: Path) -> tuple[int, dict[int, str]]:
     from app.db import session_factory, transaction
     from app.models import User
     from app.security import hash_password
-    from app.services import imports, projects
-    from app.services.users import create_token
+    from app.services.imports import imports
+    from app.services.projects import projects
+    from app.services.users.users import create_token
     from app.settings import Settings
     from app.storage import make_storage
 

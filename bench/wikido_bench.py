@@ -21,7 +21,9 @@ import sqlalchemy as sa
 from scratch import BENCH_PASSWORD, claim, csrf, log_in, scratch_database, server_ms, summary
 
 from app.db import session_factory, transaction  # noqa: E402
-from app.services import imports, projects, users  # noqa: E402
+from app.services.imports import imports  # noqa: E402
+from app.services.projects import projects  # noqa: E402
+from app.services.users import users  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.storage import make_storage  # noqa: E402
 

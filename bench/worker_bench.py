@@ -212,9 +212,10 @@ def job_benchmark(args, settings: Settings) -> None:
 
     from app.db import get_engine, session_factory, transaction
     from app.models import JobRun, Suggestion
-    from app.services import imports, projects
+    from app.services.imports import imports
+    from app.services.projects import projects
     from app.storage import make_storage
-    from app.worker import jobs
+    from app.worker import jobs, runtime, suggest_batch
 
     pairs = max(1, args.images // 16)
     with scratch_database() as (url, tmp):
@@ -234,17 +235,17 @@ def job_benchmark(args, settings: Settings) -> None:
             project = projects.create_project(s, "bench", [projects.StageSpec(workflow="colorswap.filter")])
             body = "\n".join(json.dumps(r) for r in records).encode()
             imports.import_items(s, project.id, body, "r.jsonl", settings=cfg, storage=storage, images=imports.ImageSource(cfg, storage, base=folder))
-        jobs.configure(cfg)
+        runtime.configure(cfg)
         with transaction(sessions) as s:
             (all_items,) = jobs.missing_batches(s, cfg, project_id=project.id)
             warm = jobs.Batch(all_items.stage_id, all_items.kind, all_items.item_ids[:1])
             batch = jobs.Batch(all_items.stage_id, all_items.kind, all_items.item_ids[1:])
-            inputs = jobs.load_inputs(s, storage, batch.stage_id, batch.item_ids, True)
+            inputs = suggest_batch.load_inputs(s, storage, batch.stage_id, batch.item_ids, True)
         best = Best()
         colorswap_itm(inputs[:1], cfg, backends)
         for _ in range(args.repeats):  # the job's work in this process (reads, producer, one write) against the producer's
             best.time("producer", lambda: colorswap_itm(inputs, cfg, backends))
-            best.time("compute", lambda: jobs.compute_suggestions(batch.stage_id, batch.kind, batch.item_ids))
+            best.time("compute", lambda: suggest_batch.compute_suggestions(batch.stage_id, batch.kind, batch.item_ids))
 
         root = Path(__file__).resolve().parent.parent
         env = {**os.environ, "PYTHONPATH": str(root), "DATABASE_URL": cfg.database_url, "VLCURATE_DATA_DIR": str(cfg.data_dir),

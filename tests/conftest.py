@@ -192,14 +192,14 @@ def client(app):
 
 
 def make_user(sessions, username: str, role: str = "annotator", password: str = PASSWORD) -> int:
-    from app.services.users import create_user
+    from app.services.users.users import create_user
 
     with transaction(sessions) as s:
         return create_user(s, username, role, password).id
 
 
 def make_token(sessions, user_id: int) -> str:
-    from app.services.users import create_token, get_user
+    from app.services.users.users import create_token, get_user
 
     with transaction(sessions) as s:
         return create_token(s, get_user(s, user_id))[1]
@@ -223,7 +223,8 @@ def make_choice_project(
     import json
     import tempfile
 
-    from app.services import imports, projects
+    from app.services.imports import imports
+    from app.services.projects import projects
 
     spec = projects.StageSpec(
         workflow="generic.choice", overlap=overlap, lease_seconds=lease, config={"choices": ["a", "b", "c"]},

@@ -15,13 +15,13 @@ _serial = itertools.count(1)
 
 
 def user(session: Session, username: str | None = None, role: str = "annotator", password: str = PASSWORD) -> int:
-    from app.services.users import create_user
+    from app.services.users.users import create_user
 
     return create_user(session, username or f"user{next(_serial)}", role, password).id
 
 
 def token(session: Session, user_id: int) -> str:
-    from app.services.users import create_token, get_user
+    from app.services.users.users import create_token, get_user
 
     return create_token(session, get_user(session, user_id))[1]
 
@@ -34,7 +34,7 @@ def bearer(session: Session, username: str, role: str = "annotator") -> dict[str
 def project(session: Session, workflows: list[str] | str = "generic.choice", *, name: str | None = None,
             overlap: int = 1, config: dict | None = None, **stage) -> tuple[int, list[int]]:
     """A project with one stage per workflow; returns (project id, stage ids)."""
-    from app.services import projects
+    from app.services.projects import projects
 
     names = [workflows] if isinstance(workflows, str) else workflows
     if config is None and names[0] == "generic.choice":
@@ -46,7 +46,7 @@ def project(session: Session, workflows: list[str] | str = "generic.choice", *, 
 
 def items(session: Session, settings, storage, project_id: int, records: list[dict], files: dict[str, bytes], folder: Path) -> int:
     """Import `records` naming the images in `files` (written to `folder`); returns how many were created."""
-    from app.services import imports
+    from app.services.imports import imports
 
     for name, data in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def choice_items(session: Session, settings, storage, project_id: int, n: int, f
 
 def annotation(session: Session, stage_id: int, user_id: int, payload: dict, key: str | None = None):
     """Claim the user's next item in the stage and submit `payload` for it; returns the submit result."""
-    from app.services import annotation as annotations
+    from app.services.annotation import annotation as annotations
 
     claimed = annotations.claim(session, stage_id, user_id)
     assert claimed is not None, "nothing left to claim"
@@ -104,7 +104,7 @@ def install_draft_kind(monkeypatch, kind, dataset: str) -> None:
 
 def prompt(session: Session, stage_id: int, kind: str, *, drafter: str = "test-drafter", **fields):
     """The stage's next prompt version of `kind` (defaults: the kind's prompt)."""
-    from app.services import prompts
+    from app.services.drafting import prompts
 
     return prompts.new_version(session, stage_id, kind, drafter=drafter, **fields)
 

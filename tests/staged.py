@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from app.datasets import dataset_of
 from app.db import transaction
 from app.models import Item
-from app.services import imports, projects
+from app.services.imports import imports
+from app.services.projects import projects
 from tests import factories
 
 # An item of each task that isn't in a demo project: (record, the text its view shows, its image URL).

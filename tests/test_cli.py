@@ -109,7 +109,7 @@ def test_suggest_queues_jobs_once_and_warns_about_missing_models(env, tmp_path):
 
 
 def test_agreement_report(env, settings, storage):
-    from app.services import annotation
+    from app.services.annotation import annotation
     from tests.conftest import make_choice_project, make_user
 
     _, stage_id = make_choice_project(env, settings, storage, 4, overlap=2, name="Agree")

@@ -9,7 +9,9 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Assignment, Item
-from app.services import annotation, projects, review
+from app.services.annotation import annotation
+from app.services.projects import projects
+from app.services.review import review
 from tests.conftest import make_choice_project, make_user, run_concurrently
 
 # Each maintained figure, and the same figure counted from the rows (zero rows left out of both).

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from app.cli import app as cli
 from app.db import transaction
 from app.models import Item, Project
-from app.services import gold
+from app.services.quality import gold
 from tests.services.test_leaks import planted_project
 from tests.test_cli import env  # noqa: F401 (the CLI's environment on the test database)
 

@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from app.cli import server
 from app.db import transaction
-from app.services import annotation, suggestions, users
+from app.services.annotation import annotation, submit_statements, suggestions
+from app.services.users import users
 from tests import factories
 from tests.conftest import login, make_choice_project
 
@@ -187,7 +188,7 @@ def test_claims_and_screens_run_generic_plans_and_leave_the_other_transactions_a
     for statement in (queue._take_fresh(annotation._ITEM_ANSWER), queue._PEEK_FRESH):
         generic, custom = counts(statement)
         assert custom == 0 and generic > 0, (statement.text[:80], generic, custom)
-    _, custom = counts(annotation._LOCK_FOR_SUBMIT)
+    _, custom = counts(submit_statements.LOCK_FOR_SUBMIT)
     assert custom > 0, "the submit's transaction ran under the claim's setting"
 
 

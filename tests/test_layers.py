@@ -1,4 +1,5 @@
-"""Layers that cannot rot: the import rules between `app/`'s packages, read from the source with `ast`.
+"""Layers that cannot rot: the import rules between `app/`'s packages, read from the source with `ast`, and the
+size limits (module and function lengths) of `app/` and the client.
 
 Every `import` and `from ... import` in `app/` counts, at module level and inside functions alike
 (a deferred import is still a dependency); only the module-level ones, outside `if TYPE_CHECKING:`,
@@ -21,8 +22,16 @@ FORBIDDEN = [
     ("app.exporters", "app.services", "exporters are record mappings and writers; services call them, not the reverse"),
     ("app.datasets", "app.worker", "producers get their model backend from the worker that runs them"),
 ]
+# The services packages from the bottom up: each imports (at load or deferred) only the ones before it, so no
+# circle between them can form. A new package takes the place its imports give it.
+SERVICE_PACKAGES = ["users", "projects", "quality", "annotation", "review", "imports", "exports", "leaks", "drafting", "demo"]
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 50
+SIZED = [APP, ROOT / "client" / "vlcurate"]
+# Modules still over the limits, each to be split by the work that owns it; the list only shrinks.
+LONG_FOR_NOW = {"client/vlcurate/_ops.py", "client/vlcurate/models.py"}
 # Pairs that must not import each other both ways, by any import at all (a deferred or type-only one too).
-NOT_BOTH_WAYS = [("app.services.imports", "app.services.import_batches")]
+NOT_BOTH_WAYS = [("app.services.imports.imports", "app.services.imports.import_batches")]
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,7 @@ def _modules() -> dict[str, Path]:
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
-    """The deepest module of `app` that `name` names (`app.services.gold.leaks` → `app.services.gold`)."""
+    """The deepest module of `app` that `name` names (`app.services.quality.gold.leaks` → `app.services.quality.gold`)."""
     while name and name not in modules:
         name = name.rpartition(".")[0]
     return name or None
@@ -75,7 +84,7 @@ def _imports_of(module: str, source: str, is_package: bool, modules: dict[str, P
                 if child.level:
                     anchor = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
                     base = f"{anchor}.{base}" if base else anchor
-                # `from app.services import gold` imports the module app.services.gold when there is one.
+                # `from app.services.quality import gold` imports the module app.services.quality.gold when there is one.
                 add([f"{base}.{a.name}" for a in child.names], child.lineno, at_load)
             elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
                 visit(child, False)
@@ -135,7 +144,7 @@ def test_the_walk_sees_every_kind_of_import():
     assert any(i.importer == "app.main" and i.imported == "app.settings" and i.at_load for i in imports)
     parsed = _imports_of(
         "app.exporters.x",
-        "from . import rows\nfrom ..services import gold\nimport typing\n"
+        "from . import rows\nfrom ..services.quality import gold\nimport typing\n"
         "if typing.TYPE_CHECKING:\n    from app.worker import backends\n"
         "def f():\n    import app.web.addresses\n",
         False,
@@ -143,7 +152,7 @@ def test_the_walk_sees_every_kind_of_import():
     )
     assert [(i.imported, i.at_load) for i in parsed] == [
         ("app.exporters.rows", True),
-        ("app.services.gold", True),
+        ("app.services.quality.gold", True),
         ("app.worker.backends", False),
         ("app.web.addresses", False),
     ]
@@ -174,3 +183,58 @@ def test_no_import_circle_at_module_level():
             edges.setdefault(i.importer, set()).add(i.imported)
     found = _cycle(edges)
     assert found is None, "module-level import circle: " + " -> ".join(found)
+
+
+def _service_package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["app", "services"] else None
+
+
+def _package_order_broken(imports: list[Import]) -> list[str]:
+    rank = {name: n for n, name in enumerate(SERVICE_PACKAGES)}
+    broken = []
+    for i in imports:
+        importer, imported = _service_package(i.importer), _service_package(i.imported)
+        if importer is None or imported is None or importer == imported:
+            continue
+        if importer not in rank or imported not in rank:
+            broken.append(f"{i.importer}: services package {importer or imported!r} is not in SERVICE_PACKAGES")
+        elif rank[imported] > rank[importer]:
+            broken.append(f"{i.importer} (line {i.line}) imports {i.imported}: {importer} comes before {imported}")
+    return broken
+
+
+def test_services_packages_import_only_the_ones_below():
+    on_disk = {p.parent.name for p in (APP / "services").glob("*/__init__.py")}
+    assert on_disk == set(SERVICE_PACKAGES), "SERVICE_PACKAGES and app/services/*/ differ"
+    loose = [p.name for p in (APP / "services").glob("*.py") if p.name != "__init__.py"]
+    assert not loose, f"{loose}: a module directly in app/services/ belongs in a package"
+    broken = _package_order_broken(_all_imports())
+    assert not broken, "\n".join(broken)
+    planted = Import("app.services.users.users", "app.services.demo.demo", 1, False)
+    assert _package_order_broken([planted]), "an upward import was not caught"
+
+
+def _too_long(source: str, where: str) -> list[str]:
+    found = []
+    if (lines := len(source.splitlines())) > MAX_MODULE_LINES:
+        found.append(f"{where}: {lines} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(source, where)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = node.end_lineno - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{where}:{node.lineno} {node.name}: {length} lines (at most {MAX_FUNCTION_LINES})")
+    return found
+
+
+def test_no_module_or_function_is_too_long():
+    found = [
+        line
+        for folder in SIZED
+        for path in sorted(folder.rglob("*.py"))
+        if (where := str(path.relative_to(ROOT))) not in LONG_FOR_NOW
+        for line in _too_long(path.read_text(), where)
+    ]
+    assert not found, "\n".join(found)
+    planted = "def long():\n" + "    x = 1\n" * MAX_FUNCTION_LINES + "\n" * (MAX_MODULE_LINES - MAX_FUNCTION_LINES)
+    assert [line.split(": ")[0] for line in _too_long(planted, "planted.py")] == ["planted.py", "planted.py:1 long"]

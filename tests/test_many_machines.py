@@ -27,7 +27,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Asset, Export
-from app.services import export
+from app.services.exports import export
 from tests import factories
 from tests.conftest import colorswap_records, csrf_from, free_port, login, zip_bytes
 
@@ -144,7 +144,7 @@ def zip_of(files: dict[str, bytes], folder: Path) -> bytes:
 
 @pytest.mark.committed
 def test_an_export_written_by_a_worker_downloads_from_a_replica_that_never_saw_it(app, client, settings, s3_client, tmp_path):
-    from app.worker import jobs
+    from app.worker import jobs, runtime
 
     with transaction(app.state.sessions) as s:
         admin, ann = factories.bearer(s, "boss", "admin"), factories.bearer(s, "ann")
@@ -156,8 +156,8 @@ def test_an_export_written_by_a_worker_downloads_from_a_replica_that_never_saw_i
         assert s.get(Export, export_id).target == f"storage:exports/{export_id}"
     # The worker: another machine, another data directory; what the `export` job runs.
     worker = settings.model_copy(update={"data_dir": tmp_path / "worker"})
-    jobs.configure(worker)
-    manifest = export.run_export(jobs.env().sessions, jobs.env().storage, worker, export_id)
+    runtime.configure(worker)
+    manifest = export.run_export(runtime.env().sessions, runtime.env().storage, worker, export_id)
     assert local_files(settings.data_dir, worker.data_dir) == []
     stored = [k for k in bucket_keys(s3_client, settings) if k.startswith("exports/")]
     assert stored == sorted(f"exports/{export_id}/{n}" for n in [*manifest["files"], "manifest.json"])
@@ -324,7 +324,7 @@ def scalar(sessions, sql: str, **params):
 
 @pytest.mark.committed
 def test_two_replicas_and_two_workers_with_no_shared_disk_survive_kills(committed, settings, s3_client, tmp_path, tiny_clip):
-    from app.worker import jobs
+    from app.worker import jobs, runtime
 
     with transaction(committed) as s:
         admin = factories.bearer(s, "boss", "admin")

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from app import queue
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, ItemResult, Stage
-from app.services import annotation
+from app.services.annotation import annotation
 from tests.conftest import make_choice_project, make_user, run_concurrently
 
 
@@ -186,7 +186,7 @@ def test_overlap_above_one_waits_for_review_on_disagreement(committed, settings,
 
 
 def test_items_advance_through_a_pipeline(committed, settings, storage):
-    from app.services import projects
+    from app.services.projects import projects
 
     project_id, stage_id = make_choice_project(committed, settings, storage, 1, overlap=1)
     with transaction(committed) as s:

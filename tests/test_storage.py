@@ -8,7 +8,8 @@ import sqlalchemy as sa
 
 from app.errors import Invalid
 from app.models import Asset
-from app.services import imports, projects
+from app.services.imports import imports
+from app.services.projects import projects
 from app.storage import LocalStorage, S3Storage, StorageKeyError, get_many
 from tests.conftest import png_bytes
 
@@ -94,7 +95,7 @@ def test_sweeping_staging_deletes_only_old_staged_objects_on_both_backends(s3_en
     import os
     import time
 
-    from app.services.imports import sweep_staging
+    from app.services.imports.imports import sweep_staging
 
     local = LocalStorage(tmp_path)
     for key in ("staging/dead/images/ab/old.png", "staging/live/images/cd/new.png", "images/ab/kept.png"):

@@ -19,7 +19,7 @@ def user_create(
 ) -> None:
     """Create a user. Without --password-stdin a one-time password is printed."""
     from app import security
-    from app.services import users
+    from app.services.users import users
 
     settings, sessions = _sessions()
     if password_stdin:
@@ -40,7 +40,7 @@ def user_create(
 @token_app.command("create")
 def token_create(username: str, name: str = typer.Option("", help="A label for the token.")) -> None:
     """Create an API token for USERNAME and print it (it is shown only once)."""
-    from app.services import users
+    from app.services.users import users
 
     settings, sessions = _sessions()
     try:
@@ -54,7 +54,7 @@ def token_create(username: str, name: str = typer.Option("", help="A label for t
 @token_app.command("revoke")
 def token_revoke(token_id: int) -> None:
     """Revoke the API token with id TOKEN_ID."""
-    from app.services import users
+    from app.services.users import users
 
     settings, sessions = _sessions()
     try:

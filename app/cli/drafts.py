@@ -41,7 +41,8 @@ def kinds_cmd(
         with remote.client(server, token) as api:
             kinds, versions = api.draft_kinds(stage), api.draft_prompts(stage)
     else:
-        from app.services import projects, prompts
+        from app.services.drafting import prompts
+        from app.services.projects import projects
         from app.web.draft_api import kind_out, stage_prompts
 
         kinds, versions = _local(lambda s, _: ([kind_out(k) for k in prompts.kinds_for(projects.get_stage(s, stage))], stage_prompts(s, stage)))
@@ -115,7 +116,8 @@ def run_cmd(
             if wait and started.items:
                 _follow(lambda: api.prompt(prompt_id, run=started.run_id))
         return
-    from app.services import jobs_view, prompts
+    from app.services.drafting import prompts
+    from app.services.projects import jobs_view
     from app.web.draft_api import prompt_out
 
     settings, sessions = _sessions()
@@ -169,13 +171,13 @@ def eval_cmd(
         with remote.client(server, token) as api:
             found = api.draft_evaluation(stage, prompt_ids, gold=gold, samples=samples, seed=seed, parquet=parquet).model_dump()
     else:
-        from app.services import draft_eval
+        from app.services.drafting import draft_eval, eval_report
 
         def work(session, _settings) -> dict[str, Any]:
             evaluation = draft_eval.evaluate(session, stage, draft_eval.parse_ids(prompt_ids), gold=gold, samples=samples, seed=seed)
             if parquet is not None:
-                draft_eval.to_parquet(evaluation, parquet)
-            return draft_eval.as_dict(evaluation)
+                eval_report.to_parquet(evaluation, parquet)
+            return eval_report.as_dict(evaluation)
 
         found = _local(work)
     if as_json:

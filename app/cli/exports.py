@@ -32,7 +32,7 @@ def splits_cmd(
 
     left, config = 0, {}
     if not show:
-        from app.services import splits
+        from app.services.exports import splits
 
         try:
             config = splits.config_from_text(
@@ -44,22 +44,10 @@ def splits_cmd(
         with remote.client(server, token) as api:
             target = api.project(int(project) if project.isdigit() else project)
             rows = [(d.version, d.counts, d.config) for d in (api.splits(target.id) if show else [api.save_splits(target.id, config)])]
+        name = target.name
     else:
-        from app.services import projects, splits
-
-        settings, sessions = _sessions()
-        try:
-            with transaction(sessions) as session:
-                target = projects.find_project(session, project)
-                if show:
-                    rows = [(d.version, d.ordered_counts, d.config) for d in splits.definitions(session, target.id)]
-                else:
-                    d = splits.save_definition(session, target.id, config)
-                    rows = [(d.version, d.ordered_counts, d.config)]
-                    left = splits.unassigned(session, d)
-        except DomainError as exc:
-            _fail(exc.message, exc.errors)
-    table = Table(title=f"Splits of {target.name}")
+        name, rows, left = _splits_here(project, config, show)
+    table = Table(title=f"Splits of {name}")
     for column in ("version", "counts", "config"):
         table.add_column(column)
     for version, found, cfg in rows:
@@ -67,6 +55,28 @@ def splits_cmd(
     console.print(table)
     if not show and left:
         console.print(f"{left:,} finished items are in no split (past the counts).")
+
+
+def _splits_here(project: str, config: dict, show: bool) -> tuple[str, list[tuple], int]:
+    """On this machine's database: the project's name, its saved versions (or the one saved now) as
+    (version, counts, config), and how many finished items the new version leaves in no split."""
+    from app.services.exports import splits
+    from app.services.projects import projects
+
+    settings, sessions = _sessions()
+    left = 0
+    try:
+        with transaction(sessions) as session:
+            target = projects.find_project(session, project)
+            if show:
+                rows = [(d.version, d.ordered_counts, d.config) for d in splits.definitions(session, target.id)]
+            else:
+                d = splits.save_definition(session, target.id, config)
+                rows = [(d.version, d.ordered_counts, d.config)]
+                left = splits.unassigned(session, d)
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    return target.name, rows, left
 
 
 @app.command("export")
@@ -96,7 +106,8 @@ def export_cmd(
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from app.services import export, projects, targets
+    from app.services.exports import export, targets
+    from app.services.projects import projects
     from app.storage import make_storage
 
     settings, sessions = _sessions()
@@ -123,7 +134,7 @@ def export_cmd(
 def _leak_check(sessions, settings, project: str, version: int | None, *, refuse: bool) -> None:
     """Warn (or with --no-leaks refuse) while the split version has groups of duplicates across splits."""
     from app.cli.gold import find_leaks
-    from app.services import projects
+    from app.services.projects import projects
 
     with transaction(sessions) as session:
         target = projects.find_project(session, project)

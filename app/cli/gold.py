@@ -17,7 +17,7 @@ from app.errors import DomainError
 
 
 def _stage(session, project: str, stage: Optional[str]):
-    from app.services import projects
+    from app.services.projects import projects
 
     target = projects.find_project(session, project)
     chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
@@ -33,7 +33,7 @@ def gold_import(
     stage: Optional[str] = typer.Option(None, help="The stage (id or name); default: the first."),
 ) -> None:
     """Mark items as gold items of a stage with their correct answers (validated like annotations)."""
-    from app.services import gold
+    from app.services.quality import gold
 
     settings, sessions = _sessions()
     try:
@@ -54,12 +54,12 @@ def gold_accuracy(
     """Each annotator's accuracy on a stage's gold items, with bootstrap 95% intervals and flags."""
     from rich.table import Table
 
-    from app.services import gold
+    from app.services.quality import accuracy
 
     settings, sessions = _sessions()
     try:
         with transaction(sessions) as session:
-            report = gold.accuracy_report(session, _stage(session, project, stage).id)
+            report = accuracy.accuracy_report(session, _stage(session, project, stage).id)
     except DomainError as exc:
         _fail(exc.message, exc.errors)
     if as_json:
@@ -88,7 +88,7 @@ def step_bar() -> Iterator:
 def find_leaks(sessions, settings, project_id: int, version: int | None = None) -> dict:
     """Make and store a split version's leak report in this process, as the worker's job does
     (hashing the images that have no hash yet first), with a progress bar."""
-    from app.services import leaks
+    from app.services.leaks import leaks
     from app.storage import make_storage
 
     with step_bar() as progress:
@@ -106,7 +106,8 @@ def leaks_cmd(
 ) -> None:
     """Leakage and duplicates across and within a split version's splits (images and texts); exit 2 while leaks remain.
     With --server the server's worker makes the report (the newest split version's) and this follows its progress."""
-    from app.services import leaks, projects
+    from app.services.leaks import leaks
+    from app.services.projects import projects
 
     if server:
         if version is not None:

@@ -27,7 +27,7 @@ def project_create(
     description: str = typer.Option("", help="Shown on the project page."),
 ) -> None:
     """Create a project and print its id."""
-    from app.services import projects
+    from app.services.projects import projects
 
     settings, sessions = _sessions()
     if sample is not None and sample < 1:
@@ -68,7 +68,7 @@ def project_list(
         with remote.client(server, token) as api:
             rows = [p.model_dump() for p in api.projects()]
     else:
-        from app.services import projects
+        from app.services.projects import projects
 
         settings, sessions = _sessions()
         with transaction(sessions) as session:
@@ -121,9 +121,16 @@ def import_cmd(
         console.print(f"Imported {pushed.created:,} items ({pushed.images:,} images, {pushed.new_images:,} new; "
                       f"{pushed.skipped:,} already there).")
         return
+    result = _import_here(project, file, images)
+    console.print(f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
+
+
+def _import_here(project: str, file: Path, images: Optional[Path]):
+    """Import the file into the project in this machine's database, with a progress bar per phase."""
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    from app.services import imports, projects
+    from app.services.imports import imports
+    from app.services.projects import projects
     from app.storage import make_storage
 
     settings, sessions = _sessions()
@@ -158,7 +165,7 @@ def import_cmd(
         _fail(exc.message, exc.errors)
     finally:
         source.close()
-    console.print(f"Imported {result.created:,} items ({result.images:,} images, {result.new_images:,} new).")
+    return result
 
 
 def _ref(project: str) -> int | str:
@@ -182,44 +189,24 @@ def suggest(
 ) -> None:
     """Enqueue suggestion jobs for the items that lack them, and follow their progress; or, with --from,
     store suggestions computed elsewhere (the same model version again changes nothing)."""
-    import time
-
     if from_file is not None:
         _suggest_from(project, stage, kind, from_file, model, model_version, server, token)
         return
     if server:
         _fail("Through --server, suggestions come from a file: give --from FILE (the worker runs the models on the server).")
 
-    import sqlalchemy as sa
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
-    from app.models import JobRun, Stage
-    from app.services import projects
-    from app.worker import jobs
+    from app.worker import availability, jobs, runtime
 
     settings, sessions = _sessions()
-    jobs.configure(settings)
+    runtime.configure(settings)
     with transaction(sessions) as session:
-        try:
-            target = projects.find_project(session, project)
-        except DomainError as exc:
-            _fail(exc.message)
-        stage_id = None
-        if stage is not None:
-            found = session.scalar(
-                sa.select(Stage.id).where(
-                    Stage.project_id == target.id, (Stage.name == stage) | (Stage.id == (int(stage) if stage.isdigit() else -1))
-                )
-            )
-            if found is None:
-                _fail(f"Project '{target.name}' has no stage '{stage}'.")
-            stage_id = found
+        target, stage_id = _project_stage(session, project, stage)
         batches = jobs.missing_batches(session, settings, project_id=target.id, stage_id=stage_id, kind=kind, available_only=False)
     if not batches:
         console.print("Every item already has its suggestions; nothing to do.")
         return
     for k in sorted({b.kind for b in batches}):
-        why = jobs.unavailable(k, settings)
+        why = availability.unavailable(k, settings)
         if why:
             err.print(f"[yellow]Warning:[/] {k} cannot run here: {why}. Its jobs will fail until it can.", highlight=False)
     app_ = jobs.make_app(settings)
@@ -229,6 +216,44 @@ def suggest(
     console.print(f"Enqueued {len(job_ids)} jobs for {total:,} items; `vlcurate worker` runs them.")
     if not wait or not job_ids:
         return
+    failed = _follow_jobs(sessions, job_ids, total)
+    if failed:
+        _fail(f"{failed} of {len(job_ids)} jobs failed; the jobs page (/admin/jobs) says why.")
+    console.print("Suggestions are in.")
+
+
+def _project_stage(session, project: str, stage: Optional[str]):
+    """The project named, and the id of its stage named (None when no stage is named)."""
+    import sqlalchemy as sa
+
+    from app.models import Stage
+    from app.services.projects import projects
+
+    try:
+        target = projects.find_project(session, project)
+    except DomainError as exc:
+        _fail(exc.message)
+    if stage is None:
+        return target, None
+    found = session.scalar(
+        sa.select(Stage.id).where(
+            Stage.project_id == target.id, (Stage.name == stage) | (Stage.id == (int(stage) if stage.isdigit() else -1))
+        )
+    )
+    if found is None:
+        _fail(f"Project '{target.name}' has no stage '{stage}'.")
+    return target, found
+
+
+def _follow_jobs(sessions, job_ids: list[int], total: int) -> int:
+    """A progress bar over the jobs' items until none waits or runs; how many jobs failed."""
+    import time
+
+    import sqlalchemy as sa
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    from app.models import JobRun
+
     columns = (TextColumn("suggest"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[note]}"), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
         task = bar.add_task("suggest", total=total, note="")
@@ -243,11 +268,8 @@ def suggest(
             failed = sum(1 for st, _ in rows if st == "failed")
             bar.update(task, completed=done, note=f"{failed} failed" if failed else "")
             if not queued:
-                break
+                return failed
             time.sleep(1)
-    if failed:
-        _fail(f"{failed} of {len(job_ids)} jobs failed; the jobs page (/admin/jobs) says why.")
-    console.print("Suggestions are in.")
 
 
 def _suggest_from(project: str, stage: Optional[str], kind: Optional[str], file: Path, model: str, version: str,
@@ -264,7 +286,8 @@ def _suggest_from(project: str, stage: Optional[str], kind: Optional[str], file:
         from pydantic import ValidationError
 
         from app.errors import format_validation_error
-        from app.services import projects, suggestion_push
+        from app.services.drafting import suggestion_push
+        from app.services.projects import projects
         from vlcurate.models import SuggestionIn, SuggestionsOut
 
         settings, sessions = _sessions()

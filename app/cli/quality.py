@@ -55,8 +55,9 @@ def equivalence_cmd(
     overlap: int = typer.Option(1, min=1, help="Judges per pair (when the judgement project is created)."),
 ) -> None:
     """Queue differently worded answer pairs (VisArgs conclusions) for reviewers' equivalence judgements."""
-    from app.services import equivalence, projects
     from app.datasets import get_task
+    from app.services.projects import projects
+    from app.services.review import equivalence
 
     settings, sessions = _sessions()
     try:
@@ -87,7 +88,8 @@ def _remote_reports(project: str, stage: Optional[str], samples: int, seed: int,
 
 
 def _local_reports(project: str, stage: Optional[str], samples: int, seed: int, soft: bool) -> list[dict]:
-    from app.services import agreement, projects
+    from app.services.projects import projects
+    from app.services.review import agreement
     from app.worker.backends import soft_match_embedder
 
     settings, sessions = _sessions()

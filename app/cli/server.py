@@ -59,7 +59,7 @@ def serve(
 
     from app.db import connection_budget, database_url, get_engine, session_factory, transaction
     from app.migrate import upgrade
-    from app.services.users import ensure_first_admin
+    from app.services.users.users import ensure_first_admin
     from app.settings import get_settings
 
     # SIGTERM (a service manager, `kill`) ends like Ctrl-C: uvicorn shuts down gracefully, then
@@ -105,7 +105,7 @@ def demo() -> None:
     """Create demo accounts and projects (images are drawn locally). Safe to run again."""
     from app.db import database_url, get_engine, session_factory, transaction
     from app.migrate import upgrade
-    from app.services.demo import load_demo
+    from app.services.demo.demo import load_demo
     from app.settings import get_settings
     from app.storage import make_storage
 
@@ -129,10 +129,10 @@ def worker(
 ) -> None:
     """Run background jobs: suggestions, drafts, and the reconcile job that catches up on missing work."""
     from app.db import connection_budget
-    from app.worker import backends, jobs
+    from app.worker import availability, backends, jobs, runtime
 
     settings, _ = _sessions()
-    jobs.configure(settings)
+    runtime.configure(settings)
     names = [q.strip() for q in (queues or ",".join(jobs.QUEUES)).split(",") if q.strip()]
     unknown = sorted(set(names) - set(jobs.QUEUES))
     if unknown or not names:
@@ -140,7 +140,7 @@ def worker(
         raise typer.Exit(2)
     console.print(f"Worker on queues {', '.join(names)}; device {backends.device()}.")
     console.print(connection_budget(settings), highlight=False, soft_wrap=True)
-    for line in [*jobs.availability(settings), *jobs.drafter_lines(settings)]:
+    for line in [*availability.availability(settings), *availability.drafter_lines(settings)]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     recovered = jobs.recover_stalled(settings)
     if recovered:

@@ -2,7 +2,7 @@
 
 A producer reads a batch of items of one stage (and their images from storage), calls one
 backend once for the whole batch, and returns one row per item for
-`services.suggestions.store_many`, or a `Failed` for an item it cannot compute (a corrupt or
+`services.annotation.suggestions.store_many`, or a `Failed` for an item it cannot compute (a corrupt or
 unstored image): that item fails alone, the others are stored. Datasets declare their producers;
 the worker runs them by kind and hands each its backends (`app.worker.backends`), so a dataset
 never imports the worker.

@@ -49,7 +49,7 @@ class StageConfig(BaseModel):
     soft_match_threshold: float | None = Field(
         default=None, ge=0, le=1, description="cosine similarity at which two texts count as the same in agreement"
     )
-    # Quality control with gold items (app.services.gold).
+    # Quality control with gold items (app.services.quality.gold).
     gold_share: float = Field(default=0.0, ge=0, le=0.5, description="share of claims that serve a gold item (e.g. 0.05)")
     gold_threshold: float = Field(
         default=0.7, ge=0, le=1, description="gold accuracy below which an annotator is flagged"
@@ -63,11 +63,11 @@ class StageConfig(BaseModel):
         description="with routing, which of their finished items go back to review when an annotator is flagged: those "
         "finished after their last passing window of gold answers, all, or none",
     )
-    # Review (app.services.review): a reviewer who annotated an item would be judging their own answer.
+    # Review (app.services.review.review): a reviewer who annotated an item would be judging their own answer.
     forbid_self_review: bool = Field(
         default=True, description="a reviewer may not decide an item they annotated in this stage (the review queue leaves it out for them)"
     )
-    # The leakage report (app.services.leaks) reads the first stage's.
+    # The leakage report (app.services.leaks.leaks) reads the first stage's.
     duplicate_image_distance: int = Field(
         default=6, ge=0, le=16, description="perceptual-hash bits (of 64) within which two images count as near duplicates"
     )

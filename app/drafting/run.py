@@ -36,10 +36,10 @@ from app.drafting.backends import DraftImage, DraftReply, DraftRequest, DrafterE
 from app.drafting.config import OpenAIDrafter, drafters
 from app.errors import DomainError
 from app.models import Asset, DraftFailure, Item, Prompt, Suggestion
-from app.services import suggestions
-from app.services.pipeline import results_by_stage
-from app.services.prompts import stage_items
-from app.worker.jobs import JobFailed, env
+from app.services.annotation import suggestions
+from app.services.annotation.pipeline import results_by_stage
+from app.services.drafting.prompts import stage_items
+from app.worker.runtime import JobFailed, env
 
 MAX_RAW_CHARS = 20_000  # of a failed answer's text kept (a runaway generation stays a readable row)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\n(.*)\n[ \t]*```\Z", re.S)

@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import DomainError
 from app.models import Role
-from app.services import jobs_view, login_throttle
-from app.services import users as users_service
+from app.services.projects import jobs_view
+from app.services.users import login_throttle, users as users_service
 from app.web.deps import Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import secret_notice, take_secret_notice
 from app.web.templating import render

@@ -11,10 +11,11 @@ from sqlalchemy.orm import Session
 from vlcurate.models import MAX_SECONDS_SPENT
 
 from app.datasets import get_task
+from app.db import transaction
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
-from app.services import annotation, projects
-from app.db import transaction
+from app.services.annotation import annotation
+from app.services.projects import projects
 from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint
 from app.web.templating import is_htmx, render, render_error
 

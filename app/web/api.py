@@ -7,11 +7,14 @@ from typing import Any
 from fastapi import BackgroundTasks, Body, Depends, File, Query, Request, Response, UploadFile
 from fastapi.responses import FileResponse
 
+from app.db import transaction
 from app.errors import NotFound
 from app.models import Export, Role
-from app.services import agreement, annotation, export, projects, splits, targets
-from app.services import users as users_service
-from app.db import transaction
+from app.services.annotation import annotation
+from app.services.exports import export, splits, targets
+from app.services.projects import projects
+from app.services.review import agreement
+from app.services.users import users as users_service
 from app.web.deps import Bearer, BigId, Db, Id, Principal, Sessions, api_role, api_user, token_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (

@@ -10,8 +10,11 @@ from app.datasets import get_task
 from app.db import transaction
 from app.exporters import formats_for, project_dataset
 from app.models import Role
-from app.services import finals, items, projects, review
-from app.services.pipeline import submitted_annotations
+from app.services.annotation.pipeline import submitted_annotations
+from app.services.exports import finals
+from app.services.imports import items
+from app.services.projects import projects
+from app.services.review import review
 from app.web.assets import CACHE, _lookup
 from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
 from app.web.limits import ApiRouter

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import Depends, Query
 
 from app.models import Role
-from app.services import review
+from app.services.review import review
 from app.web.deps import BigId, Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import ReviewIn, ReviewOut, ReviewRow, SendBackIn

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Depends
 
 from app.models import Role
-from app.services import suggestion_push
+from app.services.drafting import suggestion_push
 from app.web.deps import Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import SuggestionsIn, SuggestionsOut

@@ -7,8 +7,7 @@ import math
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 
-from app.services import login_throttle
-from app.services import users as users_service
+from app.services.users import login_throttle, users as users_service
 from app.web.deps import (
     Db,
     Principal,

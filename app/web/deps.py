@@ -18,8 +18,7 @@ from app.db import INT4_MAX, INT8_MAX, transaction
 from app.errors import Invalid
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
-from app.services import users as users_service
-from app.services import web_sessions
+from app.services.users import users as users_service, web_sessions
 from app.web.addresses import client_address, parse_networks
 
 
@@ -125,7 +124,7 @@ class Principal:
         return cls(user.id, user.username, Role(user.role), user.must_change_password)
 
 
-SESSION_KEY = "sid"  # the cookie's entry that names the session's row (app.services.web_sessions)
+SESSION_KEY = "sid"  # the cookie's entry that names the session's row (app.services.users.web_sessions)
 
 
 def login_session(request: Request, session: Session, user: User) -> None:

@@ -9,7 +9,8 @@ from sqlalchemy.orm import Session
 
 from app.datasets.draft import DraftKind
 from app.models import Prompt, Role
-from app.services import draft_eval, jobs_view, projects, prompts
+from app.services.drafting import draft_eval, eval_report, prompts
+from app.services.projects import jobs_view, projects
 from app.web.assets import attachment
 from app.web.deps import BigId, Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
@@ -58,7 +59,7 @@ def evaluation_parquet(session: Session, stage_id: int, ids: str, gold: bool) ->
     """The per-item rows of an evaluation as a Parquet download (no bootstrap: the rows need none)."""
     evaluation = draft_eval.evaluate(session, stage_id, draft_eval.parse_ids(ids), gold=gold, samples=0)
     name = f"stage-{stage_id}-drafts-{'-'.join(str(v.prompt_id) for v in evaluation.versions)}.parquet"
-    return Response(draft_eval.to_parquet(evaluation), media_type=PARQUET, headers={"Content-Disposition": attachment(name)})
+    return Response(eval_report.to_parquet(evaluation), media_type=PARQUET, headers={"Content-Disposition": attachment(name)})
 
 
 PROMPT_IDS = Query(..., alias="prompts", max_length=200, description="Prompt version ids, comma-separated (e.g. 1,2)")
@@ -116,7 +117,7 @@ def evaluation(
     """Each version's drafts against what people finished: agreement with bootstrap 95 % intervals,
     share accepted unchanged, schema-valid share, latency and tokens."""
     found = draft_eval.evaluate(session, stage_id, draft_eval.parse_ids(ids), gold=gold, samples=samples, seed=seed)
-    return draft_eval.as_dict(found)
+    return eval_report.as_dict(found)
 
 
 @router.get("/stages/{stage_id}/drafts/evaluation.parquet", response_class=Response, responses=FILE)

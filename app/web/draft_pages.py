@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import draft_eval, projects, prompts
+from app.services.drafting import draft_eval, eval_report, prompts
+from app.services.projects import projects
 from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.draft_api import create_version, evaluation_parquet, stage_prompts
 from app.web.flash import flash, take_flash
@@ -52,7 +53,7 @@ def _compared(session: Session, stage_id: int, versions, query) -> dict[str, Any
         evaluation = draft_eval.evaluate(session, stage_id, ids, gold=gold)
     except DomainError as exc:
         return {**out, "error": exc.message}
-    return {**out, "ids": ",".join(map(str, ids)), "result": evaluation, "chart": draft_eval.chart(evaluation)}
+    return {**out, "ids": ",".join(map(str, ids)), "result": evaluation, "chart": eval_report.chart(evaluation)}
 
 
 def _context(request: Request, session: Session, stage_id: int, *, forms: dict | None = None, **extra) -> dict[str, Any]:

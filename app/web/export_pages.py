@@ -12,7 +12,9 @@ from sqlalchemy.orm import Session
 
 from app.errors import DomainError, NotFound
 from app.models import Role
-from app.services import export, jobs_view, leaks, projects, splits, targets
+from app.services.exports import export, splits, targets
+from app.services.leaks import leaks
+from app.services.projects import jobs_view, projects
 from app.web.assets import attachment, presigned, streamed
 from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import Request
 from sqlalchemy.orm import Session
 
-from app.services import web_sessions
+from app.services.users import web_sessions
 from app.web.deps import SESSION_KEY
 
 

@@ -7,7 +7,7 @@ from fastapi.responses import RedirectResponse
 
 from app.errors import DomainError
 from app.models import Role
-from app.services import gold
+from app.services.quality import gold
 from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash
 from app.web.uploads import spooled
@@ -46,7 +46,7 @@ def make_final_gold(request: Request, item_id: BigId, session: Db, stage_id: int
 @router.post("/projects/{project_id}/leaks")
 def find_leaks(request: Request, project_id: Id, session: Db, user: Principal = Depends(admin_only)):
     """Queue the worker job that finds the newest split version's leaks; back to the export page."""
-    from app.services import projects
+    from app.services.projects import projects
     from app.worker import jobs
 
     projects.get_project(session, project_id)  # 404 for an unknown project
@@ -58,7 +58,7 @@ def find_leaks(request: Request, project_id: Id, session: Db, user: Principal = 
 @router.post("/projects/{project_id}/leaks/keep-together")
 def keep_together(request: Request, project_id: Id, session: Db, user: Principal = Depends(admin_only)):
     """Put each leaked group of the newest report into one split, as a new split version."""
-    from app.services import leaks
+    from app.services.leaks import leaks
 
     try:
         with savepoint(session):

@@ -17,7 +17,9 @@ from app.datasets import all_tasks, follow_on, get_task
 from app.errors import DomainError, Invalid
 from app.lifecycle import ItemStatus
 from app.models import Role
-from app.services import figures, items, projects
+from app.services.imports import items
+from app.services.projects import projects
+from app.services.quality import figures
 from app.settings import Settings
 from app.web.deps import BigId, Db, Id, Posted, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash

@@ -12,7 +12,10 @@ from app import jsontext
 from app.datasets import get_task
 from app.errors import DomainError, Invalid
 from app.models import Role
-from app.services import agreement, equivalence, gold, projects, review, suggestions
+from app.services.annotation import suggestions
+from app.services.projects import projects
+from app.services.quality import accuracy, gold
+from app.services.review import agreement, equivalence, review
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash
@@ -225,8 +228,8 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
     if get_task(stage.workflow).equivalence:
         found = equivalence.judging_stage(session, stage)
         judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
-    accuracy = gold.accuracy_report(session, stage_id)
-    gold_view = {"report": accuracy, "chart": gold.trend_chart(accuracy)}
+    report = accuracy.accuracy_report(session, stage_id)
+    gold_view = {"report": report, "chart": accuracy.trend_chart(report)}
     return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, "gold": gold_view, **extra}
 
 

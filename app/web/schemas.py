@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from app.models import Role
-from app.services import projects
+from app.services.projects import projects
 from vlcurate.models import *  # noqa: F403  (the shared models, re-exported for the routes)
 from vlcurate.models import __all__ as _shared
 

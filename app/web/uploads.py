@@ -11,7 +11,7 @@ from fastapi import Request, UploadFile
 from sqlalchemy.orm import Session
 
 from app.errors import Invalid, size_text
-from app.services import imports
+from app.services.imports import imports
 
 CHUNK = 1024 * 1024
 

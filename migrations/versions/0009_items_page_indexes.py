@@ -14,7 +14,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # Each gives one page of a filter in id order without reading past it (app/services/items.py).
+    # Each gives one page of a filter in id order without reading past it (app/services/imports/items.py).
     op.create_index('ix_items_project_id', 'items', ['project_id', 'id'])
     op.create_index('ix_items_stage_id', 'items', ['stage_id', 'id'])
     op.create_index('ix_items_project_status_id', 'items', ['project_id', 'status', 'id'])

@@ -11,7 +11,7 @@ index entries with every entry of the stage (a BitmapAnd with `ix_item_results_s
 submit's counting then read the whole stage's finals, 20 ms at 1M items 90 % done and 350 ms at
 10M (bench/http_bench.py's matrix, right after the 90 %). `r.stage_id + 0` keeps the lookup on
 `ix_item_results_item_id` (an item's few finals), whatever the statistics say, as the submit's own
-read of an item's finals is fenced (`app.services.annotation`). The functions are 0014counts',
+read of an item's finals is fenced (`app.services.annotation.annotation`). The functions are 0014counts',
 taken from that migration, with only that lookup changed.
 """
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from app.cli import app as cli
 from app.db import transaction
 from app.models import Export, Item, Suggestion
-from app.services import export
+from app.services.exports import export
 from tests import factories
 from tests.client.test_client_live import png
 

@@ -11,7 +11,7 @@ import pytest
 from app.db import transaction
 from app.exporters import project_dataset
 from app.exporters.rows import ALL, split_rows
-from app.services import splits
+from app.services.exports import splits
 from tests import factories
 from tests.web.test_export import colorswap_project, save_splits, visargs_project, wikido_project
 

@@ -17,7 +17,7 @@ from app import ROOT
 from app.datasets import dataset_of, registry
 from app.db import transaction
 from app.exporters import formats_for
-from app.services import export
+from app.services.exports import export
 from tests.conftest import csrf_from, led_to, login, make_token, make_user, png_bytes, start_annotating, zip_bytes
 
 PLUGINS = (ROOT / "docs" / "plugins.md").read_text()
@@ -100,7 +100,8 @@ def test_readme_example_dataset_runs_end_to_end(client, app, settings, yesno):
 @pytest.mark.committed
 def test_a_dataset_charts_its_finished_items_on_the_project_page(client, app, settings, yesno, monkeypatch):
     from app.datasets.dataset import Chart
-    from app.services import imports, projects
+    from app.services.imports import imports
+    from app.services.projects import projects
 
     def charts(self, finished):
         answers = [row.results["yesno.check"]["choice"] for row in finished]

@@ -55,7 +55,7 @@ def choice_stage(sessions, settings, storage, n: int) -> tuple[int, list[int]]:
 
 
 def new_prompt(sessions, stage_id: int, drafter: str, kind: str = "test.choice", **changes) -> int:
-    from app.services import prompts
+    from app.services.drafting import prompts
 
     with transaction(sessions) as s:
         return prompts.new_version(s, stage_id, kind, drafter=drafter, **changes).id

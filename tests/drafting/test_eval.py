@@ -20,7 +20,7 @@ from app.agreement.bootstrap import bootstrap, mean_from, mean_stats
 from app.errors import Invalid
 from app.lifecycle import ItemStatus
 from app.models import GoldItem, Item, SuggestionOutcome
-from app.services import draft_eval, prompts
+from app.services.drafting import draft_eval, eval_report, prompts
 from tests import factories
 
 CHOICES = "abc"
@@ -186,7 +186,7 @@ def test_gold_items_measure_drafts_against_the_truth(session, settings, storage,
 def test_per_item_rows_round_trip_through_parquet(session, settings, storage, tmp_path, monkeypatch):
     sc = two_versions(session, settings, storage, tmp_path, monkeypatch, n=12)
     result = draft_eval.evaluate(session, sc.stage_id, [p.id for p in sc.prompts], samples=20)
-    table = pq.read_table(io.BytesIO(draft_eval.to_parquet(result)))
+    table = pq.read_table(io.BytesIO(eval_report.to_parquet(result)))
     assert table.column_names == ["item_id", "external_id", "prompt_id", "version", "draft", "final", "score"]
     read = table.to_pylist()
     assert len(read) == len(result.rows) == sum(v.items for v in result.versions)
@@ -194,7 +194,7 @@ def test_per_item_rows_round_trip_through_parquet(session, settings, storage, tm
         assert (row["item_id"], row["external_id"], row["prompt_id"], row["version"], row["score"]) == (
             kept.item_id, kept.external_id, kept.prompt_id, kept.version, kept.score)
         assert json.loads(row["draft"]) == kept.draft and json.loads(row["final"]) == kept.final
-    draft_eval.to_parquet(result, tmp_path / "rows.parquet")
+    eval_report.to_parquet(result, tmp_path / "rows.parquet")
     assert pq.read_table(tmp_path / "rows.parquet").num_rows == len(read)
 
 
@@ -214,7 +214,7 @@ def test_versions_of_another_stage_or_bad_ids_are_refused(session, settings, sto
 def test_the_chart_draws_one_bar_per_version_and_figure(session, settings, storage, tmp_path, monkeypatch):
     sc = two_versions(session, settings, storage, tmp_path, monkeypatch, n=20)
     result = draft_eval.evaluate(session, sc.stage_id, [p.id for p in sc.prompts], samples=50)
-    drawn = draft_eval.chart(result)
+    drawn = eval_report.chart(result)
     assert [g["name"] for g in drawn["groups"]] == ["Cohen's kappa", "share agreeing"]
     for group in drawn["groups"]:
         assert [b["label"] for b in group["bars"]] == ["generic.test-choice v1", "generic.test-choice v2"]

@@ -31,9 +31,10 @@ from app.drafting import run
 from app.drafting.backends import json_instruction
 from app.drafting.strict import strict_schema_problems
 from app.models import Asset, DraftFailure, Item, JobRun, Suggestion
-from app.services import prompts, suggestions
-from app.services.pipeline import results_by_stage
-from app.worker import jobs
+from app.services.annotation import suggestions
+from app.services.annotation.pipeline import results_by_stage
+from app.services.drafting import prompts
+from app.worker import runtime
 from tests.conftest import login, make_user, start_annotating
 from tests.drafting.conftest import choice_stage, new_prompt, with_drafters
 from tests.drafting.kinds import CHOICE_KIND, SCHEMA
@@ -240,7 +241,7 @@ def test_a_schema_strict_mode_refuses_is_asked_as_json_object_and_still_checked_
     stage_id, ids = choice_stage(committed, cfg, storage, 2)
     prompt_id = new_prompt(committed, stage_id, "stub")
     fresh_stub.set(replies=[["Q0\n", '{"choice": "a", "reason": "red"}'], ["Q1\n", '{"choice": "b", "reason": ""}']])
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     caplog.set_level(logging.WARNING, logger="app.drafting.backends")
     assert run.draft(prompt_id, ids) == run.Outcome(drafted=1, invalid=1, skipped=0)
 

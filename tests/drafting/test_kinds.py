@@ -17,9 +17,10 @@ from app.datasets.suggest import ItemInput
 from app.datasets.voldoger.release import join
 from app.db import transaction
 from app.models import Asset, Item, ItemResult, Stage
-from app.services import prompts, suggestions
-from app.services.prompts import check_settings, placeholders
-from app.services.suggestions import SuggestionView
+from app.services.annotation import suggestions
+from app.services.annotation.suggestions import SuggestionView
+from app.services.drafting import prompts
+from app.services.drafting.prompts import check_settings, placeholders
 from tests.conftest import login, make_user, png_bytes, start_annotating
 from tests.datasets.artwork.test_artwork import EXPLAINED as ARTWORK
 from tests.datasets.colorswap.test_colorswap import pair

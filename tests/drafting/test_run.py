@@ -15,8 +15,9 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.drafting import run
 from app.models import Base, DraftFailure, JobRun, Suggestion
-from app.services import prompts, suggestions
-from app.worker import jobs
+from app.services.annotation import suggestions
+from app.services.drafting import prompts
+from app.worker import jobs, runtime
 from tests.conftest import free_port, png_bytes
 from tests.drafting.conftest import KEY, choice_stage, new_prompt, with_drafters
 from tests.drafting.kinds import SCHEMA
@@ -28,7 +29,7 @@ def answer(choice: str, reason: str = "it is red") -> str:
 
 def run_jobs(settings) -> None:
     """One in-process worker on the draft queue, until the queue is empty."""
-    jobs.configure(settings)
+    runtime.configure(settings)
     jobs.make_app(settings).run_worker(queues=["draft"], wait=False, install_signal_handlers=False)
 
 
@@ -99,7 +100,7 @@ def test_a_rerun_skips_valid_drafts_and_tries_the_failed_ones_again(committed, s
     cfg = stub_settings(settings, tmp_path, fresh_stub, monkeypatch)
     stage_id, ids = choice_stage(committed, cfg, storage, 4)
     prompt_id = new_prompt(committed, stage_id, "stub")
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     fresh_stub.set(reply=answer("a"), replies=[["Q1\n", "nope"], ["Q3\n", "nope"]])
     assert run.draft(prompt_id, ids) == run.Outcome(drafted=2, invalid=2, skipped=0)
     first, _ = stored(committed, prompt_id)
@@ -133,7 +134,7 @@ def test_an_item_without_its_stored_image_is_a_failed_draft_and_never_asked(
     with transaction(committed) as s:
         s.execute(sa.update(Item).where(Item.id == ids[1]).values(assets={}))  # its image named by URL, say
     prompt_id = new_prompt(committed, stage_id, "stub")
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     fresh_stub.set(reply=answer("a"))
     assert run.draft(prompt_id, ids) == run.Outcome(drafted=2, invalid=1, skipped=0)
     assert sorted(r["body"]["messages"][1]["content"][0]["text"][10:12] for r in fresh_stub.requests()) == ["Q0", "Q2"]
@@ -172,7 +173,7 @@ def test_a_server_that_is_down_or_too_slow_fails_the_job_with_what_happened(
         slow={"backend": "openai", "base_url": fresh_stub.url, "model": "m", "retries": 0, "timeout_seconds": 0.3},
     )
     stage_id, ids = choice_stage(committed, cfg, storage, 2)
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     fresh_stub.set(latency=3, reply=answer("a"))
     for drafter, error in [
         ("down", rf"Drafter 'down' at {re.escape(down)} failed 2 times; last: ConnectError"),
@@ -182,7 +183,7 @@ def test_a_server_that_is_down_or_too_slow_fails_the_job_with_what_happened(
         prompt_id = new_prompt(committed, stage_id, drafter)
         try:
             run.draft(prompt_id, ids)
-        except jobs.JobFailed as exc:
+        except runtime.JobFailed as exc:
             assert re.search(error, str(exc)), str(exc)
         else:
             raise AssertionError(f"{drafter}: the job did not fail")
@@ -194,7 +195,7 @@ def test_429_then_success_drafts_every_item(committed, settings, storage, fresh_
     stage_id, ids = choice_stage(committed, cfg, storage, 3)
     prompt_id = new_prompt(committed, stage_id, "stub")
     fresh_stub.set(reply=answer("c"), fail_first=3, fail_status=429, retry_after="0")
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     assert run.draft(prompt_id, ids) == run.Outcome(3, 0, 0)
     assert len(fresh_stub.requests()) == 6
 

@@ -12,8 +12,9 @@ from app.drafting import run
 from app.drafting.backends import DraftImage, DraftRequest, LocalBackend, json_instruction
 from app.drafting.config import LocalDrafter
 from app.models import DraftFailure, JobRun, Suggestion
-from app.services import prompts, suggestions
-from app.worker import jobs
+from app.services.annotation import suggestions
+from app.services.drafting import prompts
+from app.worker import jobs, runtime
 from tests.conftest import png_bytes
 from tests.drafting.conftest import choice_stage, new_prompt, with_drafters
 from tests.drafting.kinds import SCHEMA
@@ -38,7 +39,7 @@ def test_drafts_through_transformers_serve_carry_the_image_and_random_answers_ar
     for prompt_id in (with_image, text_only):
         with transaction(committed) as s:
             prompts.start_run(s, cfg, prompt_id, "all")
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     jobs.make_app(cfg).run_worker(queues=["draft"], wait=False, install_signal_handlers=False)
 
     imaged, plain = failures(committed, with_image), failures(committed, text_only)
@@ -60,7 +61,7 @@ def test_drafts_through_transformers_serve_carry_the_image_and_random_answers_ar
     # The local backend reads the same model and chat template, and cannot constrain decoding: the
     # prompt asks for the schema (one token a byte with this tokenizer), all else is the same.
     local = with_drafters(settings, tmp_path, tiny={"backend": "local", "model_dir": tiny_vlm, "batch_size": 2})
-    jobs.configure(local)
+    runtime.configure(local)
     local_prompt = new_prompt(committed, stage_id, "tiny")
     assert run.draft(local_prompt, ids) == run.Outcome(drafted=0, invalid=3, skipped=0)
     by_local = failures(committed, local_prompt)

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import JobRun, Suggestion
-from app.services import prompts
+from app.services.drafting import prompts
 from tests.conftest import free_port
 from tests.drafting.conftest import KEY, choice_stage, new_prompt, with_drafters
 

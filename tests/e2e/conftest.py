@@ -143,7 +143,7 @@ def open_stage(page, username: str, stage_id: int) -> str:
 def disagree(sessions, stage_id: int, answers: dict[str, str], items: int = 1) -> None:
     """Each named annotator answers `items` items of the stage with their choice (through the services)."""
     from app.db import transaction
-    from app.services import annotation
+    from app.services.annotation import annotation
     from tests.conftest import make_user
 
     for name, choice in answers.items():

@@ -11,7 +11,9 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Item, Stage
-from app.services import export, imports, projects
+from app.services.exports import export
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import PASSWORD, make_user, png_bytes
 from tests.e2e.conftest import fits, log_in_by_keyboard, shoot, start_stage
 

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Item, Project
-from app.services.demo import load_demo
+from app.services.demo.demo import load_demo
 from tests.conftest import PASSWORD, make_user
 from tests.e2e.conftest import fits, log_in, shoot
 

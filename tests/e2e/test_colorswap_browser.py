@@ -13,7 +13,9 @@ from playwright.sync_api import expect
 
 from app.db import transaction
 from app.models import Annotation, Item, ItemResult
-from app.services import imports, projects, suggestions
+from app.services.annotation import suggestions
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import PASSWORD, colorswap_records, make_user, png_bytes
 from tests.e2e.conftest import Keys, fits, log_in_by_keyboard, open_stage, shoot, start_stage
 
@@ -330,7 +332,7 @@ def test_recaption_keys_caret_and_unchanged_pair_caught_in_the_browser(page, com
     """Caption 1 has the focus with the caret at its end; one Tab reaches caption 2 (Reset and the
     image links come after the captions, the links named); Enter with the rule-based pair unchanged
     says so on the screen and sends nothing."""
-    from app.services import annotation
+    from app.services.annotation import annotation
 
     filter_id, recaption_id = _project(committed, settings, storage, candidates=(4,))
     user = make_user(committed, "filterer")

@@ -15,7 +15,10 @@ from app.datasets.suggest import ItemInput
 from app.datasets.visargs.demo import draw_poster
 from app.db import transaction
 from app.models import Annotation, Item, Suggestion, SuggestionOutcome
-from app.services import imports, projects, prompts, suggestions
+from app.services.annotation import suggestions
+from app.services.drafting import prompts
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import make_user, png_bytes
 from tests.e2e.conftest import Keys, open_stage
 

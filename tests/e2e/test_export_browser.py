@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from app.db import transaction
-from app.services import export
+from app.services.exports import export
 from tests.conftest import PASSWORD, make_user
 from tests.e2e.conftest import log_in
 from tests.services.test_splits import finished_project

@@ -6,7 +6,8 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Assignment, Project, Stage
-from app.services import demo_quality, gold
+from app.services.demo import demo_quality
+from app.services.quality import gold
 from tests.conftest import PASSWORD, make_user
 from tests.e2e.conftest import log_in, start_stage
 

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation
-from app.services import imports, projects
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import PASSWORD, make_choice_project, make_user
 from tests.e2e.conftest import Keys, fits, open_stage, shoot
 

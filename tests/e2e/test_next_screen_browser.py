@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Project, Stage
-from app.services.demo import load_demo
+from app.services.demo.demo import load_demo
 from tests.conftest import PASSWORD, make_user
 from tests.e2e.conftest import log_in, start_stage
 

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import ItemResult
-from app.services import annotation
+from app.services.annotation import annotation
 from tests.conftest import PASSWORD, make_choice_project, make_user
 from tests.e2e.conftest import log_in
 
@@ -36,7 +36,8 @@ def test_the_review_screen_shows_the_image_and_the_rendered_answers_and_one_key_
 
     from app.datasets.wikido.demo import wikido_records
     from app.models import Item
-    from app.services import imports, projects
+    from app.services.imports import imports
+    from app.services.projects import projects
 
     records = wikido_records(tmp_path, 2, seed=4)
     with transaction(committed) as s:

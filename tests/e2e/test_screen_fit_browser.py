@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from app.datasets import all_tasks
 from app.db import transaction
 from app.models import Annotation
-from app.services import annotation
+from app.services.annotation import annotation
 from tests.conftest import PASSWORD, make_user, png_bytes
 from tests.e2e.conftest import log_in, shoot, start_stage
 from tests.staged import ANSWERS, demo_record, item_at

@@ -13,8 +13,10 @@ from app.datasets import dataset_of
 from app.datasets.visargs.demo import draw_poster, visargs_records
 from app.db import transaction
 from app.models import Annotation, Item
-from app.services import annotation, imports, projects, suggestions
-from app.services.pipeline import results_by_stage
+from app.services.annotation import annotation, suggestions
+from app.services.annotation.pipeline import results_by_stage
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import PASSWORD, make_user
 from tests.e2e.conftest import Keys, fits, log_in, open_stage, shoot, start_stage
 

@@ -13,7 +13,9 @@ import sqlalchemy as sa
 from app.datasets.voldoger.release import join
 from app.db import transaction
 from app.models import Annotation, Item
-from app.services import export, imports, projects
+from app.services.exports import export
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import PASSWORD, make_user, png_bytes
 from tests.datasets.voldoger.release_rows import (
     CAP_ORIGINAL,

@@ -12,8 +12,10 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Item
-from app.services import imports, projects, suggestions
-from app.services.figures import figures
+from app.services.annotation import suggestions
+from app.services.imports import imports
+from app.services.projects import projects
+from app.services.quality.figures import figures
 from tests.conftest import PASSWORD, make_user, png_bytes
 from tests.e2e.conftest import Keys, log_in_by_keyboard, open_stage, shoot, start_stage
 

@@ -11,7 +11,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from app.db import transaction
 from app.models import Item, ItemResult
-from app.worker import jobs
+from app.worker import jobs, runtime
 from tests.conftest import PASSWORD, make_token, make_user
 from tests.e2e.conftest import log_in
 from tests.web.test_agreement_api import annotate_thirty, payload, verdict
@@ -24,7 +24,7 @@ def test_three_annotators_a_dashboard_and_a_reviewer_in_the_browser(page, live_s
     stage_id, _ = annotate_thirty(api, committed)
 
     # The worker job stores the report the dashboard shows; the API gives the same stored figures.
-    jobs.configure(settings)
+    runtime.configure(settings)
     jobs.compute_agreement(stage_id, samples=200)  # what the worker's job runs
     make_user(committed, "rita", "reviewer", PASSWORD)
     rita = {"Authorization": f"Bearer {make_token(committed, make_user(committed, 'rita2', 'reviewer'))}"}

@@ -7,7 +7,8 @@ import sqlalchemy as sa
 
 from app.errors import Invalid
 from app.models import Project
-from app.services import equivalence, projects
+from app.services.projects import projects
+from app.services.review import equivalence
 
 
 def test_nothing_to_judge_creates_no_companion_project(session):

@@ -12,8 +12,10 @@ import sqlalchemy as sa
 from app.errors import Invalid
 from app.lifecycle import ItemStatus
 from app.models import AnnotatorFlag, Assignment, AuditEvent, GoldItem, Item, Stage
-from app.services import agreement, gold, projects
-from app.services import annotation as annotations
+from app.services.annotation import annotation as annotations
+from app.services.projects import projects
+from app.services.quality import accuracy, gold
+from app.services.review import agreement
 from tests import factories
 
 PLANTED = {"perfect": 1.0, "good": 0.8, "careless": 0.5}
@@ -112,7 +114,7 @@ def test_planted_accuracies_are_measured_flagged_and_routed(session, settings, s
                 flagged_now = session.get(AnnotatorFlag, (stage_id, user_id)) is not None
                 (after_flag if flagged_now else before_flag).append(c.item_id)
 
-    report = gold.accuracy_report(session, stage_id)
+    report = accuracy.accuracy_report(session, stage_id)
     for name, p in PLANTED.items():
         row = next(v for k, v in report["annotators"].items() if k.startswith(name))
         assert row["items"] == N_GOLD
@@ -163,12 +165,12 @@ def test_make_this_final_gold_takes_the_item_out_of_the_data(session, settings, 
     assert session.get(Item, item_id).status == ItemStatus.gold
     assert session.scalar(sa.select(GoldItem.answer).where(GoldItem.item_id == item_id)) == {"choice": "c"}
     # Its own final is the truth: a screen of the gold item does not show it as an earlier result.
-    from app.services.pipeline import results_by_stage
+    from app.services.annotation.pipeline import results_by_stage
 
     assert results_by_stage(session, item_id) == {}
     # Nor does the API's claim answer, nor the screen of an assignment of it.
     from app import queue
-    from app.services.annotation import claim_json, open_assignment
+    from app.services.annotation.annotation import claim_json, open_assignment
 
     assignment_id = session.scalar(sa.select(Assignment.id).where(Assignment.item_id == item_id))
     claimed = queue.Claim(assignment_id, item_id, datetime.now(UTC))
@@ -216,7 +218,7 @@ def gold_project(session, settings, storage, tmp_path, n_gold=20, n=80, **config
 def test_a_flag_sends_earlier_finished_work_back_to_review(session, settings, storage, tmp_path, earlier):
     from app.exporters.rows import ALL, split_rows
     from app.models import ItemResult
-    from app.services import splits
+    from app.services.exports import splits
 
     project_id, stage_id, gold_ids = gold_project(session, settings, storage, tmp_path, gold_route_earlier=earlier)
     user_id = factories.user(session)
@@ -248,7 +250,7 @@ def test_a_flag_sends_earlier_finished_work_back_to_review(session, settings, st
 
 
 def test_the_review_queue_says_why_and_puts_the_least_accurate_first(session, settings, storage, tmp_path):
-    from app.services import review
+    from app.services.review import review
 
     _, stage_id, gold_ids = gold_project(session, settings, storage, tmp_path, gold_route_earlier="all")
     half = factories.user(session, "half")  # 0.5 accuracy: works first, so their items have the lower ids

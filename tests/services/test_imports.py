@@ -13,7 +13,8 @@ from PIL import Image
 
 from app.errors import Invalid
 from app.models import Asset, Item
-from app.services import imports, projects
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import png_bytes
 
 
@@ -337,7 +338,7 @@ def test_images_are_checked_once_and_counted_across_batches(session, settings, s
 
 
 def test_a_json_array_streams_in_batches_with_each_record_as_it_came(session, settings, storage, project_id, tmp_path, small_batches, monkeypatch):
-    from app.services import records
+    from app.services.imports import records
 
     monkeypatch.setattr(records, "CHUNK", 50)
     (tmp_path / "a.png").write_bytes(png_bytes())

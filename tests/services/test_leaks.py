@@ -13,7 +13,8 @@ from PIL import Image
 
 from app import leakage
 from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport
-from app.services import leaks, splits
+from app.services.exports import splits
+from app.services.leaks import leaks
 from tests import factories
 
 WORDS = ("red blue green small large old young wooden stone glass river mountain city street market boat train "
@@ -148,7 +149,7 @@ def test_minhash_finds_a_near_caption_and_not_a_different_one():
 
 def test_the_demo_has_a_gold_set_and_planted_leaks(session, settings, storage, tmp_path):
     from app.models import GoldItem, LeakReport, Project
-    from app.services import demo_quality
+    from app.services.demo import demo_quality
 
     assert demo_quality.load(session, settings, storage, tmp_path) == [demo_quality.GOLD_DEMO, demo_quality.LEAK_DEMO]
     assert demo_quality.load(session, settings, storage, tmp_path) == []  # idempotent

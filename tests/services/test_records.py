@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import Invalid
-from app.services import records
-from app.services.records import parse_records
+from app.services.imports import records
+from app.services.imports.records import parse_records
 
 
 def read(data: bytes | str, filename: str = "x.json", **limits) -> list[tuple[str, dict, str]]:

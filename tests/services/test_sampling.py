@@ -10,7 +10,10 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.errors import Invalid
 from app.models import Annotation, Item, StageSample
-from app.services import agreement, annotation, imports, projects
+from app.services.annotation import annotation
+from app.services.imports import imports
+from app.services.projects import projects
+from app.services.review import agreement
 from tests.conftest import make_choice_project, make_user, png_bytes
 
 

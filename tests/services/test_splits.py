@@ -11,7 +11,9 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.errors import Invalid
 from app.models import Item, ItemSplit
-from app.services import imports, projects, splits
+from app.services.exports import splits
+from app.services.imports import imports
+from app.services.projects import projects
 from tests.conftest import png_bytes
 
 TOPICS = ["food", "paintings", "medicine", "sports", "music", "cities"]

@@ -14,7 +14,7 @@ from sqlalchemy import text as sa_text
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from app.db import transaction
-from app.worker import jobs
+from app.worker import jobs, runtime
 from tests.conftest import csrf_from, login, make_token, make_user, png_bytes, zip_bytes
 
 # The worker's job computes the stored report on its own connection: the data is committed.
@@ -103,7 +103,7 @@ def test_wikido_agreement_equals_reference_computations(client, app):
     with transaction(app.state.sessions) as s:
         tasks = s.scalars(sa_text("SELECT task_name FROM procrastinate_jobs")).all()
     assert tasks == ["vlcurate:agreement"]
-    jobs.configure(app.state.settings)
+    runtime.configure(app.state.settings)
     jobs.compute_agreement(stage_id, samples=200, seed=3)  # what the worker's job runs
     page = client.get(f"/stages/{stage_id}/agreement").text
     alpha = report["facets"]["verdict"]["metrics"]["Krippendorff's alpha"]["estimate"]

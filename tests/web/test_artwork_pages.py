@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Item
-from app.services import export
+from app.services.exports import export
 from tests.conftest import csrf_from, led_to, login, png_bytes, start_annotating, zip_bytes
 
 RECORDS = [

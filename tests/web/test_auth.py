@@ -100,7 +100,7 @@ def test_session_cookie_does_not_authenticate_the_api(client, users):
 
 def test_one_time_password_must_be_changed_first(client, app):
     from app.db import transaction
-    from app.services.users import ensure_first_admin
+    from app.services.users.users import ensure_first_admin
 
     with transaction(app.state.sessions) as s:
         name, password = ensure_first_admin(s)

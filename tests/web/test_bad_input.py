@@ -309,7 +309,7 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
     from fastapi.testclient import TestClient
 
     from app.models import ApiToken, Item
-    from app.services import annotation
+    from app.services.annotation import annotation
 
     with transaction(app.state.sessions) as s:
         factories.annotation(s, world["stage"], world["user"], {"choice": "a"})

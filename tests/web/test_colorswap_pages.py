@@ -13,9 +13,10 @@ from app.datasets import dataset_of
 from app.db import transaction
 from app.errors import Invalid
 from app.models import Item
-from app.services import projects, suggestions
-from app.services.figures import breakdown
-from app.services.pipeline import results_by_stage
+from app.services.annotation import suggestions
+from app.services.annotation.pipeline import results_by_stage
+from app.services.projects import projects
+from app.services.quality.figures import breakdown
 from tests.conftest import (
     COLOURS,
     colorswap_records,

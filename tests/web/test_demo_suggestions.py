@@ -14,8 +14,8 @@ from app.datasets.colorswap.filter import preselect
 from app.datasets.dataset import DEMO_MODEL
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, Project, Stage, Suggestion, SuggestionOutcome
-from app.services.demo import ensure_project, load_demo
-from app.services.pipeline import finalize
+from app.services.annotation.pipeline import finalize
+from app.services.demo.demo import ensure_project, load_demo
 from app.worker import jobs
 from tests.conftest import csrf_from, login, make_user, start_annotating
 

@@ -16,7 +16,7 @@ from PIL import Image
 from app.db import transaction
 from app.errors import FULL_DISK_MESSAGES
 from app.models import Export, Item
-from app.services import export
+from app.services.exports import export
 from app.storage import LocalStorage
 from tests import factories
 from tests.conftest import csrf_from, login, png_bytes, zip_bytes

@@ -16,8 +16,8 @@ from PIL import Image
 from app.datasets import dataset_of
 from app.db import transaction
 from app.models import Asset, Item
-from app.services import export, splits
-from app.services.pipeline import results_by_stage
+from app.services.annotation.pipeline import results_by_stage
+from app.services.exports import export, splits
 from tests.conftest import colorswap_records, csrf_from, login, png_bytes, zip_bytes
 from tests.web.test_colorswap_pages import create, submit
 from tests.web.test_visargs_pages import PUBLISHED
@@ -210,7 +210,7 @@ def test_export_to_s3(client, app, api, tmp_path, s3_client):
 
 
 def test_the_export_page_saves_splits_and_downloads_files(client, app, api, tmp_path):
-    from app.worker import jobs
+    from app.worker import jobs, runtime
 
     project_id = colorswap_project(client, api)
     login(client, "ann")
@@ -233,7 +233,7 @@ def test_the_export_page_saves_splits_and_downloads_files(client, app, api, tmp_
         (row,) = export.exports_of(s, project_id)
         tasks = s.scalars(sa.text("SELECT task_name FROM procrastinate_jobs")).all()
     assert tasks == ["vlcurate:export"] and row.status == "queued"
-    jobs.configure(app.state.settings)
+    runtime.configure(app.state.settings)
     export.run_export(app.state.sessions, app.state.storage, app.state.settings, row.id)  # what the worker's job runs
     page = client.get(f"/projects/{project_id}/export").text
     assert f'<tr data-export="{row.id}" class="status-done">' in page
@@ -268,11 +268,11 @@ def test_the_api_queues_exports_and_serves_files(client, app, api, tmp_path):
     from types import SimpleNamespace
 
     from app.models import JobRun
-    from app.worker import jobs
+    from app.worker import jobs, runtime
 
-    jobs.configure(app.state.settings)
+    runtime.configure(app.state.settings)
     assert jobs.export.func(SimpleNamespace(job=SimpleNamespace(id=901)), export_id=r.json()["id"]) == 4
-    with pytest.raises(jobs.JobFailed, match="No export with id 9999"):
+    with pytest.raises(runtime.JobFailed, match="No export with id 9999"):
         jobs.export.func(SimpleNamespace(job=SimpleNamespace(id=902)), export_id=9999)
     with transaction(app.state.sessions) as s:
         runs = {j.job_id: (j.status, j.error) for j in s.scalars(sa.select(JobRun))}

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.errors import Invalid
 from app.models import Export
-from app.services import export
+from app.services.exports import export
 from tests import factories
 
 

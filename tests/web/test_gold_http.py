@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, Stage
-from app.services import gold
+from app.services.quality import gold
 from tests.conftest import make_choice_project, make_token, make_user, run_concurrently
 
 SHARE = 0.2

@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import GoldItem, Item, Stage
-from app.services import annotation as annotations
-from app.services import gold
+from app.services.annotation import annotation as annotations
+from app.services.quality import gold
 from tests import factories
 from tests.conftest import csrf_from, login, make_choice_project
 

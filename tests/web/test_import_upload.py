@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Item
-from app.services import imports
+from app.services.imports import imports
 from tests import factories
 
 

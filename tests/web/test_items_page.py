@@ -139,7 +139,7 @@ def test_a_text_search_for_a_nul_character_says_why_instead_of_failing(client, p
 
 
 def test_a_text_search_reads_a_window_of_items_per_page_and_searches_on(app, project):
-    from app.services import items
+    from app.services.imports import items
 
     ids = project["ids"]
     f = items.ItemFilter(text="heron")  # it-7 only

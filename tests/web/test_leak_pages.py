@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from app.db import transaction
-from app.services import leaks
+from app.services.leaks import leaks
 from tests import factories
 from tests.conftest import csrf_from, login
 from tests.services.test_leaks import planted_project
@@ -42,7 +42,7 @@ def test_find_leaks_button_queues_the_job_whose_report_the_page_shows(committed,
     import sqlalchemy as sa
 
     from app.models import JobRun, LeakReport
-    from app.worker import jobs
+    from app.worker import jobs, runtime
 
     sessions = app.state.sessions
     with transaction(sessions) as s:
@@ -75,7 +75,7 @@ def test_find_leaks_button_queues_the_job_whose_report_the_page_shows(committed,
         assert not s.scalar(sa.select(sa.func.count()).select_from(LeakReport))
 
     # The worker runs the queued job (the real task, through the job queue) and stores the report.
-    jobs.configure(app.state.settings)
+    runtime.configure(app.state.settings)
     jobs.make_app(app.state.settings).run_worker(queues=["maintenance"], wait=False, install_signal_handlers=False)
     with transaction(sessions) as s:
         assert s.scalar(sa.text("SELECT status::text FROM procrastinate_jobs WHERE task_name = 'vlcurate:leaks'")) == "succeeded"
@@ -97,7 +97,8 @@ def test_the_export_form_and_the_api_write_gold_jsonl_on_request(committed, clie
     import sqlalchemy as sa
 
     from app.models import Export, Item
-    from app.services import export, gold
+    from app.services.exports import export
+    from app.services.quality import gold
 
     sessions = app.state.sessions
     with transaction(sessions) as s:

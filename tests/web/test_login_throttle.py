@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.db import transaction
 from app.models import AuditEvent, LoginThrottle
-from app.services.login_throttle import Policy, delay_after
+from app.services.users.login_throttle import Policy, delay_after
 from app.settings import Settings
 from app.web.addresses import client_address, parse_networks
 from tests import factories

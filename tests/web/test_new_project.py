@@ -140,7 +140,7 @@ def test_the_api_checks_stage_configurations_too(client, api):
 
 
 def test_one_configuration_for_a_pipeline_is_shared_out_by_the_keys_each_stage_reads():
-    from app.services.projects import stage_specs_for
+    from app.services.projects.projects import stage_specs_for
 
     specs = stage_specs_for("colorswap.filter", config={"suggestion_margin": 0.1, "sources": ["handmade"], "extra_colour_words": ["teal"],
                                                         "colour": 1}, config_for_all=True)

@@ -34,7 +34,7 @@ def annotator(app):
 
 
 def user_id(app, username: str) -> int:
-    from app.services.users import user_by_name
+    from app.services.users.users import user_by_name
 
     with transaction(app.state.sessions) as s:
         return user_by_name(s, username).id
@@ -158,7 +158,7 @@ def test_a_page_submit_whose_opened_at_is_absurd_keeps_no_time(client, app, sett
     import sqlalchemy as sa
 
     from app.models import Annotation
-    from app.services import annotation
+    from app.services.annotation import annotation
 
     _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 6, name="clock")  # a submit leases the next item too
     login(client, "ann")
@@ -181,7 +181,7 @@ def test_a_refused_page_submit_keeps_nothing_it_wrote_and_shows_the_screen_with_
 
     from app.errors import Invalid
     from app.models import Assignment
-    from app.services import annotation
+    from app.services.annotation import annotation
 
     _, stage_id = make_choice_project(app.state.sessions, settings, app.state.storage, 2, name="refused")
     login(client, "ann")

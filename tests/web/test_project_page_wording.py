@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Project
-from app.services import demo_quality
+from app.services.demo import demo_quality
 from tests import factories
 from tests.conftest import csrf_from, login, png_bytes, zip_bytes
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, AuditEvent, Item, ItemResult
-from app.services import annotation
+from app.services.annotation import annotation
 from tests import factories
 from tests.conftest import csrf_from, led_to, login, make_choice_project, make_user, start_annotating
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from app.datasets import all_tasks
 from app.db import transaction
 from app.models import Item
-from app.services import imports
+from app.services.imports import imports
 from tests import factories
 from tests.conftest import login, make_user
 from tests.staged import ANSWERS, item_at, text_shown
@@ -86,7 +86,7 @@ def test_markup_in_an_items_and_an_answers_text_is_shown_as_text(client, app, se
     ("visargs.grounding", "visargs.boxes", {"boxes": [{"vp": 0, "startX": 5, "startY": 6, "w": 70, "h": 30}]}, "70 × 30"),
 ])
 def test_the_history_shows_suggestions_as_their_task_renders_them(client, app, settings, tmp_path, task_name, kind, payload, shown):
-    from app.services import suggestions
+    from app.services.annotation import suggestions
 
     stage_id, item_id, _ = item_at(app.state.sessions, settings, app.state.storage, tmp_path, task_name)
     with transaction(app.state.sessions) as s:

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from app.db import transaction
-from app.services import export
+from app.services.exports import export
 from tests.conftest import png_bytes, zip_bytes
 
 pytestmark = pytest.mark.committed  # the export reads in its own snapshot transaction
@@ -61,7 +61,7 @@ def export_as(app, project_id: int, fmt: str, folder: Path) -> Path:
 
 
 def project_named(app, name: str) -> int:
-    from app.services import projects
+    from app.services.projects import projects
 
     with transaction(app.state.sessions) as s:
         return projects.find_project(s, name).id

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from itsdangerous import TimestampSigner
 
 from app.db import transaction
-from app.services import users as users_service
+from app.services.users import users as users_service
 from tests import factories
 from tests.conftest import PASSWORD, csrf_from, free_port, login, running, server_process
 
@@ -190,7 +190,7 @@ def test_revocation_and_deactivation_reach_every_server_process_at_once(settings
 
 
 def test_the_reconcile_sweep_ends_expired_sessions_only(session):
-    from app.services import web_sessions
+    from app.services.users import web_sessions
 
     user = factories.user(session, "sleeper")
     old, live = web_sessions.start(session, user, 1), web_sessions.start(session, user, 3600)

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from app.datasets import dataset_of, get_task
 from app.db import transaction
 from app.models import Item
-from app.services.pipeline import results_by_stage
+from app.services.annotation.pipeline import results_by_stage
 from tests.conftest import csrf_from, login, make_token, make_user, png_bytes, start_annotating, zip_bytes
 
 PUBLISHED = {
@@ -89,7 +89,7 @@ def test_premises_screen_works_as_a_plain_form(client, app):
 
 
 def test_grounding_shows_suggested_boxes_and_drafted_ones(client, app):
-    from app.services import suggestions
+    from app.services.annotation import suggestions
 
     admin = make_token(app.state.sessions, make_user(app.state.sessions, "boss", "admin"))
     ann = {"Authorization": f"Bearer {make_token(app.state.sessions, make_user(app.state.sessions, 'ann'))}"}
@@ -230,7 +230,7 @@ def test_conclusion_equivalence_rate_from_reviewers_judgements(client, app):
 
 def test_equivalence_with_nothing_to_judge_says_so(client, app):
     from app.models import Project
-    from app.services import projects
+    from app.services.projects import projects
 
     sessions = app.state.sessions
     with transaction(sessions) as s:

@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Annotation, Asset, Item
-from app.services import suggestions
-from app.services.figures import figures
+from app.services.annotation import suggestions
+from app.services.quality.figures import figures
 from tests.conftest import login, png_bytes, start_annotating, zip_bytes
 
 URL = "https://upload.wikimedia.org/wikipedia/commons/a/ab/Nave.jpg"

@@ -18,7 +18,7 @@ from app.datasets.visargs.producers import visargs_boxes, visargs_regions
 from app.datasets.wikido.producers import wikido_itm
 from app.db import transaction
 from app.models import Asset, Item, Suggestion
-from app.worker import backends, jobs
+from app.worker import backends, runtime, suggest_batch
 from tests.conftest import colorswap_records
 from tests.worker.test_jobs import _import
 
@@ -128,14 +128,14 @@ def test_a_job_with_a_corrupt_image_stores_the_rest_and_says_which_item_failed(c
     records, files = colorswap_records(3)
     _, (filter_id,) = _import(committed, settings, storage, "corrupt", ["colorswap.filter"], records, files)
     cfg = settings.model_copy(update={"clip_model_dir": tiny_clip, "worker_image_batch": 5})
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     with transaction(committed) as s:
         ids = s.scalars(sa.select(Item.id).order_by(Item.id)).all()
         broken = s.get(Item, ids[1])
         key = s.scalar(sa.select(Asset.storage_key).where(Asset.sha256 == broken.assets["/candidates/1/image"]))
     storage.put(key, storage.get(key)[:40], "image/png")  # a truncated file in storage
-    with pytest.raises(jobs.JobFailed) as failed:
-        jobs.compute_suggestions(filter_id, "colorswap.itm", ids)
+    with pytest.raises(runtime.JobFailed) as failed:
+        suggest_batch.compute_suggestions(filter_id, "colorswap.itm", ids)
     assert str(failed.value).startswith(
         f"1 of 3 items failed, the other 2 are stored: item {ids[1]}: the image /candidates/1/image cannot be read ("
     )

@@ -16,9 +16,11 @@ import sqlalchemy as sa
 from app.datasets.visargs.demo import visargs_records
 from app.db import transaction
 from app.models import Item, JobRun, Suggestion
-from app.services import annotation, imports, projects
+from app.services.annotation import annotation
+from app.services.imports import imports
+from app.services.projects import projects
 from app.settings import Settings
-from app.worker import jobs
+from app.worker import availability, jobs, runtime, suggest_batch, upkeep
 from tests.conftest import colorswap_records, login, make_user, start_annotating
 
 VLCURATE = str(Path(sys.executable).parent / "vlcurate")
@@ -43,12 +45,12 @@ def test_colorswap_scores_are_stored_once_and_preselect(committed, settings, sto
     records, files = colorswap_records(3)
     project_id, (filter_id, _) = _import(committed, settings, storage, "cs", ["colorswap.filter", "colorswap.recaption"], records, files)
     cfg = _with(settings, clip_model_dir=tiny_clip)
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     with transaction(committed) as s:
         batches = jobs.missing_batches(s, cfg, project_id=project_id)
     assert [(b.stage_id, b.kind, len(b.item_ids)) for b in batches] == [(filter_id, "colorswap.itm", 3)]
-    assert jobs.compute_suggestions(filter_id, "colorswap.itm", batches[0].item_ids) == 3
-    assert jobs.compute_suggestions(filter_id, "colorswap.itm", batches[0].item_ids) == 3  # a rerun replaces
+    assert suggest_batch.compute_suggestions(filter_id, "colorswap.itm", batches[0].item_ids) == 3
+    assert suggest_batch.compute_suggestions(filter_id, "colorswap.itm", batches[0].item_ids) == 3  # a rerun replaces
     with transaction(committed) as s:
         rows = s.scalars(sa.select(Suggestion)).all()
         assert len(rows) == 3 and {r.model for r in rows} == {"tiny-clip"}
@@ -56,7 +58,7 @@ def test_colorswap_scores_are_stored_once_and_preselect(committed, settings, sto
         assert jobs.missing_batches(s, cfg, project_id=project_id) == []
         screen_item = s.get(Item, batches[0].item_ids[0])
     from app.datasets import get_task
-    from app.services import suggestions
+    from app.services.annotation import suggestions
 
     with transaction(committed) as s:
         found = suggestions.for_item(s, screen_item.id, filter_id)
@@ -67,7 +69,7 @@ def test_colorswap_scores_are_stored_once_and_preselect(committed, settings, sto
 def test_kinds_that_cannot_run_are_not_enqueued_by_reconcile(committed, settings, storage):
     records, files = colorswap_records(1)
     project_id, _ = _import(committed, settings, storage, "cs2", ["colorswap.filter"], records, files)
-    assert jobs.unavailable("colorswap.itm", settings) == (
+    assert availability.unavailable("colorswap.itm", settings) == (
         "VLCURATE_CLIP_MODEL_DIR is not set (a local CLIP model directory; nothing is downloaded)"
     )
     with transaction(committed) as s:
@@ -105,7 +107,7 @@ def _wait(predicate, timeout: float = 90, proc=None) -> None:
 def test_worker_process_runs_jobs_and_the_jobs_page_shows_errors(committed, settings, storage, app, client, tiny_clip):
     records, files = colorswap_records(2)
     project_id, (filter_id,) = _import(committed, settings, storage, "cs3", ["colorswap.filter"], records, files)
-    jobs.configure(settings)
+    runtime.configure(settings)
     with transaction(committed) as s:
         ids = s.scalars(sa.select(Item.id).order_by(Item.id)).all()
     queue = jobs.make_app(settings)
@@ -166,7 +168,7 @@ def test_a_worker_killed_mid_job_leaves_nothing_half_written_and_the_batch_runs_
             item = s.get(Item, claimed.item_id)
             kept = [item.data["candidate_premises"][0].split(";")[0]]
             annotation.submit(s, claimed.assignment_id, user_id, {"visual_premises": kept}, f"k{claimed.item_id}")
-    jobs.configure(settings)
+    runtime.configure(settings)
     with transaction(committed) as s:
         batches = jobs.missing_batches(s, settings, project_id=project_id)
     assert [(b.kind, len(b.item_ids)) for b in batches] == [("visargs.boxes", 12)]
@@ -230,7 +232,7 @@ def test_a_stalled_job_whose_batch_was_queued_again_runs_again_instead_of_blocki
 
     async def retry() -> int:
         async with queue.open_async():
-            return await jobs.retry_stalled(queue.job_manager, committed, seconds=60)
+            return await upkeep.retry_stalled(queue.job_manager, committed, seconds=60)
 
     assert asyncio.run(retry()) == 1
     assert asyncio.run(retry()) == 0  # already back in the queue
@@ -251,12 +253,12 @@ def test_wikido_fit_and_unsupported_spans_reach_the_screen(committed, settings, 
     files = {f"{i}.png": png_bytes((120, 20 * i, 40)) for i in range(2)}
     project_id, (stage_id,) = _import(committed, settings, storage, "wd", ["wikido.verify"], records, files)
     cfg = _with(settings, clip_model_dir=tiny_clip)
-    jobs.configure(cfg)
+    runtime.configure(cfg)
     with transaction(committed) as s:
         batches = jobs.missing_batches(s, cfg, project_id=project_id)
     assert sorted(b.kind for b in batches) == ["wikido.itm", "wikido.unsupported"]
     for b in batches:
-        assert jobs.compute_suggestions(b.stage_id, b.kind, b.item_ids) == 2
+        assert suggest_batch.compute_suggestions(b.stage_id, b.kind, b.item_ids) == 2
     make_user(committed, "ann", "annotator")
     login(client, "ann")
     html = start_annotating(client, stage_id).text

@@ -8,8 +8,9 @@ import pytest
 import sqlalchemy as sa
 from PIL import Image
 
-from app.services import leaks, splits
-from app.worker import jobs
+from app.services.exports import splits
+from app.services.leaks import leaks
+from app.worker import availability
 from tests import factories
 from tests.services.test_leaks import encode, texture
 
@@ -61,7 +62,7 @@ def test_minilm_and_clip_find_what_hashes_miss(session, settings, storage, tmp_p
     assert set(groups_of(plain)) == {frozenset({"o0", "c-resized"}), frozenset({"o1", "c-again"})}  # pHash only
     assert "MiniLM: run by the worker job" in plain["matchers"]["texts"] and "CLIP: run by the worker job" in plain["matchers"]["images"]
 
-    embedders = jobs.leak_embedders(settings.model_copy(update={"clip_model_dir": str(tiny_clip)}))
+    embedders = availability.leak_embedders(settings.model_copy(update={"clip_model_dir": str(tiny_clip)}))
     assert embedders.texts is not None and embedders.images is not None
     report = leaks.compute(session, storage, project_id, embedders=embedders)
     found = groups_of(report)
@@ -79,7 +80,7 @@ def test_minilm_and_clip_find_what_hashes_miss(session, settings, storage, tmp_p
 def test_the_report_says_why_an_embedding_matcher_did_not_run(settings, tmp_path):
     empty = tmp_path / "no-model"
     empty.mkdir()
-    missing = jobs.leak_embedders(settings.model_copy(update={"clip_model_dir": str(empty)}))
+    missing = availability.leak_embedders(settings.model_copy(update={"clip_model_dir": str(empty)}))
     assert missing.images is None and "holds no model" in missing.images_missing
-    unset = jobs.leak_embedders(settings.model_copy(update={"clip_model_dir": None}))
+    unset = availability.leak_embedders(settings.model_copy(update={"clip_model_dir": None}))
     assert unset.images is None and unset.images_missing == "CLIP: no model directory configured (VLCURATE_CLIP_MODEL_DIR)"

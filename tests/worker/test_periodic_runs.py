@@ -7,7 +7,7 @@ import time
 
 import sqlalchemy as sa
 
-from app.worker import jobs
+from app.worker import jobs, upkeep
 
 
 def _periodic(session, timestamp: int) -> int:
@@ -34,19 +34,19 @@ def test_old_succeeded_reconcile_runs_are_pruned(session):
         {"a": json.dumps({"stage_id": 1, "kind": "k", "item_ids": [1], "timestamp": 1})},
     ).scalar_one()
 
-    assert jobs.prune_periodic_runs(session, "vlcurate:reconcile") == 4
+    assert upkeep.prune_periodic_runs(session, "vlcurate:reconcile") == 4
     left = set(session.scalars(sa.text("SELECT id FROM procrastinate_jobs")))
     assert left == {old[1], *recent, other}  # the failed run, the last day's, another task's
     events = set(session.scalars(sa.text("SELECT DISTINCT job_id FROM procrastinate_events WHERE job_id = ANY(:ids)"), {"ids": old}))
     assert events == {old[1]}  # the pruned runs' events went with them
-    assert jobs.prune_periodic_runs(session, "vlcurate:reconcile") == 0
+    assert upkeep.prune_periodic_runs(session, "vlcurate:reconcile") == 0
 
 
 def test_the_newest_defer_stays_however_old(session):
     # A worker that stopped a week ago: its last run is what the scheduler's table points at.
     job_id = _periodic(session, int(time.time()) - 7 * 86400)
     _status(session, job_id, "succeeded")
-    assert jobs.prune_periodic_runs(session, "vlcurate:reconcile") == 0
+    assert upkeep.prune_periodic_runs(session, "vlcurate:reconcile") == 0
 
 
 def test_a_real_worker_prunes_old_runs_and_the_pages_see_its_heartbeat(committed, settings, client):

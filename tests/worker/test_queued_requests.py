@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from app.db import transaction
 from app.models import Export, JobRequest, JobRun
-from app.worker import jobs
+from app.worker import jobs, runtime, upkeep
 from tests import factories
 from tests.conftest import run_concurrently
 from tests.worker.test_jobs import VLCURATE, _wait, _worker_env
@@ -94,14 +94,14 @@ def closed_under_the_defers(settings) -> None:
 
 
 def run_worker(settings, queues: list[str]) -> None:
-    jobs.configure(settings)
+    runtime.configure(settings)
     jobs.make_app(settings).run_worker(queues=queues, wait=False, install_signal_handlers=False)
 
 
 def test_failed_defers_are_queued_again_by_reconcile_and_run_once(committed, settings):
     with transaction(committed) as s:
         project_id, (stage_id,) = factories.project(s, "generic.choice")
-        from app.services import export
+        from app.services.exports import export
 
         export_id = export.create_export(s, project_id, "jsonl", settings=settings).id
     closed_under_the_defers(settings)
@@ -114,7 +114,7 @@ def test_failed_defers_are_queued_again_by_reconcile_and_run_once(committed, set
     with transaction(committed) as s:
         assert s.scalar(sa.text("SELECT count(*) FROM procrastinate_jobs")) == 0  # nothing was queued
         assert s.get(Export, export_id).status == "queued"
-        assert jobs.unqueued_requests(s) == ([export_id], [("agreement", stage_id), ("leaks", project_id)])
+        assert upkeep.unqueued_requests(s) == ([export_id], [("agreement", stage_id), ("leaks", project_id)])
 
     async def reconcile_twice() -> tuple[int, int]:
         async with jobs.make_app(settings).open_async():
@@ -126,7 +126,7 @@ def test_failed_defers_are_queued_again_by_reconcile_and_run_once(committed, set
         assert s.get(Export, export_id).status == "done"
         jobs_run = dict(s.execute(sa.text("SELECT task_name, status::text FROM procrastinate_jobs")).all())
         assert s.scalar(sa.select(sa.func.count()).select_from(JobRequest)) == 0  # each job took its request
-        assert jobs.unqueued_requests(s) == ([], [])
+        assert upkeep.unqueued_requests(s) == ([], [])
     assert jobs_run["vlcurate:export"] == "succeeded" and jobs_run["vlcurate:agreement"] == "succeeded"
     assert jobs_run["vlcurate:leaks"] == "failed"  # ran, and reported that the project has no split version
 
@@ -134,7 +134,7 @@ def test_failed_defers_are_queued_again_by_reconcile_and_run_once(committed, set
 def test_a_second_copy_of_an_export_job_does_not_run_it_again(committed, settings):
     with transaction(committed) as s:
         project_id, _ = factories.project(s, "generic.choice")
-        from app.services import export
+        from app.services.exports import export
 
         export_id = export.create_export(s, project_id, "jsonl", settings=settings).id
     first = jobs.defer_export(settings, export_id)

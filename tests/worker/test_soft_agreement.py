@@ -10,7 +10,7 @@ import pytest
 
 from app.agreement import sets
 from app.db import transaction
-from app.services import agreement
+from app.services.review import agreement
 from app.worker import backends
 from tests.conftest import make_token, make_user, png_bytes, zip_bytes
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from app.datasets import producers
 from app.db import transaction
 from app.models import AgreementReport, Export
-from app.services import export
+from app.services.exports import export
 from app.worker import jobs
 from tests import factories
 from tests.worker.test_jobs import _wait, _worker_env

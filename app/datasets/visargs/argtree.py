@@ -79,6 +79,33 @@ def _kind(node: str) -> str:
     return node[:2] if node != "C" else "C"
 
 
+def _read_steps(steps: list[Step], n_vp: int, n_cp: int, errors: list[str]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Which steps conclude each node and which use it; a step's own mistakes (concluding a premise, an
+    input twice, C or its own conclusion as an input, a premise that does not exist) go to `errors`."""
+    producers: dict[str, list[int]] = {}
+    users: dict[str, list[int]] = {}
+    for n, step in enumerate(steps, 1):
+        if _kind(step.output) in ("VP", "CP"):
+            errors.append(f"Step {n} concludes {step.output}, but a step can only conclude an IC or C.")
+        else:
+            producers.setdefault(step.output, []).append(n)
+        seen = set()
+        for node in step.inputs:
+            if node in seen:
+                errors.append(f"Step {n} uses {node} twice.")
+            seen.add(node)
+            users.setdefault(node, []).append(n)
+            if node == "C":
+                errors.append(f"Step {n} uses C; C is the final conclusion and no step can build on it.")
+            elif node == step.output:
+                errors.append(f"Step {n} uses its own conclusion {node}.")
+            elif _kind(node) == "VP" and int(node[2:]) > n_vp:
+                errors.append(f"Step {n} uses {node}, but there {'is' if n_vp == 1 else 'are'} only {n_vp} visual premise{'' if n_vp == 1 else 's'}.")
+            elif _kind(node) == "CP" and int(node[2:]) > n_cp:
+                errors.append(f"Step {n} uses {node}, but there {'is' if n_cp == 1 else 'are'} only {n_cp} commonsense premise{'' if n_cp == 1 else 's'}.")
+    return producers, users
+
+
 def validate_tree(steps: list[Step], n_vp: int, n_cp: int, *, unused: str = "error") -> TreeCheck:
     """Check a reasoning tree over `n_vp` visual and `n_cp` commonsense premises.
 
@@ -92,27 +119,7 @@ def validate_tree(steps: list[Step], n_vp: int, n_cp: int, *, unused: str = "err
     if not steps:
         check.errors.append("There are no reasoning steps; add at least the step that concludes C.")
         return check
-    producers: dict[str, list[int]] = {}
-    users: dict[str, list[int]] = {}
-    for n, step in enumerate(steps, 1):
-        if _kind(step.output) in ("VP", "CP"):
-            check.errors.append(f"Step {n} concludes {step.output}, but a step can only conclude an IC or C.")
-        else:
-            producers.setdefault(step.output, []).append(n)
-        seen = set()
-        for node in step.inputs:
-            if node in seen:
-                check.errors.append(f"Step {n} uses {node} twice.")
-            seen.add(node)
-            users.setdefault(node, []).append(n)
-            if node == "C":
-                check.errors.append(f"Step {n} uses C; C is the final conclusion and no step can build on it.")
-            elif node == step.output:
-                check.errors.append(f"Step {n} uses its own conclusion {node}.")
-            elif _kind(node) == "VP" and int(node[2:]) > n_vp:
-                check.errors.append(f"Step {n} uses {node}, but there {'is' if n_vp == 1 else 'are'} only {n_vp} visual premise{'' if n_vp == 1 else 's'}.")
-            elif _kind(node) == "CP" and int(node[2:]) > n_cp:
-                check.errors.append(f"Step {n} uses {node}, but there {'is' if n_cp == 1 else 'are'} only {n_cp} commonsense premise{'' if n_cp == 1 else 's'}.")
+    producers, users = _read_steps(steps, n_vp, n_cp, check.errors)
 
     concluding = producers.get("C", [])
     if not concluding:

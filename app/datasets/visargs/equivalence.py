@@ -1,5 +1,5 @@
 """visargs.equivalence: do two annotators' conclusions say the same? Items are conclusion pairs
-(made by `app.services.equivalence` in a companion project); the judgements give the
+(made by `app.services.review.equivalence` in a companion project); the judgements give the
 conclusion-equivalence rate of the structure stage's agreement report."""
 
 from __future__ import annotations

@@ -66,6 +66,20 @@ def _key(task: str, row: Mapping[str, Any]) -> tuple:
     return (row.get("image_id"), row.get("question_id")) if task == "vqa" else (row.get("image_id"),)
 
 
+def _record(n: int, task: str, style: str, original: Mapping[str, Any], row: Mapping[str, Any], original_folder: str) -> dict[str, Any]:
+    """The import record of the `n`-th stylised row, joined with its original row."""
+    tail = f"-{row['question_id']}" if task == "vqa" else ""
+    return {
+        "id": f"{task}-{style}-{n:06d}-{row['image_id']}{tail}",
+        "task": task,
+        "style": style,
+        "original": dict(original),
+        "stylised": dict(row),
+        "original_image": f"{original_folder}/{row['image_id']}",
+        "stylised_image": f"{style}/{row['image_id']}",
+    }
+
+
 def join(
     original_rows: Sequence[Mapping[str, Any]],
     stylised_rows: Sequence[Mapping[str, Any]],
@@ -102,18 +116,7 @@ def join(
             errors.append(f"stylised row {n}: field 'image_id': more stylised rows than original rows for {key[0]}")
             continue
         original = matches[k] if len(matches) > 1 else matches[0]
-        tail = f"-{row['question_id']}" if task == "vqa" else ""
-        records.append(
-            {
-                "id": f"{task}-{style}-{n:06d}-{row['image_id']}{tail}",
-                "task": task,
-                "style": style,
-                "original": dict(original),
-                "stylised": dict(row),
-                "original_image": f"{original_folder}/{row['image_id']}",
-                "stylised_image": f"{style}/{row['image_id']}",
-            }
-        )
+        records.append(_record(n, task, style, original, row, original_folder))
     if errors:
         raise Invalid("The release's rows cannot be joined.", errors[:50])
     return records

@@ -1,0 +1,1 @@
+"""The demo projects that `vlcurate demo` loads."""

@@ -1,0 +1,1 @@
+"""Getting data out: exports to files and targets, split versions, and the finals stream."""

@@ -1,0 +1,167 @@
+"""Where an import's images come from (a directory, a zip, S3 keys: `ImageSource`) and where they wait
+until the import is done (`Staging`, under `staging/<import>/`); `app.services.imports.imports` explains why."""
+
+from __future__ import annotations
+
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
+from uuid import uuid4
+
+from app.errors import Invalid, size_text
+from app.images import CheckedImage, ImageRejected
+from app.settings import Settings
+from app.storage import S3Storage, Storage
+
+
+class ImageSource:
+    """Where image references in an import resolve: a directory, a zip file, or S3 keys."""
+
+    def __init__(self, settings: Settings, storage: Storage, base: Path | None = None, zip_path: Path | None = None):
+        self.settings = settings
+        self.storage = storage
+        self.base = base.resolve() if base else None
+        self.zip: zipfile.ZipFile | None = None
+        self._names: dict[str, str] | None = None
+        if zip_path is not None:
+            self.zip = open_safe_zip(zip_path, settings.max_zip_uncompressed_bytes)
+
+    def read(self, ref: str) -> bytes:
+        limit = self.settings.max_image_bytes
+        if ref.startswith("s3://"):
+            bucket, _, key = ref[5:].partition("/")
+            if not isinstance(self.storage, S3Storage):
+                raise ImageRejected("s3:// images need VLCURATE_STORAGE_BACKEND=s3")
+            try:
+                return self.storage.get_external(bucket, key)
+            except Exception as exc:  # boto3 raises many error types; all mean "cannot read it"
+                raise ImageRejected(f"cannot read {ref}: {exc}") from None
+        if ref.startswith(("http://", "https://")):
+            name = self._by_name().get(url_file_name(ref))
+            if name is None:
+                raise ImageRejected("images are not fetched from URLs; give a file, a zip member or an s3:// key")
+            ref = name
+        if self.zip is not None:
+            name = ref.lstrip("./")
+            try:
+                info = self.zip.getinfo(name)
+            except KeyError:
+                raise ImageRejected(f"'{ref}' is not in the images zip") from None
+            if info.file_size > limit:
+                raise ImageRejected(f"image is {size_text(info.file_size)}; the limit is {size_text(limit)}")
+            try:
+                with self.zip.open(info) as fh:
+                    return fh.read(limit + 1)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+                # A bad CRC, truncated or undecodable data, an unknown compression or encryption.
+                raise ImageRejected(f"zip member '{name}' cannot be read: {exc}") from None
+        if self.base is None:
+            raise ImageRejected("no images were given with this import (a directory or a zip)")
+        # An absolute path in a record (as released: /topical_data/...) is read from the
+        # directory's root, as a zip member of that name would be; it never leaves the directory.
+        path = (self.base / ref.lstrip("/")).resolve()
+        if not path.is_relative_to(self.base):
+            raise ImageRejected(f"'{ref}' points outside the images directory")
+        if not path.is_file():
+            raise ImageRejected(f"file '{ref}' not found in {self.base}")
+        if path.stat().st_size > limit:
+            raise ImageRejected(f"image is {size_text(path.stat().st_size)}; the limit is {size_text(limit)}")
+        return path.read_bytes()
+
+    def has_file_named(self, url: str) -> bool:
+        """Whether the images given hold a file named like the URL's last path segment (an image
+        a record names by URL is then stored from it; the URL itself stays in the record)."""
+        names = self._by_name()
+        return bool(names) and url_file_name(url) in names  # no images given: no URL parsing per record
+
+    def _by_name(self) -> dict[str, str]:
+        """File name -> the one path (zip member, or path under the directory) that has it."""
+        if self._names is None:
+            if self.zip is not None:
+                paths = [i.filename for i in self.zip.infolist() if not i.is_dir()]
+            elif self.base is not None:
+                paths = [p.relative_to(self.base).as_posix() for p in self.base.rglob("*") if p.is_file()]
+            else:
+                paths = []
+            names: dict[str, str | None] = {}
+            for path in paths:
+                name = PurePosixPath(path).name
+                names[name] = None if name in names else path  # two files of one name: neither is guessed
+            self._names = {k: v for k, v in names.items() if v is not None}
+        return self._names
+
+    def close(self) -> None:
+        if self.zip is not None:
+            self.zip.close()
+
+
+def url_file_name(url: str) -> str:
+    """The file name an http(s) URL ends in, without its query or fragment."""
+    return PurePosixPath(urlsplit(url).path).name
+
+
+def open_safe_zip(path: Path, max_total: int) -> zipfile.ZipFile:
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise Invalid("The images file is not a valid zip archive.") from None
+    total = 0
+    for info in zf.infolist():
+        name = info.filename
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+            zf.close()
+            raise Invalid(f"The zip member '{name}' has an unsafe path; nothing was imported.")
+        total += info.file_size
+    if total > max_total:
+        zf.close()
+        raise Invalid(f"The zip expands to {size_text(total)}; the limit is {size_text(max_total)}.")
+    return zf
+
+
+# -- staging -------------------------------------------------------------------------
+
+STAGING = "staging"
+STAGING_MAX_AGE_SECONDS = 24 * 3600
+
+
+def sweep_staging(storage: Storage, older_than_seconds: float = STAGING_MAX_AGE_SECONDS) -> int:
+    """Delete what imports that never finished (a killed process) left staged; returns how many objects."""
+    return storage.sweep(STAGING, older_than_seconds)
+
+
+class Staging:
+    """The images one import stores, under a staging prefix until it is done (see the module docstring)."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.prefix = f"{STAGING}/{uuid4().hex}/"
+        self.keys: dict[str, str] = {}  # final key -> staged key
+
+    def put(self, image: CheckedImage) -> None:
+        if image.storage_key not in self.keys and not self.storage.exists(image.storage_key):
+            self.keys[image.storage_key] = self.prefix + image.storage_key
+            self.storage.put(self.keys[image.storage_key], image.data, image.mime)
+
+    def promote(self) -> None:
+        for final, staged in self.keys.items():
+            self.storage.promote(staged, final)
+
+    def discard(self) -> None:
+        for staged in self.keys.values():
+            self.storage.delete(staged)
+
+
+@contextmanager
+def staged_images(storage: Storage) -> Iterator[Staging]:
+    """Images stored in the block are promoted when it ends, and deleted if it raises."""
+    staging = Staging(storage)
+    try:
+        yield staging
+    except BaseException:
+        staging.discard()
+        raise
+    staging.promote()

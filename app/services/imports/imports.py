@@ -1,0 +1,120 @@
+"""Importing items: read JSONL / JSON / CSV as it streams, validate the records, store their images,
+and write their rows with COPY, a batch at a time (`app.services.imports.import_batches`), so that memory
+does not grow with the file. Where images are read from and staged is `app.services.imports.import_sources`.
+
+All or nothing: the rows are written inside a savepoint of the caller's transaction, rolled back
+when any record or image is refused (the import goes on reading to report the first problems).
+
+Images go to a staging prefix (`staging/<import>/...`, written as they are checked, so their bytes
+are never all in memory) and are promoted to their content-addressed keys only once everything has
+been checked and every row written; an import refused on the way (a bad record, the second image
+corrupt) deletes what it staged, so nothing is left behind. Staging, not "store, then delete on
+rollback": images are shared by content, and a concurrent import of the same bytes may already have
+found the object and pointed a row at it, so an object under its final key is never deleted. What
+stays possible is a failed commit after the promotion: those objects are unreferenced but harmless,
+and a later import of the same bytes reuses them. A process killed mid-import leaves its staged
+objects under `staging/`, which nothing reads and the worker's periodic reconcile job deletes once
+they are a day old (`sweep_staging`; no import runs that long).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from sqlalchemy.orm import Session
+
+from app.errors import Invalid
+from app.services.annotation import sampling
+from app.services.imports.import_batches import MAX_REPORTED_ERRORS, Batches
+from app.services.imports.import_sources import ImageSource, Staging, staged_images, sweep_staging
+from app.services.imports.records import parse_records
+from app.services.projects.projects import get_project, stages_of
+from app.services.users.audit import record
+from app.settings import Settings
+from app.storage import Storage
+
+__all__ = ["ImageSource", "ImportResult", "Staging", "import_items", "sweep_staging"]
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class ImportResult:
+    created: int
+    images: int
+    new_images: int
+    skipped: int = 0  # records whose id the project had already (with `skip_existing`)
+
+
+# -- the import ----------------------------------------------------------------------
+
+# Records validated, checked and written together: an import holds one batch of records in memory.
+# A batch's rows go in while the next batch is read, but the last one's are waited for; measured, a
+# client's 10,000-record push went in a third faster in batches of 2,500 than of 5,000.
+BATCH = 2500
+
+
+def import_items(
+    session: Session,
+    project_id: int,
+    data: bytes | BinaryIO,
+    filename: str,
+    *,
+    settings: Settings,
+    storage: Storage,
+    images: ImageSource | None = None,
+    actor_id: int | None = None,
+    progress: Progress | None = None,
+    skip_existing: bool = False,
+) -> ImportResult:
+    """Import the records of `data` (bytes, or a seekable binary file, read as it streams) into the
+    project, all or nothing. Records are validated, their images checked and staged, and their rows
+    written with COPY a batch at a time, inside a savepoint of the caller's transaction that is
+    rolled back if any record or image is refused; the error lists the first problems, each naming
+    its line (or record) and field. `progress` hears ("importing", bytes read, file size).
+    An id the project had before is an error, or with `skip_existing` (a client pushing a batch again,
+    or resuming) that record is left out: the item stays as it is, whatever the record says now."""
+    project = get_project(session, project_id)
+    stages = stages_of(session, project.id)
+    file = io.BytesIO(data) if isinstance(data, bytes) else data
+    say = progress or (lambda phase, done, total: None)
+    start = file.tell()
+    total = file.seek(0, io.SEEK_END) - start
+    file.seek(start)
+    records = parse_records(file, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
+    with staged_images(storage) as staging, session.begin_nested(), Batches(session, stages, settings, images, staging, skip_existing=skip_existing) as run:
+        _add_records(run, records, lambda: say("importing", file.tell() - start, total))
+        if run.errors:
+            run.name_repeats(file, start, filename)
+            raise Invalid(f"{filename}: nothing was imported.", run.errors[:MAX_REPORTED_ERRORS])
+        if not run.created:
+            if run.skipped:
+                return ImportResult(created=0, images=0, new_images=0, skipped=run.skipped)
+            raise Invalid(f"{filename} holds no records.")
+        run.finish()
+        sampling.draw(session, project.id)
+        record(session, "project.import", actor_id=actor_id, target=f"project:{project.id}", file=filename,
+               items=run.created, images=len(run.checked))
+    say("importing", total, total)
+    return ImportResult(created=run.created, images=len(run.checked), new_images=run.new_images, skipped=run.skipped)
+
+
+def _add_records(run: Batches, records, batch_written) -> None:
+    """Add the records to the run, writing a batch at a time (`batch_written` hears each), until
+    MAX_REPORTED_ERRORS problems; a file that breaks off after other problems is one more of them."""
+    try:
+        for where, rec, source in records:
+            if len(run.batch) == BATCH:
+                run.flush()
+                batch_written()
+            run.add(where, rec, source)
+            if run.error_count() >= MAX_REPORTED_ERRORS:
+                break
+    except Invalid as exc:
+        if not run.error_count():
+            raise
+        run.broken_off(exc.message)
+    run.flush()

@@ -1,0 +1,1 @@
+"""Leakage and duplicate reports across a project's split versions."""

@@ -1,0 +1,1 @@
+"""Projects and their stages: create, read, progress; and the jobs page's view of the worker's queue."""

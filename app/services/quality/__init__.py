@@ -1,0 +1,1 @@
+"""Quality control: gold items (honeypots, their answers, annotator accuracy) and a project's figures."""

@@ -1,0 +1,1 @@
+"""Review of finished answers, equivalence judgements, and agreement between annotators."""
