@@ -98,6 +98,9 @@ class Task:
     keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
     # Suggestion kinds the screen reads (their producers are declared by the dataset).
     suggestion_kinds: ClassVar[tuple[str, ...]] = ()
+    # The payload of each kind, as the screen reads it: what the worker stores and what is pushed from
+    # outside are both checked against it (`check_suggestion`); a kind without one takes any object.
+    suggestion_schemas: ClassVar[Mapping[str, type[BaseModel]]] = {}
     # A task that builds on another one's final names it; it cannot be a project's first stage.
     requires: ClassVar[str | None] = None
     # What agreement is measured on: facet name -> "nominal" (a label), "set" (texts),
@@ -130,6 +133,18 @@ class Task:
     def config_keys(self) -> dict[str, str]:
         """The configuration keys this task reads and what each does (the project form lists them)."""
         return {name: f.description or "" for name, f in self.config_schema.model_fields.items()}
+
+    # -- suggestions ---------------------------------------------------------------
+    def check_suggestion(self, kind: str, payload: Any, prefix: str = "") -> list[str]:
+        """What is wrong with a suggestion payload of `kind` (field by field; empty when nothing is)."""
+        schema = self.suggestion_schemas.get(kind)
+        if schema is None:
+            return [] if isinstance(payload, dict) else [f"{prefix}field 'payload': a suggestion's payload is a JSON object"]
+        try:
+            schema.model_validate(payload)
+        except ValidationError as exc:
+            return format_validation_error(exc, prefix=f"{prefix}payload: ")
+        return []
 
     # -- annotations ---------------------------------------------------------------
     def validate_annotation(
