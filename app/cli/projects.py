@@ -95,11 +95,11 @@ def project_list(
 
 
 def _stage_name(workflow: str) -> str:
-    """A stage's name from its task's title without the dataset in front ("VisArgs: one box per
+    """A stage's name from its workflow's title without the dataset in front ("VisArgs: one box per
     visual premise" → "One box per visual premise"): the project page already names the dataset."""
-    from app.datasets import get_task
+    from app.datasets import get_workflow
 
-    title = get_task(workflow).title.split(": ", 1)[-1]
+    title = get_workflow(workflow).title.split(": ", 1)[-1]
     return title[:1].upper() + title[1:]
 
 

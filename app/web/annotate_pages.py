@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.orm import Session
 from vlcurate.models import MAX_SECONDS_SPENT
 
-from app.datasets import get_task
+from app.datasets import get_workflow
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation
@@ -62,7 +62,7 @@ def _nothing_left(request: Request, session: Session, stage_id: int, user: Princ
 
 def _screen_context(request: Request, session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     screen = annotation.open_assignment(session, assignment_id, user.id)
-    workflow = get_task(screen.stage.workflow)
+    workflow = get_workflow(screen.stage.workflow)
     item, config = screen.item.data, screen.stage.config
     if values is None:
         if screen.draft:
@@ -222,7 +222,7 @@ def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answ
 def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
     """Re-render the workflow's `live_check` block for the posted form values; `screen` has the item,
     stage and earlier results (an annotator's assignment or a reviewed item)."""
-    workflow = get_task(screen.stage.workflow)
+    workflow = get_workflow(screen.stage.workflow)
     if not workflow.has_live_check:
         raise NotFound("This workflow has no live check.")
     live = workflow.live_check(screen.item.data, values, screen.stage.config, screen.results)

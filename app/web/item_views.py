@@ -1,28 +1,28 @@
-"""Items and their answers as their stage's task shows them (the tasks' view hooks), for the review screen and the item history."""
+"""Items and their answers as their stage's workflow shows them (the workflows' view hooks), for the review screen and the item history."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.datasets import get_task
+from app.datasets import get_workflow
 
 
-def item_view(workflow: str, item, config, results, sizes) -> dict[str, Any]:
+def item_view(name: str, item, config, results, sizes) -> dict[str, Any]:
     """The item as the stage's screen shows it: the view template and its `item` macro's argument."""
-    task = get_task(workflow)
-    return {"template": task.view_template, "view": task.view_item(item.data, config, assets=item.assets, results=results, sizes=sizes)}
+    workflow = get_workflow(name)
+    return {"template": workflow.view_template, "view": workflow.view_item(item.data, config, assets=item.assets, results=results, sizes=sizes)}
 
 
-def answer_view(workflow: str, payload, item, config, results, sizes, kind: str | None = None) -> dict[str, Any]:
-    """One annotation, final or suggestion (`kind`) as the stage's task renders it."""
-    task = get_task(workflow)
-    view = task.view_answer(payload or {}, item.data, config, assets=item.assets, results=results, sizes=sizes, kind=kind)
-    return {"template": task.view_template, "view": view}
+def answer_view(name: str, payload, item, config, results, sizes, kind: str | None = None) -> dict[str, Any]:
+    """One annotation, final or suggestion (`kind`) as the stage's workflow renders it."""
+    workflow = get_workflow(name)
+    view = workflow.view_answer(payload or {}, item.data, config, assets=item.assets, results=results, sizes=sizes, kind=kind)
+    return {"template": workflow.view_template, "view": view}
 
 
 def history_page(found) -> dict[str, Any]:
     """The history page's item view and rows (`found`: `review.item_history`'s answer): each payload as its
-    stage's task shows it, the rest of an entry's detail as readable fields."""
+    stage's workflow shows it, the rest of an entry's detail as readable fields."""
     item = found.item
     current = found.stages.get(item.stage_id) or next(iter(found.stages.values()))
     rows = []

@@ -28,7 +28,7 @@ from procrastinate.exceptions import AlreadyEnqueued, AppNotOpen
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.datasets import get_task, producers
+from app.datasets import get_workflow, producers
 from app.db import QUEUE_POOL_SIZE, database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
@@ -287,7 +287,7 @@ def missing_batches(
         q = q.where(Stage.id == stage_id)
     batches, known = [], producers()
     for stage in session.scalars(q.order_by(Stage.id)):
-        for k in get_task(stage.workflow).suggestion_kinds:
+        for k in get_workflow(stage.workflow).suggestion_kinds:
             if (kind and k != kind) or k not in known or (available_only and unavailable(k, settings)):
                 continue
             has = sa.exists().where(Suggestion.item_id == Item.id, Suggestion.stage_id == stage.id, Suggestion.kind == k)

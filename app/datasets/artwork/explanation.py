@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.agreement.entities import generated_entities, scores, tokens, unique
 from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, SECTIONS, section_path, section_view, segments
-from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.workflow import Consolidation, Workflow, image_urls
 from app.datasets.wikido.tokenedits import tokenize
 
 # The rubric shown on screen, by score.
@@ -56,7 +56,7 @@ def metrics_of(item: dict[str, Any]) -> dict[str, float | None]:
     return scores(item.get("entities") or [], item.get("text") or "", item.get("explanation") or "", item.get("explanation_entities"))
 
 
-class ArtworkExplanation(Task):
+class ArtworkExplanation(Workflow):
     name = EXPLANATION
     title = "ExpArt: judge a model's explanation of an artwork section"
     description = "Strike the unsupported or wrong words of a model's explanation and score it 1–5 against the reference section."

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from app.datasets.artwork.schema import SECTIONS, section_path, section_view, segments
-from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.workflow import Consolidation, Workflow, image_urls
 
 # (value, digit key, label) of the reasons to drop a section.
 REASONS = (
@@ -49,7 +49,7 @@ class SectionAnnotation(BaseModel):
     reason: Literal[REASON_VALUES] | None = None  # type: ignore[valid-type]
 
 
-class ArtworkSections(Task):
+class ArtworkSections(Workflow):
     name = SECTIONS
     title = "ExpArt: keep the sections that explain the artwork"
     description = "Keep a section text that explains its artwork, or drop it with a reason."

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.colorswap.schema import FILTER, ITM_KIND, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs
-from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
+from app.datasets.workflow import Consolidation, Workflow, consolidate_fields, image_urls
 from app.errors import Invalid
 
 DEFAULT_MARGIN = 0.01
@@ -75,7 +75,7 @@ def _label(value: int | None) -> str:
     return "none fits" if value is None else f"image {value + 1}"
 
 
-class ColorSwapFilter(Task):
+class ColorSwapFilter(Workflow):
     name = FILTER
     title = "ColorSwap: choose the image for each caption"
     description = "See all candidate images of a caption pair; pick the best image per caption, or discard the pair."

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.datasets.colorswap.schema import FILTER, PAIR_KIND, RECAPTION, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs, check_swap
-from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
+from app.datasets.workflow import Consolidation, Workflow, consolidate_fields, image_urls
 
 DEFAULT_RECAPTION_SOURCES = ("rule-based",)
 
@@ -57,7 +57,7 @@ def _unchanged(item: Mapping[str, Any], caption_1: str, caption_2: str) -> list[
     ]
 
 
-class ColorSwapRecaption(Task):
+class ColorSwapRecaption(Workflow):
     name = RECAPTION
     title = "ColorSwap: rewrite a caption pair"
     description = "See the two chosen images; rewrite both captions naturally, keeping them a colour-swap pair."

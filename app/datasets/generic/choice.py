@@ -4,7 +4,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.datasets.task import StageConfig, Task, image_urls
+from app.datasets.workflow import StageConfig, Workflow, image_urls
 
 CHOICE = "generic.choice"
 
@@ -29,7 +29,7 @@ def item_choices(item: Mapping[str, Any], config: Mapping[str, Any]) -> list[str
     return list(item.get("choices") or config.get("choices") or [])
 
 
-class GenericChoice(Task):
+class GenericChoice(Workflow):
     name = CHOICE
     title = "Image question (choose one answer)"
     description = "Look at an image and pick one of a fixed set of answers."

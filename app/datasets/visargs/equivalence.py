@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.dataset import ItemBase
-from app.datasets.task import StageConfig, Task, image_urls
+from app.datasets.workflow import StageConfig, Workflow, image_urls
 from app.datasets.visargs.schema import EQUIVALENCE
 
 
@@ -27,7 +27,7 @@ class EquivalenceAnnotation(BaseModel):
     equivalent: bool
 
 
-class VisArgsEquivalence(Task):
+class VisArgsEquivalence(Workflow):
     name = EQUIVALENCE
     title = "VisArgs: do two conclusions say the same?"
     description = "Judge whether two annotators' conclusions are equivalent (for agreement studies)."

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Task, image_urls
+from app.datasets.workflow import Workflow, image_urls
 from app.datasets.visargs.schema import (
     BOX_KIND,
     DRAFTED_BOX_KIND,
@@ -35,7 +35,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-class VisArgsGrounding(Task):
+class VisArgsGrounding(Workflow):
     name = GROUNDING
     title = "VisArgs: one box per visual premise"
     description = "Draw one tight box around what each visual premise describes."
@@ -81,7 +81,7 @@ class VisArgsGrounding(Task):
 
     def suggestion_outcome(self, kind, suggestion, payload, item):
         """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
-        from app.agreement.boxes import iou  # with numpy, which registering the dataset need not load (app.datasets.task)
+        from app.agreement.boxes import iou  # with numpy, which registering the dataset need not load (app.datasets.workflow)
 
         if kind not in self.suggestion_kinds:
             return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Consolidation, StageConfig, Task, image_urls
+from app.datasets.workflow import Consolidation, StageConfig, Workflow, image_urls
 from app.datasets.visargs.schema import (
     MAX_PREMISES,
     PREMISES,
@@ -47,7 +47,7 @@ def premise_rows(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-class VisArgsPremises(Task):
+class VisArgsPremises(Workflow):
     name = PREMISES
     title = "VisArgs: choose and fix the visual premises"
     description = "Keep, edit, split, add and order the visual premises a model drafted; discard unusable images."

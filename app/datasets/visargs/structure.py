@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Equivalence, StageConfig, Task, image_urls
+from app.datasets.workflow import Equivalence, StageConfig, Workflow, image_urls
 from app.datasets.visargs.argtree import (
     parse_steps,
     print_step,
@@ -101,7 +101,7 @@ def _trailing_dropped(rows: list[dict[str, Any]], empty) -> list[dict[str, Any]]
     return rows
 
 
-class VisArgsStructure(Task):
+class VisArgsStructure(Workflow):
     name = STRUCTURE
     title = "VisArgs: commonsense premises, conclusion and reasoning tree"
     description = "Write the commonsense premises, check the conclusion, and build the reasoning tree."

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.task import Consolidation, StageConfig, Task, consolidate_fields, image_urls
+from app.datasets.workflow import Consolidation, StageConfig, Workflow, consolidate_fields, image_urls
 from app.datasets.voldoger.release import (
     LABEL_FIELD,
     LABELS,
@@ -86,7 +86,7 @@ def check_values(check: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-class VoldogerVerify(Task):
+class VoldogerVerify(Workflow):
     name = VERIFY
     title = "VOLDOGER: check a stylised image, its label and its paraphrase"
     description = "Keep or discard the stylised image; LLM's / original / another label; keep or edit the paraphrase."

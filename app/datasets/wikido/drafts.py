@@ -9,7 +9,7 @@
   payload the MiniLM producer writes. A phrase that is not in the caption is refused.
 
 `as_answer` turns either into the answer the screen would store when an annotator takes the draft
-as it is, checked by the task itself, so a prompt version is scored with `wikido.verify`'s compare.
+as it is, checked by the workflow itself, so a prompt version is scored with `wikido.verify`'s compare.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ PLACEHOLDERS = ("wikipedia_caption", "caption", "page_title", "topic")
 
 
 def _answer(item: ItemInput, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """The answer as wikido.verify stores it (edits computed), or None where the task refuses it."""
+    """The answer as wikido.verify stores it (edits computed), or None where the workflow refuses it."""
     try:
         return _TASK.validate_annotation(item.data, payload, {})
     except Invalid:

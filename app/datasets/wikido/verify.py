@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.workflow import Consolidation, Workflow, image_urls
 from app.datasets.wikido.tokenedits import edit_ops, levenshtein, summarize, tokenize, words
 from app.errors import Invalid
 
@@ -44,7 +44,7 @@ def _norm(text: str | None) -> tuple[str, ...]:
     return tuple(words(text or ""))
 
 
-class WikiDOVerify(Task):
+class WikiDOVerify(Workflow):
     name = VERIFY
     title = "WikiDO: check a caption for made-up content, and correct it"
     description = "Correct / Hallucinated / Wrong for a model-written caption, with a deletion-first editor."

@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.datasets import get_task
+from app.datasets import get_workflow
 from app.errors import Invalid
 from app.models import Item, Suggestion
 from app.services.projects.projects import get_stage
@@ -23,7 +23,7 @@ def push(session: Session, stage_id: int, rows: list[dict[str, Any]]) -> tuple[i
     version replaces the earlier one only if its payload or score differ, so a batch pushed twice
     changes nothing the second time."""
     stage = get_stage(session, stage_id)
-    kinds = get_task(stage.workflow).suggestion_kinds
+    kinds = get_workflow(stage.workflow).suggestion_kinds
     ids = session.execute(
         sa.select(Item.external_id, Item.id).where(
             Item.project_id == stage.project_id,

@@ -17,8 +17,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.datasets import get_task
-from app.datasets.task import StageConfig
+from app.datasets import get_workflow
+from app.datasets.workflow import StageConfig
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import (
@@ -83,7 +83,7 @@ def review_queue(session: Session, stage_id: int, limit: int = 500, reviewer_id:
     """Items of the stage waiting for review, the ones annotators disagree on most, or whose flagged
     annotator is least accurate, first; with `reviewer_id`, only those that reviewer may decide."""
     stage = get_stage(session, stage_id)
-    workflow = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     query = sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == ItemStatus.review)
     if reviewer_id is not None and StageConfig.read(stage.config, "forbid_self_review"):
         query = query.where(~_own_work(stage, reviewer_id))
@@ -150,7 +150,7 @@ def resolve(
     if item.status != ItemStatus.review:
         raise Conflict("This item is no longer waiting for review; someone resolved it already.")
     _refuse_own_work(session, stage, item_id, reviewer_id)
-    workflow = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     if accept_annotation_id is not None:
         chosen = next((a for a in submitted_annotations(session, item_id, stage_id) if a.annotation_id == accept_annotation_id), None)
         if chosen is None:

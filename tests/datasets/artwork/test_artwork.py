@@ -9,12 +9,12 @@ import pytest
 from pydantic import ValidationError
 
 from app.agreement.pairs import facet_score
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.errors import Invalid
 
 DATASET = get_dataset("artwork")
-SECTIONS = get_task("artwork.sections")
-EXPLAIN = get_task("artwork.explanation")
+SECTIONS = get_workflow("artwork.sections")
+EXPLAIN = get_workflow("artwork.explanation")
 RECORD = {
     "id": "0001_03",
     "title": "Mona Lisa",

@@ -7,12 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.datasets.colorswap.filter import preselect
 from app.errors import Invalid
 
-FILTER = get_task("colorswap.filter")
-RECAPTION = get_task("colorswap.recaption")
+FILTER = get_workflow("colorswap.filter")
+RECAPTION = get_workflow("colorswap.recaption")
 COLORSWAP = get_dataset("colorswap")
 
 

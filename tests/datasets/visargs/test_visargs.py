@@ -8,13 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from app.agreement.boxes import iou
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.errors import Invalid
 
-PREMISES = get_task("visargs.premises")
-STRUCTURE = get_task("visargs.structure")
-GROUNDING = get_task("visargs.grounding")
-EQUIVALENCE = get_task("visargs.equivalence")
+PREMISES = get_workflow("visargs.premises")
+STRUCTURE = get_workflow("visargs.structure")
+GROUNDING = get_workflow("visargs.grounding")
+EQUIVALENCE = get_workflow("visargs.equivalence")
 VISARGS = get_dataset("visargs")
 CONCLUSIONS = get_dataset("visargs_equivalence")
 

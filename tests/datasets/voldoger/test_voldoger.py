@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.datasets.voldoger.release import join, join_files
 from app.errors import Invalid
 from tests.datasets.voldoger.release_rows import (
@@ -20,7 +20,7 @@ from tests.datasets.voldoger.release_rows import (
     VQA_STYLISED,
 )
 
-TASK = get_task("voldoger.verify")
+TASK = get_workflow("voldoger.verify")
 DATASET = get_dataset("voldoger")
 
 

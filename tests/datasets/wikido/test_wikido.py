@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.datasets.wikido.demo import WIKIDO_ADDITIONS
 from app.errors import Invalid
 
-WF = get_task("wikido.verify")
+WF = get_workflow("wikido.verify")
 DATASET = get_dataset("wikido")
 PUBLISHED = {
     "image_id": 48213,

@@ -1,12 +1,12 @@
-"""The stage-task plugin shape: what one step of a dataset's curation declares and does.
+"""The workflow plugin shape: what one step of a dataset's curation declares and does.
 
-A task (`colorswap.filter`, `wikido.verify`, ...) is what a project stage runs. It owns its
+A workflow (`colorswap.filter`, `wikido.verify`, ...) is what a project stage runs. It owns its
 annotation schema and semantic checks, how a plain form becomes a payload and back, its
 screen (template, keys, context, live check), which suggestion kinds it reads and what an
 annotator did with them, its agreement facets (the one way annotations are compared), how k
 annotations become one final record, and whether an item entering the stage needs it. Facts
 about the whole dataset (item schema, images, stage order, figures, published export) live on
-`app.datasets.dataset.Dataset`. The core calls these hooks and knows no task by name.
+`app.datasets.dataset.Dataset`. The core calls these hooks and knows no workflow by name.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Consolidation:
 
 @dataclass(frozen=True)
 class Equivalence:
-    """A free-text answer whose agreement people judge: the payload field, and the task whose
+    """A free-text answer whose agreement people judge: the payload field, and the workflow whose
     stage (in a companion project) collects the judgements."""
 
     field: str
@@ -40,9 +40,9 @@ class Equivalence:
 
 
 class StageConfig(BaseModel):
-    """A stage's configuration: the keys every stage reads. A task's own schema subclasses it and adds
+    """A stage's configuration: the keys every stage reads. A workflow's own schema subclasses it and adds
     its keys. Unknown keys are refused (a misspelt key would otherwise be ignored without a word), and
-    types are strict (the stored JSON is what the task reads: "false" must not pass as a boolean)."""
+    types are strict (the stored JSON is what the workflow reads: "false" must not pass as a boolean)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -85,20 +85,20 @@ class StageConfig(BaseModel):
         return (config or {}).get(key, cls.model_fields[key].default)
 
 
-class Task:
-    """One stage task. Subclasses set the class attributes and override the hooks they need."""
+class Workflow:
+    """One workflow. Subclasses set the class attributes and override the hooks they need."""
 
     name: ClassVar[str]
     title: ClassVar[str]
     description: ClassVar[str] = ""
     annotation_schema: ClassVar[type[BaseModel]]
-    # The keys a stage of this task may set in its configuration (checked when a project is created).
+    # The keys a stage of this workflow may set in its configuration (checked when a project is created).
     config_schema: ClassVar[type[StageConfig]] = StageConfig
     template: ClassVar[str]
     keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
     # Suggestion kinds the screen reads (their producers are declared by the dataset).
     suggestion_kinds: ClassVar[tuple[str, ...]] = ()
-    # A task that builds on another one's final names it; it cannot be a project's first stage.
+    # A workflow that builds on another one's final names it; it cannot be a project's first stage.
     requires: ClassVar[str | None] = None
     # What agreement is measured on: facet name -> "nominal" (a label), "set" (texts),
     # "token_set" (token spans) or "boxes". Review order compares annotations by them too.
@@ -128,7 +128,7 @@ class Task:
         return dict(config)
 
     def config_keys(self) -> dict[str, str]:
-        """The configuration keys this task reads and what each does (the project form lists them)."""
+        """The configuration keys this workflow reads and what each does (the project form lists them)."""
         return {name: f.description or "" for name, f in self.config_schema.model_fields.items()}
 
     # -- annotations ---------------------------------------------------------------
@@ -140,7 +140,7 @@ class Task:
         results: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Check shape and meaning of a payload against its item (and the finals of earlier
-        stages, by task name); return the normalized payload."""
+        stages, by workflow name); return the normalized payload."""
         try:
             parsed = self.annotation_schema.model_validate(payload)
         except ValidationError as exc:
@@ -163,7 +163,7 @@ class Task:
     def payload_values(
         self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """The form values that show `payload` on this task's screen, so that
+        """The form values that show `payload` on this workflow's screen, so that
         `form_to_payload(payload_values(p))` gives `p` back. A reviewer's editor and an item
         sent back to its annotator start from them."""
         return {k: v for k, v in payload.items() if k in self.annotation_schema.model_fields}
@@ -200,7 +200,7 @@ class Task:
 
     def applies(self, item: Mapping[str, Any], results: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
         """Routing: whether an item entering this stage needs it; `results` maps earlier stages'
-        task names to their final records."""
+        workflow names to their final records."""
         return True
 
     # -- screen ------------------------------------------------------------------
@@ -252,7 +252,7 @@ class Task:
         self, item: Mapping[str, Any], config: Mapping[str, Any], *, assets: Mapping[str, str],
         results: Mapping[str, Any], sizes: Mapping[str, tuple[int, int]],
     ) -> dict[str, Any]:
-        """What the `item` macro shows: the item as this task's screen shows it (its images, its
+        """What the `item` macro shows: the item as this workflow's screen shows it (its images, its
         texts). `sizes` maps an asset's pointer to the stored image's (width, height)."""
         images = item_images(item, assets)
         shown = {p.strip("/") for p in assets} | {i["field"] for i in images}
