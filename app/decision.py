@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from app.datasets import get_workflow
-from app.datasets.workflow import Consolidation, StageConfig
+from app.datasets.workflow import Consolidation, ItemContext, StageConfig
 from app.lifecycle import ItemEvent, transition
 
 
@@ -59,7 +59,7 @@ class Situation:
     def outcome(self) -> Consolidation:
         if self.final is not None:
             return Consolidation(final=self.final, discard=self.discard)
-        return get_workflow(self.stage.workflow).consolidate(list(self.answers), self.stage.config)
+        return get_workflow(self.stage.workflow).consolidate(ItemContext(self.data, self.stage.config, self.results), list(self.answers))
 
 
 @dataclass(frozen=True)
@@ -133,4 +133,4 @@ def decide(s: Situation) -> Decision:
 
 def first_applying(stages, data: Mapping[str, Any], results: Mapping[str, Any]):
     """Routing: the first of `stages` (in order) whose workflow applies to the item, or None (done)."""
-    return next((s for s in stages if get_workflow(s.workflow).applies(data, results, s.config)), None)
+    return next((s for s in stages if get_workflow(s.workflow).applies(ItemContext(data, s.config, results))), None)

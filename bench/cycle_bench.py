@@ -53,6 +53,7 @@ from scratch import BENCH_PASSWORD, log_in, scratch_database
 
 from app import security  # noqa: E402
 from app.datasets import get_workflow  # noqa: E402
+from app.datasets.workflow import ItemContext  # noqa: E402
 from app.datasets.colorswap import demo as colorswap_demo  # noqa: E402
 from app.datasets.drawing import COLOURS, SHAPES  # noqa: E402
 from app.datasets.generic import demo as generic_demo  # noqa: E402
@@ -274,7 +275,7 @@ def answer_forms(name: str) -> str:
     workflow, config = get_workflow(name), dict(WORKFLOWS[name].demo.stages[WORKFLOWS[name].measured].config)
     lines = []
     for payload in WORKFLOWS[name].payloads:
-        values = workflow.payload_values(payload, {}, config, {})
+        values = workflow.payload_values(ItemContext({}, config), payload)
         if workflow.form_to_payload(values) != payload:
             raise SystemExit(f"{name}: the form {values} does not post {payload}")
         lines.append(urlencode(values, doseq=True))

@@ -13,12 +13,27 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import Invalid, format_validation_error
+
+
+@dataclass(frozen=True, slots=True)
+class ItemContext:
+    """What a workflow's hooks read about one item in one stage, built once by the caller: the
+    item's data, the stage's configuration, the earlier stages' finals by workflow name, the
+    stored images by JSON pointer, the newest suggestion of each kind the screen reads (model,
+    model_version, payload, score), and the stored images' (width, height) by pointer."""
+
+    item: Mapping[str, Any]
+    config: Mapping[str, Any] = field(default_factory=dict)
+    results: Mapping[str, Any] = field(default_factory=dict)
+    assets: Mapping[str, str] = field(default_factory=dict)
+    suggestions: Mapping[str, Any] = field(default_factory=dict)
+    sizes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -132,27 +147,19 @@ class Workflow:
         return {name: f.description or "" for name, f in self.config_schema.model_fields.items()}
 
     # -- annotations ---------------------------------------------------------------
-    def validate_annotation(
-        self,
-        item: Mapping[str, Any],
-        payload: Mapping[str, Any],
-        config: Mapping[str, Any],
-        results: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    def validate_annotation(self, ctx: ItemContext, payload: Mapping[str, Any]) -> dict[str, Any]:
         """Check shape and meaning of a payload against its item (and the finals of earlier
         stages, by workflow name); return the normalized payload."""
         try:
             parsed = self.annotation_schema.model_validate(payload)
         except ValidationError as exc:
             raise Invalid("The annotation is not valid.", format_validation_error(exc)) from None
-        problems = self.check(item, parsed, config, results or {})
+        problems = self.check(ctx, parsed)
         if problems:
             raise Invalid("The annotation is not valid.", problems)
         return parsed.model_dump(mode="json")
 
-    def check(
-        self, item: Mapping[str, Any], payload: BaseModel, config: Mapping[str, Any], results: Mapping[str, Any]
-    ) -> list[str]:
+    def check(self, ctx: ItemContext, payload: BaseModel) -> list[str]:
         """Semantic checks beyond the schema; return messages in the annotator's terms."""
         return []
 
@@ -160,11 +167,9 @@ class Workflow:
         """Turn a plain HTML form post (no JavaScript) into a payload."""
         return {k: v for k, v in form.items() if k in self.annotation_schema.model_fields}
 
-    def payload_values(
-        self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def payload_values(self, ctx: ItemContext, payload: Mapping[str, Any]) -> dict[str, Any]:
         """The form values that show `payload` on this workflow's screen, so that
-        `form_to_payload(payload_values(p))` gives `p` back. A reviewer's editor and an item
+        `form_to_payload(payload_values(ctx, p))` gives `p` back. A reviewer's editor and an item
         sent back to its annotator start from them."""
         return {k: v for k, v in payload.items() if k in self.annotation_schema.model_fields}
 
@@ -185,7 +190,7 @@ class Workflow:
 
         return mean_agreement(self.facets, self.facet_values(a), self.facet_values(b))
 
-    def consolidate(self, payloads: list[dict[str, Any]], config: Mapping[str, Any]) -> Consolidation:
+    def consolidate(self, ctx: ItemContext, payloads: list[dict[str, Any]]) -> Consolidation:
         """Default: a strict majority of identical payloads wins; otherwise review."""
         if not payloads:
             return Consolidation(final=None, needs_review=True)
@@ -198,46 +203,27 @@ class Workflow:
             return Consolidation(final=winner, discard=self.is_discard(winner))
         return Consolidation(final=None, needs_review=True)
 
-    def applies(self, item: Mapping[str, Any], results: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-        """Routing: whether an item entering this stage needs it; `results` maps earlier stages'
-        workflow names to their final records."""
+    def applies(self, ctx: ItemContext) -> bool:
+        """Routing: whether an item entering this stage needs it (`ctx.results`: the earlier
+        stages' finals by workflow name)."""
         return True
 
     # -- screen ------------------------------------------------------------------
-    def screen_context(
-        self,
-        item: Mapping[str, Any],
-        config: Mapping[str, Any],
-        *,
-        assets: Mapping[str, str],
-        results: Mapping[str, Any],
-        suggestions: Mapping[str, Any],
-        values: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        """Extra template context for the annotation screen. `suggestions` maps a suggestion
-        kind to its newest row (model, model_version, payload, score); `values` are the form
-        values shown (a draft, the initial values, or what was posted)."""
+    def screen_context(self, ctx: ItemContext, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Extra template context for the annotation screen. `values` are the form values shown
+        (a draft, the initial values, or what was posted)."""
         return {}
 
-    def initial_values(
-        self,
-        item: Mapping[str, Any],
-        config: Mapping[str, Any],
-        *,
-        results: Mapping[str, Any],
-        suggestions: Mapping[str, Any],
-    ) -> dict[str, Any]:
+    def initial_values(self, ctx: ItemContext) -> dict[str, Any]:
         """Form values a fresh screen starts from (form field -> value) when there is no draft."""
         return {}
 
-    def suggestion_outcome(self, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any], item: Mapping[str, Any]) -> str | None:
+    def suggestion_outcome(self, ctx: ItemContext, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any]) -> str | None:
         """What the submitted payload did with a suggestion's payload: "accepted", "edited",
         "rejected", or None when the suggestion proposed nothing this payload speaks to."""
         return None
 
-    def live_check(
-        self, item: Mapping[str, Any], values: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
+    def live_check(self, ctx: ItemContext, values: Mapping[str, Any]) -> dict[str, Any] | None:
         """Context for the template's `live_check` block, recomputed as the annotator types
         (only called when `has_live_check` is declared)."""
         return None
@@ -248,20 +234,14 @@ class Workflow:
     # annotations differ). The default shows images, and fields as readable text.
     view_template: ClassVar[str] = "datasets/_view.html"
 
-    def view_item(
-        self, item: Mapping[str, Any], config: Mapping[str, Any], *, assets: Mapping[str, str],
-        results: Mapping[str, Any], sizes: Mapping[str, tuple[int, int]],
-    ) -> dict[str, Any]:
+    def view_item(self, ctx: ItemContext) -> dict[str, Any]:
         """What the `item` macro shows: the item as this workflow's screen shows it (its images, its
-        texts). `sizes` maps an asset's pointer to the stored image's (width, height)."""
-        images = item_images(item, assets)
-        shown = {p.strip("/") for p in assets} | {i["field"] for i in images}
-        return {"images": images, "fields": {k: v for k, v in item.items() if k not in shown and k not in ("id", "group_id")}}
+        texts; `ctx.sizes` gives the stored images' pixel sizes)."""
+        images = item_images(ctx.item, ctx.assets)
+        shown = {p.strip("/") for p in ctx.assets} | {i["field"] for i in images}
+        return {"images": images, "fields": {k: v for k, v in ctx.item.items() if k not in shown and k not in ("id", "group_id")}}
 
-    def view_answer(
-        self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], *,
-        assets: Mapping[str, str], results: Mapping[str, Any], sizes: Mapping[str, tuple[int, int]], kind: str | None = None,
-    ) -> dict[str, Any]:
+    def view_answer(self, ctx: ItemContext, payload: Mapping[str, Any], kind: str | None = None) -> dict[str, Any]:
         """What the `answer` macro shows for one payload: an annotation or a final (`kind` None),
         or a suggestion of that kind."""
         return {"fields": dict(payload)}

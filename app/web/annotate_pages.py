@@ -63,14 +63,13 @@ def _nothing_left(request: Request, session: Session, stage_id: int, user: Princ
 def _screen_context(request: Request, session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     screen = annotation.open_assignment(session, assignment_id, user.id)
     workflow = get_workflow(screen.stage.workflow)
-    item, config = screen.item.data, screen.stage.config
     if values is None:
         if screen.draft:
             values = screen.draft
         elif screen.previous is not None:  # sent back or opened again: the annotator revises what they gave
-            values = workflow.payload_values(screen.previous, item, config, screen.results)
+            values = workflow.payload_values(screen.item_context, screen.previous)
         else:
-            values = workflow.initial_values(item, config, results=screen.results, suggestions=screen.suggestions)
+            values = workflow.initial_values(screen.item_context)
     return {
         **workflow_screen(workflow, screen, values, f"/assignments/{assignment_id}/check"),
         "assignment": screen.assignment,
@@ -88,18 +87,16 @@ def _screen_context(request: Request, session: Session, assignment_id: int, user
 def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
     """What a workflow's template needs, for an annotator's screen or a reviewer's editor;
     `screen` has the item, stage, earlier results and suggestions."""
-    item, config = screen.item.data, screen.stage.config
+    ctx = screen.item_context
     return {
-        "item": item,
+        "item": ctx.item,
         "item_id": screen.item.id,
         "assets": screen.item.assets,
         "stage": screen.stage,
         "workflow": workflow,
         "values": values,
-        "extra": workflow.screen_context(
-            item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions, values=values
-        ),
-        "live": workflow.live_check(item, values, config, screen.results) if workflow.has_live_check else None,
+        "extra": workflow.screen_context(ctx, values),
+        "live": workflow.live_check(ctx, values) if workflow.has_live_check else None,
         "check_url": check_url,
     }
 
@@ -225,7 +222,7 @@ def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
     workflow = get_workflow(screen.stage.workflow)
     if not workflow.has_live_check:
         raise NotFound("This workflow has no live check.")
-    live = workflow.live_check(screen.item.data, values, screen.stage.config, screen.results)
+    live = workflow.live_check(screen.item_context, values)
     # This endpoint answers with the fragment whoever asks: each workflow's block targets its own element.
     return render(request, workflow.template, {"live": live, "values": values}, block="live_check")
 

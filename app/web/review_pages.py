@@ -53,14 +53,14 @@ def take_back(stage_id: Id, item_id: BigId, session: Db, user: Principal = Depen
 def _screen_context(session: Session, stage_id: int, item_id: int, reviewer_id: int, **extra) -> dict:
     screen = review.open_review(session, stage_id, item_id)
     project = projects.get_project(session, screen.stage.project_id)
-    shown = (screen.stage.config, screen.results, screen.sizes)
+    ctx = screen.item_context
     annotations = [
         {
             "id": a.annotation_id,
             "annotator": a.annotator,
             "submitted_at": a.submitted_at,
             "seconds": a.seconds_spent,
-            "shown": answer_view(screen.stage.workflow, a.payload, screen.item, *shown),
+            "shown": answer_view(screen.stage.workflow, ctx, a.payload),
             "json": json.dumps(a.payload, ensure_ascii=False, indent=2),
         }
         for a in screen.annotations
@@ -71,7 +71,7 @@ def _screen_context(session: Session, stage_id: int, item_id: int, reviewer_id: 
         "item": screen.item.data,
         "item_id": screen.item.id,
         "status": screen.item.status,
-        "shown_item": item_view(screen.stage.workflow, screen.item, *shown),
+        "shown_item": item_view(screen.stage.workflow, ctx),
         "differing": screen.differing,
         "annotations": annotations,
         "final_text": extra.pop("final_text", None) or (annotations[0]["json"] if annotations else "{}"),
@@ -131,7 +131,7 @@ def _editor_context(session: Session, stage_id: int, item_id: int, start: int | 
     workflow = get_workflow(screen.stage.workflow)
     chosen = next((a for a in screen.annotations if a.annotation_id == start), screen.annotations[0] if screen.annotations else None)
     if values is None:
-        values = workflow.payload_values(chosen.payload, screen.item.data, screen.stage.config, screen.results) if chosen else {}
+        values = workflow.payload_values(screen.item_context, chosen.payload) if chosen else {}
     return {
         **workflow_screen(workflow, screen, values, f"/stages/{stage_id}/review/{item_id}/check"),
         "project": project,

@@ -5,24 +5,25 @@ from __future__ import annotations
 import pytest
 
 from app.datasets import all_datasets, all_workflows, dataset_of, get_workflow
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
 
 def test_majority_consolidation():
     wf = get_workflow("generic.choice")
-    assert wf.consolidate([{"choice": "a"}], {}).final == {"choice": "a"}
-    out = wf.consolidate([{"choice": "a"}, {"choice": "b"}, {"choice": "a"}], {})
+    assert wf.consolidate(ItemContext({}), [{"choice": "a"}]).final == {"choice": "a"}
+    out = wf.consolidate(ItemContext({}), [{"choice": "a"}, {"choice": "b"}, {"choice": "a"}])
     assert out.final == {"choice": "a"} and not out.needs_review
-    tie = wf.consolidate([{"choice": "a"}, {"choice": "b"}], {})
+    tie = wf.consolidate(ItemContext({}), [{"choice": "a"}, {"choice": "b"}])
     assert tie.final is None and tie.needs_review
 
 
 def test_generic_choice_validation_uses_item_then_stage_choices():
     wf = get_workflow("generic.choice")
-    assert wf.validate_annotation({"choices": ["x", "y"]}, {"choice": "y"}, {}) == {"choice": "y"}
-    assert wf.validate_annotation({}, {"choice": "b"}, {"choices": ["a", "b"]}) == {"choice": "b"}
+    assert wf.validate_annotation(ItemContext({"choices": ["x", "y"]}), {"choice": "y"}) == {"choice": "y"}
+    assert wf.validate_annotation(ItemContext({}, {"choices": ["a", "b"]}), {"choice": "b"}) == {"choice": "b"}
     with pytest.raises(Invalid) as err:
-        wf.validate_annotation({}, {}, {"choices": ["a"]})
+        wf.validate_annotation(ItemContext({}, {"choices": ["a"]}), {})
     assert err.value.errors == ["field 'choice': Field required"]
 
 
@@ -70,7 +71,7 @@ def test_editors_show_a_stored_payload_and_give_it_back(workflow):
     assert workflow in STORED, f"add stored payloads of {workflow} to STORED"
     for payload in STORED[workflow]:
         stored = w.annotation_schema.model_validate(payload).model_dump(mode="json")
-        values = w.payload_values(stored, {}, {}, {})
+        values = w.payload_values(ItemContext({}), stored)
         # The browser posts strings: numbers in inputs come back as text.
         posted = {k: ([str(x) for x in v] if isinstance(v, list) else str(v)) for k, v in values.items()}
         again = w.annotation_schema.model_validate(w.form_to_payload(posted)).model_dump(mode="json")

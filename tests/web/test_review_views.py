@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.datasets import all_workflows
+from app.datasets.workflow import ItemContext
 from app.db import transaction
 from app.models import Item
 from app.services.imports import imports
@@ -102,13 +103,10 @@ def test_a_task_without_a_view_shows_its_fields_as_readable_text():
     from app.datasets.workflow import Workflow
     from app.web.templating import templates
 
-    view = Workflow().view_item(
-        {"id": "x", "image": "https://example.org/a.png", "caption": "A <b>dog</b>", "tags": ["one", "two"], "meta": {"n": 3, "ok": True}},
-        {}, assets={}, results={}, sizes={},
-    )
+    view = Workflow().view_item(ItemContext({"id": "x", "image": "https://example.org/a.png", "caption": "A <b>dog</b>", "tags": ["one", "two"], "meta": {"n": 3, "ok": True}}))
     assert [i["src"]["full"] for i in view["images"]] == ["https://example.org/a.png"] and "image" not in view["fields"]
     macros = templates.env.get_template("datasets/_view.html").module
-    html = str(macros.item(view)) + str(macros.answer(Workflow().view_answer({"labels": ["a", "b"], "note": None}, {}, {}, assets={}, results={}, sizes={})))
+    html = str(macros.item(view)) + str(macros.answer(Workflow().view_answer(ItemContext({}), {"labels": ["a", "b"], "note": None})))
     assert "A &lt;b&gt;dog&lt;/b&gt;" in html and '<li dir="auto">one</li><li dir="auto">two</li>' in html and '<dd dir="auto">yes</dd>' in html
     assert '<li dir="auto">a</li><li dir="auto">b</li>' in html and "—" in html
     assert "{" not in html and "[" not in html and "&#34;" not in html

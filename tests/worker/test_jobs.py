@@ -14,6 +14,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from app.datasets.visargs.demo import visargs_records
+from app.datasets.workflow import ItemContext
 from app.db import transaction
 from app.models import Item, JobRun, Suggestion
 from app.services.annotation import annotation
@@ -62,7 +63,7 @@ def test_colorswap_scores_are_stored_once_and_preselect(committed, settings, sto
 
     with transaction(committed) as s:
         found = suggestions.for_item(s, screen_item.id, filter_id)
-    values = get_workflow("colorswap.filter").initial_values(screen_item.data, {}, results={}, suggestions=found)
+    values = get_workflow("colorswap.filter").initial_values(ItemContext(screen_item.data, suggestions=found))
     assert set(values) == {"choice_1", "choice_2"} and values["choice_1"] != values["choice_2"]
 
 

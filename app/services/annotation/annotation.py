@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app import queue
 from app.datasets import get_workflow
+from app.datasets.workflow import ItemContext
 from app.decision import Decision, decide
 from app.errors import Conflict, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
@@ -133,10 +134,10 @@ def submit(
     if lock["item_status"] == ItemStatus.gold and lock["item_stage"] == lock["stage_id"]:
         return _score_gold(session, read, workflow, payload, assignment_id, idempotency_key, seconds_spent)
     decision = Decision(lock["item_status"], lock["item_stage"], _slots_for(lock))
-    clean = workflow.validate_annotation(lock["data"], payload, lock["config"], read.results)
+    clean = workflow.validate_annotation(read.item_context, payload)
     outcomes = []
     if lock["assignment_status"] != AssignmentStatus.submitted:  # a first submit, not a revision
-        outcomes = _outcomes(workflow, read.ctx["shown"], clean, lock["data"])
+        outcomes = _outcomes(workflow, read.ctx["shown"], clean, read.item_context)
         answers = read.answers(assignment_id, clean)
         decision = decide(read.situation(answers, read.ctx["flagged"] or (), status=decision.status, slots=decision.slots))
         if decision.routed:  # the flagged annotators' work waits for a reviewer
@@ -168,11 +169,11 @@ def _slots_for(lock: Mapping[str, Any]) -> int:
     return slots
 
 
-def _outcomes(workflow, shown, clean: dict[str, Any], data) -> list[dict[str, Any]]:
+def _outcomes(workflow, shown, clean: dict[str, Any], ctx: ItemContext) -> list[dict[str, Any]]:
     """How the answer treated each suggestion the screen showed (those the workflow judges)."""
     outcomes = []
     for s in shown or ():
-        outcome = workflow.suggestion_outcome(s["kind"], s["payload"], clean, data)
+        outcome = workflow.suggestion_outcome(ctx, s["kind"], s["payload"], clean)
         if outcome is not None:
             outcomes.append({"id": s["id"], "kind": s["kind"], "model": s["model"], "model_version": s["model_version"], "outcome": outcome})
     return outcomes
@@ -186,7 +187,7 @@ def _replay(read: SubmitRead, workflow, payload: dict[str, Any], assignment_id: 
     # A retry repeats the answer; another answer under the same key (a page shown again after its
     # submit) must never be dropped silently: it is refused with the way on.
     lock = read.lock
-    if payload != earlier["payload"] and workflow.validate_annotation(lock["data"], payload, lock["config"], read.results) != earlier["payload"]:
+    if payload != earlier["payload"] and workflow.validate_annotation(read.item_context, payload) != earlier["payload"]:
         raise AlreadySubmitted(
             f"You already submitted this item with another answer (revision {earlier['revision']}); "
             "nothing was changed. Submit again to store this answer as a new revision."
@@ -250,6 +251,11 @@ class Screen:
     returned: dict[str, Any] | None = None  # the reviewer's note when the item was sent back (comment, by, at)
     project_name: str = ""
     mine: int = 0  # the annotator's submitted items in the stage ("you did N")
+
+    @property
+    def item_context(self) -> ItemContext:
+        """The item as the workflow's hooks read it."""
+        return ItemContext(self.item.data, self.stage.config, self.results, self.item.assets, self.suggestions)
 
 
 _ASSIGNMENT_STAGE = sa.text("SELECT a.annotator_id, s.id, s.workflow FROM assignments a JOIN stages s ON s.id = a.stage_id WHERE a.id = :assignment")

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from app import jsontext
 from app.agreement import gold as scoring
 from app.datasets import get_workflow
-from app.datasets.workflow import StageConfig
+from app.datasets.workflow import ItemContext, StageConfig
 from app.errors import Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, target, transition
 from app.models import (
@@ -152,7 +152,7 @@ def _validated_answers(
             problems.append(f"line {n}: item {external!r} is discarded")
             continue
         try:
-            clean.append((item, workflow.validate_annotation(item.data, answer, stage.config, earlier_results(session, item.id, stage))))
+            clean.append((item, workflow.validate_annotation(ItemContext(item.data, stage.config, earlier_results(session, item.id, stage)), answer)))
         except Invalid as exc:
             problems += [f"line {n}: {p}" for p in (exc.errors or [exc.message])]
     return clean
@@ -215,7 +215,7 @@ def submit_answer(
 ) -> GoldSubmit:
     """Store an annotator's answer to a gold item (validated as any annotation; an expired lease
     still counts, since a gold item has no slots); score it and update the annotator's flag."""
-    clean = get_workflow(stage.workflow).validate_annotation(item.data, payload, stage.config, earlier_results(session, item.id, stage))
+    clean = get_workflow(stage.workflow).validate_annotation(ItemContext(item.data, stage.config, earlier_results(session, item.id, stage)), payload)
     revision = (
         session.scalar(sa.select(sa.func.max(Annotation.revision)).where(Annotation.assignment_id == assignment.id)) or 0
     ) + 1

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.datasets import get_workflow
-from app.datasets.workflow import StageConfig
+from app.datasets.workflow import ItemContext, StageConfig
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import (
@@ -111,6 +111,11 @@ class ReviewScreen:
     suggestions: dict[str, Any] = field(default_factory=dict)  # by kind, for the editor (filled on demand)
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # asset pointer -> stored image's (width, height)
 
+    @property
+    def item_context(self) -> ItemContext:
+        """The item as the workflow's hooks read it (the editor's suggestions, once filled)."""
+        return ItemContext(self.item.data, self.stage.config, self.results, self.item.assets, self.suggestions, self.sizes)
+
 
 def open_review(session: Session, stage_id: int, item_id: int) -> ReviewScreen:
     stage = get_stage(session, stage_id)
@@ -157,7 +162,7 @@ def resolve(
             raise Invalid("That annotation is not one of this item's annotations in this stage.")
         final, how = chosen.payload, f"accepted annotation {accept_annotation_id}"
     elif payload is not None:
-        final = workflow.validate_annotation(item.data, payload, stage.config, results_by_stage(session, item_id))
+        final = workflow.validate_annotation(ItemContext(item.data, stage.config, results_by_stage(session, item_id)), payload)
         how = "edited"
     else:
         raise Invalid("Accept one annotation or give the final version.")
