@@ -99,6 +99,31 @@ class StageConfig(BaseModel):
         """A stage's value of a key every stage reads: as its stored config says, else the field's default."""
         return (config or {}).get(key, cls.model_fields[key].default)
 
+    @classmethod
+    def descriptions(cls) -> dict[str, str]:
+        """The keys a stage reads and what each does (the project form lists them)."""
+        return {name: f.description or "" for name, f in cls.model_fields.items()}
+
+    @classmethod
+    def check_stage(cls, config: Any, workflow: str) -> dict[str, Any]:
+        """Check a stage configuration of `workflow` against this schema; return it as given (a stage
+        keeps what its admin wrote, without filled-in defaults). Messages name the key and say why."""
+        if not isinstance(config, Mapping):
+            raise Invalid(f"The configuration of a {workflow} stage is a JSON object, e.g. {{}}.")
+        try:
+            cls.model_validate(dict(config))
+        except ValidationError as exc:
+            known = ", ".join(cls.model_fields)
+            problems = []
+            for err in exc.errors():
+                key = ".".join(str(p) for p in err["loc"]) or "configuration"
+                if err["type"] == "extra_forbidden":
+                    problems.append(f"'{key}' is not a setting of {workflow} (it reads: {known}).")
+                else:
+                    problems.append(f"'{key}': {err['msg'].removeprefix('Value error, ')}.")
+            raise Invalid(f"The configuration of the {workflow} stage is not valid.", problems) from None
+        return dict(config)
+
 
 class Workflow:
     """One workflow. Subclasses set the class attributes and override the hooks they need."""
@@ -121,30 +146,6 @@ class Workflow:
     # Optional capabilities, declared: a free-text answer judged for equivalence, a live check.
     equivalence: ClassVar[Equivalence | None] = None
     has_live_check: ClassVar[bool] = False
-
-    # -- configuration -------------------------------------------------------------
-    def validate_config(self, config: Any) -> dict[str, Any]:
-        """Check a stage configuration against `config_schema`; return it as given (a stage keeps
-        what its admin wrote, without filled-in defaults). Messages name the key and say why."""
-        if not isinstance(config, Mapping):
-            raise Invalid(f"The configuration of a {self.name} stage is a JSON object, e.g. {{}}.")
-        try:
-            self.config_schema.model_validate(dict(config))
-        except ValidationError as exc:
-            known = ", ".join(self.config_schema.model_fields)
-            problems = []
-            for err in exc.errors():
-                key = ".".join(str(p) for p in err["loc"]) or "configuration"
-                if err["type"] == "extra_forbidden":
-                    problems.append(f"'{key}' is not a setting of {self.name} (it reads: {known}).")
-                else:
-                    problems.append(f"'{key}': {err['msg'].removeprefix('Value error, ')}.")
-            raise Invalid(f"The configuration of the {self.name} stage is not valid.", problems) from None
-        return dict(config)
-
-    def config_keys(self) -> dict[str, str]:
-        """The configuration keys this workflow reads and what each does (the project form lists them)."""
-        return {name: f.description or "" for name, f in self.config_schema.model_fields.items()}
 
     # -- annotations ---------------------------------------------------------------
     def validate_annotation(self, ctx: ItemContext, payload: Mapping[str, Any]) -> dict[str, Any]:

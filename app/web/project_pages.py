@@ -53,7 +53,7 @@ def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stag
         chain = ()
     stages = [
         {
-            "index": i, "workflow": w, "title": get_workflow(w).title, "settings": get_workflow(w).config_keys(),
+            "index": i, "workflow": w, "title": get_workflow(w).title, "settings": get_workflow(w).config_schema.descriptions(),
             "name": str(form.get(f"stage_name_{i}", "")), "guidelines": str(form.get(f"guidelines_{i}", "")),
             "config": str(form.get(f"config_{i}", "")), "error": (stage_errors or {}).get(i),
         }
@@ -115,7 +115,7 @@ def _stage_specs(form: Mapping[str, Any]) -> tuple[list[projects.StageSpec], dic
         if i == 0 and form["choices"].strip() and isinstance(config, dict):
             config = {**config, "choices": [c.strip() for c in form["choices"].split(",") if c.strip()]}
         try:
-            spec.config = get_workflow(spec.workflow).validate_config(config)
+            spec.config = get_workflow(spec.workflow).config_schema.check_stage(config, spec.workflow)
         except Invalid as exc:
             problems[i] = " ".join([exc.message, *exc.errors])
         spec.name = str(form.get(f"stage_name_{i}", "")).strip() or None

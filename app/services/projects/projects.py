@@ -67,7 +67,7 @@ def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[st
     workflow reads; a key that no stage reads stays with the first, whose check then refuses it."""
     from app.datasets import get_workflow
 
-    known = [set(get_workflow(w).config_keys()) if _is_task(w) else set() for w in names]
+    known = [set(get_workflow(w).config_schema.descriptions()) if _is_workflow(w) else set() for w in names]
     read_somewhere = set().union(*known)
     return [
         {k: v for k, v in config.items() if k in keys or (i == 0 and k not in read_somewhere)}
@@ -75,7 +75,7 @@ def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[st
     ]
 
 
-def _is_task(name: str) -> bool:
+def _is_workflow(name: str) -> bool:
     from app.datasets import get_workflow
 
     try:
@@ -139,7 +139,7 @@ def _check_stages(stages: list[StageSpec]) -> None:
             raise Invalid(f"The stage '{spec.workflow}' builds on '{needed}', which must come before it.")
         earlier.append(spec.workflow)
         try:
-            spec.config = get_workflow(spec.workflow).validate_config(spec.config)
+            spec.config = get_workflow(spec.workflow).config_schema.check_stage(spec.config, spec.workflow)
         except Invalid as exc:
             raise Invalid(f"Stage {len(earlier)} ({spec.name or spec.workflow}): {exc.message}", exc.errors) from None
         if spec.sample_size is not None and spec.overlap < 2:
