@@ -31,6 +31,7 @@ from app.web import (
     api,
     api_docs,
     api_items,
+    api_manage,
     api_review,
     api_suggestions,
     assets,
@@ -151,7 +152,7 @@ def _mount_routes(app: FastAPI) -> None:
     app.include_router(api.router)
     app.include_router(gold_api.router)
     app.include_router(leaks_api.router)
-    for module in (api_items, api_review, api_suggestions, draft_api):
+    for module in (api_items, api_manage, api_review, api_suggestions, draft_api):
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")

@@ -7,10 +7,12 @@ presigned URLs (`url`, when VLCURATE_S3_PRESIGN_SECONDS is set).
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -246,3 +248,40 @@ def make_storage(settings: Settings) -> Storage:
             presign_seconds=settings.s3_presign_seconds, public_endpoint_url=settings.s3_public_endpoint_url,
         )
     return LocalStorage(settings.storage_dir)
+
+
+class ChunkSink(io.RawIOBase):
+    """A write-only stream that hands out what was written so far (zipfile writes a stream that
+    cannot seek with data descriptors, so an archive goes out as it is made)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def drain(self) -> Iterator[bytes]:
+        parts, self.parts = self.parts, []
+        yield from parts
+
+
+def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 4 * READ_CONCURRENCY) -> Iterator[bytes]:
+    """A zip of the objects under `keys`' values, each named by its key in `keys`, stored as they are
+    (images are compressed already), read `chunk_size` at a time (concurrently, `get_many`) and
+    yielded a chunk at a time."""
+    sink = ChunkSink()
+    names = list(keys)
+    with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED) as archive:
+        for start in range(0, len(names), chunk_size):
+            chunk = names[start:start + chunk_size]
+            objects = get_many(storage, [keys[name] for name in chunk])
+            for name in chunk:
+                archive.writestr(name, objects[keys[name]])
+            # One piece a chunk: a streamed response hands each piece to the server from a thread,
+            # and a piece a zip record (three an image) took 0.7 ms of the server's CPU an image.
+            yield b"".join(sink.drain())
+    yield b"".join(sink.drain())

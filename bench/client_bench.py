@@ -1,4 +1,4 @@
-"""Client benchmark: push N WikiDO records (no images) through the Python client and pull N finals back,
+"""Client benchmark: push N WikiDO records (with --images, each with its own PNG) through the Python client and pull N finals back,
 against a real server process on a scratch database; prints records/s and the client's peak RSS, for
 N = 10,000 and 100,000 (flat RSS means memory does not grow with N), and the CPU time the server
 process and its PostgreSQL backends spent on each record (less sensitive than wall time to what
@@ -6,7 +6,10 @@ else the machine runs).
 
 The client runs in its own process that imports only `vlcurate`, so its RSS is the client's alone.
 
-    python bench/client_bench.py [--records 10000,100000] [--batch N] [--profile DIR]
+    python bench/client_bench.py [--records 10000,100000] [--images] [--batch N] [--profile DIR]
+
+With --images every record carries a distinct small PNG inline (as a Dataset's Image column holds it),
+so the push uploads N images and the Dataset pull downloads them.
 
 With --profile, py-spy samples the server during each phase and writes its collapsed stacks to
 DIR/<phase>-<N>.txt (py-spy must be installed).
@@ -27,20 +30,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def png(i: int) -> bytes:
+    """A distinct 8x8 PNG for record i (its pixels spell i), made without Pillow."""
+    import struct
+    import zlib
+
+    rows = b"".join(b"\x00" + bytes((i >> (8 * (k % 3))) & 255 for k in range(24)) for _ in range(8))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def records(n: int, images: bool):
+    """N WikiDO-shaped records; with `images`, each with its own PNG inline ({"bytes", "path"})."""
+    for i in range(n):
+        image = {"bytes": png(i), "path": f"img/{i}.png"} if images else f"https://example.org/{i}.jpg"
+        yield {"image_id": f"r{i}", "caption": f"A photo of record number {i} on a bench.", "image": image, "topic": "bench"}
+
+
 def child(url: str, token: str, project: int, n: int, batch: int, phase: str) -> None:
     """Push or pull in this process and print one JSON line: seconds and peak RSS."""
     sys.path.insert(0, str(ROOT / "client"))
     from vlcurate import Client
 
+    with_images = phase.endswith("+images")
+    phase = phase.removesuffix("+images")
     with Client(url, token, timeout=600) as client:
         start = time.perf_counter()
         if phase == "push":
-            records = (
-                {"image_id": f"r{i}", "caption": f"A photo of record number {i} on a bench.", "image": f"https://example.org/{i}.jpg",
-                 "topic": "bench"}
-                for i in range(n)
-            )
-            done = client.push_records(project, records, batch_size=batch or None, progress=False).created
+            done = client.push_records(project, records(n, with_images), batch_size=batch or None, progress=False).created
         elif phase == "pull":
             done = sum(1 for _ in client.final_records(project))
         else:
@@ -113,6 +134,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", default="10000,100000")
     parser.add_argument("--batch", type=int, default=0, help="records a request; default the client's")
+    parser.add_argument("--images", action="store_true", help="each record with its own PNG: pushed, and pulled in the Dataset")
     parser.add_argument("--profile", type=Path, help="write py-spy's collapsed stacks of the server per phase here")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -151,6 +173,7 @@ def main() -> None:
                 spied = {"server": server.pid, "profile": args.profile}
 
                 def phase(name: str) -> dict:
+                    name += "+images" if args.images else ""
                     return measured(lambda: run_child(base, token, str(pid), str(n), str(args.batch), name, **spied), server.pid, engine)
 
                 push = phase("push")
@@ -159,7 +182,8 @@ def main() -> None:
                 pull = phase("pull")
                 dataset = phase("dataset")
             engine.dispose()
-        for name, r in (("push records", push), ("pull finals (JSON lines)", pull), ("pull finals as a Dataset", dataset)):
+        what = " with images" if args.images else ""
+        for name, r in ((f"push records{what}", push), ("pull finals (JSON lines)", pull), (f"pull finals as a Dataset{what}", dataset)):
             print(f"client {name}: {r['n']:,} in {r['seconds']:.2f} s ({r['n'] / r['seconds']:,.0f} records/s), "
                   f"peak client RSS {r['peak_mb']:.0f} MB; CPU a record: server {r['server_cpu'] * 1e6 / r['n']:.1f} µs, "
                   f"database {r['db_cpu'] * 1e6 / r['n']:.1f} µs")

@@ -31,8 +31,16 @@ def gold_import(
     project: str = typer.Argument(..., help="Project id or name."),
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help='JSONL: {"id": "<external id>", "answer": {...}} per line.'),
     stage: Optional[str] = typer.Option(None, help="The stage (id or name); default: the first."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
     """Mark items as gold items of a stage with their correct answers (validated like annotations)."""
+    if server:
+        with remote.client(server, token) as api:
+            st = _remote_stage(api, project, stage)
+            n = api.import_gold(st.id, file).imported
+        console.print(f"{n:,} gold items in stage '{st.name}'.")
+        return
     from app.services.quality import gold
 
     settings, sessions = _sessions()
@@ -45,23 +53,31 @@ def gold_import(
     console.print(f"{n:,} gold items in stage '{st.name}'.")
 
 
+def _remote_stage(api, project: str, stage: Optional[str]):
+    """The stage named (by id or name) of a project the server has, or its first."""
+    stages = api.settings(int(project) if project.isdigit() else project).stages
+    chosen = [st for st in stages if stage is None or stage in (st.name, str(st.id))]
+    if not chosen:
+        _fail(f"Project '{project}' has no stage '{stage}'.")
+    return chosen[0]
+
+
 @gold_app.command("accuracy")
 def gold_accuracy(
     project: str = typer.Argument(..., help="Project id or name."),
     stage: Optional[str] = typer.Option(None, help="The stage (id or name); default: the first."),
     as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
 ) -> None:
     """Each annotator's accuracy on a stage's gold items, with bootstrap 95% intervals and flags."""
     from rich.table import Table
 
-    from app.services.quality import accuracy
-
-    settings, sessions = _sessions()
-    try:
-        with transaction(sessions) as session:
-            report = accuracy.accuracy_report(session, _stage(session, project, stage).id)
-    except DomainError as exc:
-        _fail(exc.message, exc.errors)
+    if server:
+        with remote.client(server, token) as api:
+            report = api.gold_accuracy(_remote_stage(api, project, stage).id).model_dump()
+    else:
+        report = _local_accuracy(project, stage)
     if as_json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return
@@ -73,6 +89,18 @@ def gold_accuracy(
         interval = f"[{ci['low']:.3f}, {ci['high']:.3f}]" if ci["low"] is not None else ""
         table.add_row(name, str(a["items"]), f"{ci['estimate']:.3f}", interval, "flagged" if a["flagged"] else "")
     console.print(table)
+
+
+def _local_accuracy(project: str, stage: Optional[str]) -> dict:
+    from app.services.quality import accuracy
+
+    settings, sessions = _sessions()
+    try:
+        with transaction(sessions) as session:
+            return accuracy.accuracy_report(session, _stage(session, project, stage).id)
+    except DomainError as exc:
+        _fail(exc.message, exc.errors)
+    raise AssertionError("unreachable: _fail exits")
 
 
 @contextmanager

@@ -138,6 +138,9 @@ class Workflow:
     keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
     # Suggestion kinds the screen reads (their producers are declared by the dataset).
     suggestion_kinds: ClassVar[tuple[str, ...]] = ()
+    # The payload of each kind, as the screen reads it: what the worker stores and what is pushed from
+    # outside are both checked against it (`check_suggestion`); a kind without one takes any object.
+    suggestion_schemas: ClassVar[Mapping[str, type[BaseModel]]] = {}
     # A workflow that builds on another one's final names it; it cannot be a project's first stage.
     requires: ClassVar[str | None] = None
     # What agreement is measured on: facet name -> "nominal" (a label), "set" (texts),
@@ -146,6 +149,18 @@ class Workflow:
     # Optional capabilities, declared: a free-text answer judged for equivalence, a live check.
     equivalence: ClassVar[Equivalence | None] = None
     has_live_check: ClassVar[bool] = False
+
+    # -- suggestions ---------------------------------------------------------------
+    def check_suggestion(self, kind: str, payload: Any, prefix: str = "") -> list[str]:
+        """What is wrong with a suggestion payload of `kind` (field by field; empty when nothing is)."""
+        schema = self.suggestion_schemas.get(kind)
+        if schema is None:
+            return [] if isinstance(payload, dict) else [f"{prefix}field 'payload': a suggestion's payload is a JSON object"]
+        try:
+            schema.model_validate(payload)
+        except ValidationError as exc:
+            return format_validation_error(exc, prefix=f"{prefix}payload: ")
+        return []
 
     # -- annotations ---------------------------------------------------------------
     def validate_annotation(self, ctx: ItemContext, payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,9 @@ read the project's settings, stream its finished records, and fetch stored image
 
 from __future__ import annotations
 
-from fastapi import Depends, File, HTTPException, Query, Request, Response, UploadFile
+from typing import Literal
+
+from fastapi import Body, Depends, File, Form, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 
 from app.datasets import get_workflow
@@ -15,7 +17,8 @@ from app.services.exports import finals
 from app.services.imports import items
 from app.services.projects import projects
 from app.services.review import review
-from app.web.assets import CACHE, _lookup
+from app.storage import zipped
+from app.web.assets import CACHE, _lookup, lookup_many
 from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
 from app.web.limits import ApiRouter
 from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
@@ -25,6 +28,8 @@ router = ApiRouter(tags=["items"])
 admin = api_role(Role.admin)
 reviewer = api_role(Role.reviewer)
 
+IMAGE_PAGE = 1000  # images one request may ask for
+ZIP = {200: {"description": "A zip (stored, not compressed) holding each image under its sha256", "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}}}
 JSON_LINES = {200: {"description": "One FinalRecord per line", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}}
 
 
@@ -70,11 +75,15 @@ def push_records(
     session: Db,
     file: UploadFile = File(..., description="JSONL, JSON array or CSV of records"),
     images: UploadFile | None = File(None, description="zip of the images the records name"),
+    on_conflict: Literal["skip", "update"] = Form("skip", description="A record whose id the project has: left out, or made the item's new revision"),
     user: Principal = Depends(admin),
 ):
     """Import a batch of records, leaving out those whose id the project has already: pushing the same
-    batch again changes nothing, and a push that stopped midway resumes by pushing everything again."""
-    result = run_upload_import(request, session, project_id, file, images, user.id, skip_existing=True)
+    batch again changes nothing, and a push that stopped midway resumes by pushing everything again.
+    With on_conflict=update, such a record replaces the item's record where it differs, as a new
+    revision: the item's history keeps the record before (annotations are never touched)."""
+    result = run_upload_import(request, session, project_id, file, images, user.id, skip_existing=True,
+                               update_existing=on_conflict == "update")
     return RecordsOut(**result.__dict__)
 
 
@@ -128,3 +137,17 @@ def image(request: Request, sha256: str, session: Db, user: Principal = Depends(
     except KeyError:
         raise HTTPException(404, "The image is not in storage.") from None
     return Response(data, media_type=asset.mime, headers={"ETag": f'"{sha256}"', "Cache-Control": CACHE})
+
+
+@router.post("/images/batch", response_class=StreamingResponse, responses=ZIP)
+def image_batch(
+    request: Request,
+    session: Db,
+    sha256: list[str] = Body(..., embed=True, min_length=1, max_length=IMAGE_PAGE, description="The images' sha256"),
+    user: Principal = Depends(api_user),
+):
+    """Up to 1,000 stored images in one answer, a zip streamed as the storage reads them: a client
+    pulling finals with images asks for a page at a time instead of one request an image (404
+    naming the images the server does not hold, before anything is sent)."""
+    keys = {sha: asset.storage_key for sha, asset in lookup_many(session, sha256).items()}
+    return StreamingResponse(zipped(request.app.state.storage, keys), media_type="application/zip")

@@ -36,6 +36,17 @@ def _lookup(session: Session, sha256: str) -> Asset:
     return asset
 
 
+def lookup_many(session: Session, shas: list[str]) -> dict[str, Asset]:
+    """The stored images of the distinct `shas`; 404 naming those the server does not hold."""
+    wanted = list(dict.fromkeys(shas))
+    valid = [sha for sha in wanted if SHA_RE.match(sha)]
+    found = {a.sha256: a for a in session.scalars(sa.select(Asset).where(Asset.sha256.in_(valid)))} if valid else {}
+    missing = [sha for sha in wanted if sha not in found]
+    if missing:
+        raise HTTPException(404, f"No such image: {', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else ""))
+    return {sha: found[sha] for sha in wanted}
+
+
 def _not_modified(request: Request, etag: str) -> bool:
     return etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]
 

@@ -10,14 +10,10 @@ from app.models import Role
 from app.services.quality import accuracy, gold
 from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, api_role
 from app.web.limits import ApiRouter
-from app.web.schemas import GoldAccuracy
+from app.web.schemas import GoldAccuracy, GoldImported
 from app.web.uploads import spooled
 
 router = ApiRouter(tags=["api"])
-
-
-class GoldImported(BaseModel):
-    imported: int = Field(description="Items marked (or re-marked) gold in the stage")
 
 
 class MakeGoldIn(BaseModel):

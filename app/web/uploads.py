@@ -39,7 +39,7 @@ def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
 
 def run_upload_import(
     request: Request, session: Session, project_id: int, file: UploadFile, images: UploadFile | None, actor_id: int,
-    *, skip_existing: bool = False,
+    *, skip_existing: bool = False, update_existing: bool = False,
 ) -> imports.ImportResult:
     """Import an uploaded records file, with an optional zip of the images it names, in the
     request's transaction. Handlers that call it are plain functions: FastAPI runs them in its
@@ -63,6 +63,7 @@ def run_upload_import(
                 images=source,
                 actor_id=actor_id,
                 skip_existing=skip_existing,
+                update_existing=update_existing,
             )
         finally:
             source.close()

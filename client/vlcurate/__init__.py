@@ -1,7 +1,8 @@
 """vlcurate's Python client: `from vlcurate import Client`. Push records and an outside model's
 suggestions, browse items, act on reviews, and pull the finished records as a `datasets.Dataset`."""
 
-from vlcurate.client import AsyncClient, Client
+from vlcurate.aio import AsyncClient
+from vlcurate.client import Client
 from vlcurate.errors import (
     Conflict,
     ConnectionFailed,
@@ -11,9 +12,10 @@ from vlcurate.errors import (
     ServerError,
     TooLarge,
     Unauthorized,
+    UnexpectedAnswer,
     VlcurateError,
 )
 
 __version__ = "0.1.0"
 __all__ = ["AsyncClient", "Client", "Conflict", "ConnectionFailed", "Forbidden", "Invalid", "NotFound", "ServerError",
-           "TooLarge", "Unauthorized", "VlcurateError"]
+           "TooLarge", "Unauthorized", "UnexpectedAnswer", "VlcurateError"]

@@ -12,9 +12,9 @@ import json
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from vlcurate.errors import error_for
+from vlcurate.errors import UnexpectedAnswer, error_for
 
 NEXT_LINE = object()  # yielded on a streamed call: send me the body's next line
 
@@ -26,6 +26,7 @@ class Call:
     params: dict[str, Any] | None = None
     json: Any = None
     files: dict[str, Any] | None = None
+    data: dict[str, str] | None = None  # form fields sent with `files`
     idempotent: bool = False  # safe to send again after a connection error
     stream: bool = False  # the body is read line by line (NEXT_LINE)
     download_to: Path | None = None  # the body is written to this file
@@ -42,7 +43,19 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
     def json(self) -> Any:
-        return json.loads(self.content) if self.content else None
+        """The body parsed as JSON; UnexpectedAnswer where the server answered something else."""
+        if not self.content:
+            return None
+        expect_json(self.status, self.headers, self.content)
+        return json.loads(self.content)
+
+
+@dataclass
+class Parallel:
+    """Calls sent at once; the operation gets back a list in their order, each a Reply or the
+    VlcurateError that call raised (the operation decides what a refusal means)."""
+
+    calls: list[Call]
 
 
 @dataclass
@@ -55,13 +68,32 @@ class Emit:
     value: Any
 
 
-Op = Generator[Any, Any, Any]
+T = TypeVar("T")
+# An operation: yields Calls (and the other steps above), gets Replies back, returns a T.
+Op = Generator[Any, Any, T]
 
 
-def check(status: int, content: bytes) -> None:
-    """Raise the typed error of a refused call."""
+JSON_TYPES = ("application/json", "application/x-ndjson", "application/problem+json")
+
+
+def expect_json(status: int, headers: dict[str, str], content: bytes = b"") -> None:
+    """Raise UnexpectedAnswer unless the answer says it is JSON (or JSON lines): an HTML page, say,
+    from a URL that is not a vlcurate server's (or a proxy's error page)."""
+    content_type = headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() in JSON_TYPES:
+        return
+    excerpt = " ".join(content[:200].decode("utf-8", "replace").split())[:120]
+    raise UnexpectedAnswer(
+        f"The server answered HTTP {status} with {content_type or 'no content type'}, not JSON: is this the URL of a "
+        f"vlcurate server (its root, without /api/v1)?" + (f" The answer began: {excerpt!r}" if excerpt else ""), status=status)
+
+
+def check(status: int, content: bytes, headers: dict[str, str] | None = None) -> None:
+    """Raise the typed error of a refused call (UnexpectedAnswer where its body is not JSON)."""
     if status < 400:
         return
+    if content and headers is not None:
+        expect_json(status, headers, content)
     try:
         body = json.loads(content)
     except ValueError:

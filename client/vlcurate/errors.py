@@ -20,7 +20,15 @@ class ConnectionFailed(VlcurateError):
     """No answer from the server (after the retries an idempotent call gets)."""
 
 
+class UnexpectedAnswer(VlcurateError):
+    """The server answered something other than the API's JSON (an HTML page, say): the URL is not a
+    vlcurate server's, or a proxy in between answered instead; the message names the status, the
+    content type and how the answer began."""
+
+
 class BadRequest(VlcurateError):
+    """The request could not be read (400)."""
+
     status = 400
 
 
@@ -37,14 +45,20 @@ class Forbidden(VlcurateError):
 
 
 class NotFound(VlcurateError):
+    """No such project, stage, item, image or file (404)."""
+
     status = 404
 
 
 class Conflict(VlcurateError):
+    """The request conflicts with the state it found, such as an item already reviewed (409)."""
+
     status = 409
 
 
 class TooLarge(VlcurateError):
+    """The upload is larger than the server's limit (413)."""
+
     status = 413
 
 
@@ -55,10 +69,14 @@ class Invalid(VlcurateError):
 
 
 class RateLimited(VlcurateError):
+    """Too many requests for now (429): try again later."""
+
     status = 429
 
 
 class ServerError(VlcurateError):
+    """The server failed (5xx); its log says why."""
+
     status = 500
 
 

@@ -8,10 +8,12 @@ import io
 import itertools
 import json
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 IMAGE_SUFFIXES = ((b"\x89PNG", ".png"), (b"\xff\xd8", ".jpg"), (b"GIF8", ".gif"), (b"RIFF", ".webp"), (b"BM", ".bmp"))
 
@@ -30,33 +32,45 @@ def has_image_column(records: Any) -> bool:
     return any(isinstance(feature, Image) for feature in records.features.values())
 
 
-def plain_records(records: Any) -> Iterable[dict[str, Any]]:
-    """Rows as dicts; a Dataset's Image columns come undecoded, as {"bytes", "path"}."""
+def plain_records(records: Any) -> Iterable[dict[str, Any] | str]:
+    """Rows as dicts (or JSON texts); a Dataset's Image columns come undecoded, as {"bytes", "path"}."""
     if not is_dataset(records):
-        return records
+        return records  # type: ignore[no-any-return]  # rows as the caller gave them
     from datasets import Image
 
     for name, feature in records.features.items():
         if isinstance(feature, Image) and feature.decode:
             records = records.cast_column(name, Image(decode=False))
-    return records
+    return records  # type: ignore[no-any-return]  # a Dataset iterates as dicts
 
 
 def total_of(records: Any) -> int | None:
+    """How many records there are, where that is known before reading them."""
     try:
         return len(records)
     except TypeError:
         return None
 
 
-def batches(records: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+def jsonl_rows(rows: str | Path | Iterable[dict[str, Any] | str]) -> Iterator[str]:
+    """JSON lines from a JSONL file's path, or from rows (dicts, or JSON texts sent as they are)."""
+    if isinstance(rows, (str, Path)):
+        with Path(rows).open(encoding="utf-8") as fh:
+            yield from (line.rstrip("\n") for line in fh if line.strip())
+        return
+    for row in rows:
+        yield row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)
+
+
+def batches(records: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of up to `size` of `records`, read as they are needed."""
     it = iter(records)
     while batch := list(itertools.islice(it, size)):
         yield batch
 
 
 def packed_batches(records: Iterable[dict[str, Any] | str], size: int, image_fields: list[str],
-                   source: ImageSource) -> Iterator[tuple[int, bytes, bytes | None]]:
+                   source: ImageSource) -> Generator[tuple[int, bytes, bytes | None], None, None]:
     """(records, JSONL body, images zip) of each batch, packed one batch ahead in a worker thread:
     the next batch is packed while the server takes in this one. The records are read here, in the
     caller's thread (a database cursor, say, may be used only by the thread that opened it)."""
@@ -64,7 +78,7 @@ def packed_batches(records: Iterable[dict[str, Any] | str], size: int, image_fie
         it = batches(records, size)
         batch = next(it, None)
         ahead = None if batch is None else pool.submit(pack, batch, image_fields, source)
-        while ahead is not None:
+        while ahead is not None and batch is not None:
             count = len(batch)
             body, zipped = ahead.result()
             batch = next(it, None)
@@ -151,6 +165,7 @@ def pack(batch: list[dict[str, Any] | str], image_fields: list[str], source: Ima
             if not isinstance(record, dict):
                 lines.append(raw)
                 continue
+        assert isinstance(record, dict)
         record = dict(record)
         for pointer in image_fields:
             value = _get(record, pointer)

@@ -97,10 +97,24 @@ def test_from_python_blocks_run_in_a_venv_with_only_the_client(client_python, li
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
 
     # What the blocks say they did, seen from the server's database: ten records with their images,
-    # the outside model's ten drafts, four items annotated to the end.
+    # the outside model's ten drafts, four items annotated to the end, one record hidden.
     with transaction(committed) as s:
         project_id = s.scalar(sa.select(Project.id).where(Project.name == "wikido-notebook"))
         statuses = dict(s.execute(sa.select(Item.status, sa.func.count()).where(Item.project_id == project_id)
                                   .group_by(Item.status)).all())
         drafts = s.scalar(sa.select(sa.func.count()).select_from(Suggestion).where(Suggestion.model == "my-captioner"))
-    assert statuses == {"done": 4, "active": 6} and drafts == 10
+    assert statuses == {"done": 4, "active": 5, "discarded": 1} and drafts == 10
+
+    # The remote commands, from the same environment: the client distribution's own command.
+    def remote(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(client_python.parent / "vlcurate-remote"), "--server", live_server, "--token", token, *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    listed = remote("project", "list")
+    assert listed.returncode == 0 and "wikido-notebook\twikido.verify\t4 of 10 done" in listed.stdout, listed.stdout + listed.stderr
+    table = remote("annotations", "wikido-notebook", "--out", "annotations.jsonl")
+    assert table.returncode == 0 and "Wrote 4 annotations" in table.stdout, table.stdout + table.stderr
+    splits = remote("splits", "wikido-notebook", "--ratios", "train=0.5,test=0.5")
+    assert splits.returncode == 0 and splits.stdout.startswith("version 1: train 2, test 2"), splits.stdout + splits.stderr
+    refused = remote("project", "delete", "wikido-notebook", "--confirm", "wrong")
+    assert refused.returncode == 1 and "confirm with its name, 'wikido-notebook'" in refused.stderr

@@ -1,14 +1,18 @@
 """The API routes that cover the pages: items and their filters, finals of a split as JSON lines, pushed
-suggestions replaced by a new payload, and the refusals that change nothing."""
+suggestions replaced by a new payload, a page of images in one zip, and the refusals that change nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import zipfile
 
 import pytest
 
 from app.db import transaction
 from tests import factories
+from tests.client.test_client_live import png
 
 
 def wikido_project(app) -> tuple[int, int]:
@@ -26,7 +30,7 @@ def push(client, headers, pid: int, n: int = 6):
 @pytest.mark.committed  # the finals stream reads from a server-side cursor in its own transaction
 def test_records_items_finals_and_suggestions(client, app, api):
     pid, stage_id = wikido_project(app)
-    assert push(client, api["admin"], pid).json() == {"created": 6, "images": 0, "new_images": 0, "skipped": 0}
+    assert push(client, api["admin"], pid).json() == {"created": 6, "images": 0, "new_images": 0, "skipped": 0, "updated": 0}
     assert push(client, api["admin"], pid, 8).json()["skipped"] == 6
     page = client.get(f"/api/v1/projects/{pid}/items?limit=3", headers=api["admin"]).json()
     assert [r["external_id"] for r in page["items"]] == ["w0", "w1", "w2"]
@@ -66,3 +70,26 @@ def test_records_items_finals_and_suggestions(client, app, api):
     settings = client.get(f"/api/v1/projects/{pid}/settings", headers=api["ann"]).json()
     assert settings["dataset"] == "wikido" and settings["image_fields"] == ["/image"]
     assert settings["stages"][0]["suggestion_kinds"] == ["wikido.itm", "wikido.unsupported", "wikido.caption"]
+
+
+def test_a_page_of_images_in_one_zip(client, app, api):
+    pid, _ = wikido_project(app)
+    images = {f"i{i}.png": png(i) for i in range(3)}
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as zf:
+        for name, data in images.items():
+            zf.writestr(name, data)
+    body = "\n".join(json.dumps({"image_id": f"w{i}", "caption": "A dog.", "image": f"i{i}.png"}) for i in range(3))
+    pushed = client.post(f"/api/v1/projects/{pid}/records", headers=api["admin"],
+                         files={"file": ("r.jsonl", body.encode()), "images": ("i.zip", zipped.getvalue())})
+    assert pushed.status_code == 200, pushed.text
+    shas = [hashlib.sha256(data).hexdigest() for data in images.values()]
+    page = client.post("/api/v1/images/batch", headers=api["ann"], json={"sha256": [shas[2], shas[0], shas[2]]})
+    assert page.status_code == 200 and page.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(page.content)) as zf:
+        assert zf.namelist() == [shas[2], shas[0]]  # each once, in the order asked
+        assert [zf.read(n) for n in zf.namelist()] == [images["i2.png"], images["i0.png"]]
+    missing = client.post("/api/v1/images/batch", headers=api["ann"], json={"sha256": [shas[0], "0" * 64, "x"]})
+    assert missing.status_code == 404 and missing.json()["detail"] == f"No such image: {'0' * 64}, x"
+    assert client.post("/api/v1/images/batch", headers=api["ann"], json={"sha256": [shas[0]] * 1001}).status_code == 422
+    assert client.post("/api/v1/images/batch", headers=api["ann"], json={"sha256": []}).status_code == 422

@@ -107,6 +107,11 @@ ACCESS = {
     ("GET", "/api/v1/projects/{project_id}/settings"): USER,
     ("GET", "/api/v1/projects/{project_id}/finals"): ADMIN,
     ("GET", "/api/v1/images/{sha256}"): USER,
+    ("POST", "/api/v1/images/batch"): USER,
+    ("PATCH", "/api/v1/projects/{project_id}"): ADMIN,
+    ("DELETE", "/api/v1/projects/{project_id}"): ADMIN,
+    ("POST", "/api/v1/projects/{project_id}/records/delete"): ADMIN,
+    ("GET", "/api/v1/projects/{project_id}/annotations"): REVIEWER,
     ("GET", "/api/v1/stages/{stage_id}/review"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}"): REVIEWER,
     ("POST", "/api/v1/stages/{stage_id}/review/{item_id}/send-back"): REVIEWER,
@@ -195,7 +200,7 @@ def test_every_route_gives_each_role_what_its_declared_role_says(app, callers):
             if api:
                 if role != "anonymous":
                     headers = tokens[role]
-                if method in ("POST", "PUT"):
+                if method in ("POST", "PUT", "PATCH"):
                     kwargs["json"] = {}
             elif method == "POST":
                 kwargs["data"] = {"csrf_token": csrf[role]}

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.colorswap.schema import FILTER, ITM_KIND, VocabularyConfig, candidate_pointer
+from app.datasets.colorswap.schema import FILTER, ITM_KIND, ItmSuggestion, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs
 from app.datasets.workflow import Consolidation, Workflow, consolidate_fields, image_urls
 from app.errors import Invalid
@@ -84,6 +84,7 @@ class ColorSwapFilter(Workflow):
     template = "datasets/colorswap/filter.html"
     view_template = "datasets/colorswap/filter_view.html"
     suggestion_kinds = (ITM_KIND,)
+    suggestion_schemas = {ITM_KIND: ItmSuggestion}
     facets = {"image for caption 1": "nominal", "image for caption 2": "nominal"}
     keys_help = (
         "digits: an image for the “choosing” caption (1, then 2; two digits for 10+) · C: the other caption · "

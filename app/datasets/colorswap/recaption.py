@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.colorswap.schema import FILTER, PAIR_KIND, RECAPTION, VocabularyConfig, candidate_pointer
+from app.datasets.colorswap.schema import FILTER, PAIR_KIND, RECAPTION, PairSuggestion, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs, check_swap
 from app.datasets.workflow import Consolidation, Workflow, consolidate_fields, image_urls
 
@@ -68,6 +68,7 @@ class ColorSwapRecaption(Workflow):
     requires = FILTER
     facets = {"caption 1": "nominal", "caption 2": "nominal"}
     suggestion_kinds = (PAIR_KIND,)
+    suggestion_schemas = {PAIR_KIND: PairSuggestion}
     has_live_check = True
     keys_help = (
         "the caption 1 field has the focus, the caret at its end · Tab goes to caption 2 · Enter submits (a caption "

@@ -19,6 +19,15 @@ ITM_KIND = "colorswap.itm"
 PAIR_KIND = "colorswap.caption_pair"
 
 
+class ItmSuggestion(BaseModel):
+    scores: list[tuple[float, float]] = Field(description="[caption 1, caption 2] image-text scores of each candidate, in order")
+
+
+class PairSuggestion(BaseModel):
+    caption_1: str = Field(max_length=5000)
+    caption_2: str = Field(max_length=5000)
+
+
 class VocabularyConfig(StageConfig):
     """The colour vocabulary of a ColorSwap stage (see `swapcheck.Vocabulary.from_config`)."""
 

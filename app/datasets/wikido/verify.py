@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -26,6 +26,21 @@ ITM_KIND = "wikido.itm"  # payload {"score": cosine of caption and image}
 # A caption a vision-language model rewrote (app.datasets.wikido.drafts): payload {"caption": text}; it
 # fills the corrected-caption field, so H and Enter store it.
 CAPTION_KIND = "wikido.caption"
+
+
+class ItmSuggestion(BaseModel):
+    score: float = Field(allow_inf_nan=False, description="Cosine of caption and image")
+
+
+class UnsupportedSuggestion(BaseModel):
+    spans: list[tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]]] = Field(
+        description="[first token, last token + 1] of each unsupported phrase")
+    similarity: list[float] | None = None
+    unrelated: bool = False
+
+
+class CaptionSuggestion(BaseModel):
+    caption: str = Field(max_length=5000)
 
 
 class VerifyAnnotation(BaseModel):
@@ -52,6 +67,7 @@ class WikiDOVerify(Workflow):
     template = "datasets/wikido/verify.html"
     view_template = "datasets/wikido/verify_view.html"
     suggestion_kinds = (ITM_KIND, UNSUPPORTED_KIND, CAPTION_KIND)
+    suggestion_schemas = {ITM_KIND: ItmSuggestion, UNSUPPORTED_KIND: UnsupportedSuggestion, CAPTION_KIND: CaptionSuggestion}
     facets = {"verdict": "nominal", "deleted words": "token_set"}
     keys_help = (
         "C correct · H hallucinated · W wrong · A strikes the model's underlined words · hallucinated: a word's "

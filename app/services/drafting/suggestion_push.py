@@ -1,5 +1,6 @@
 """Suggestions pushed from outside (a model run in a notebook): a batch of rows keyed by the item's
-external id, checked against the stage's suggestion kinds, stored idempotently by model version."""
+external id, checked against the stage's suggestion kinds and each kind's payload schema (as the
+worker's drafts are, `Workflow.check_suggestion`), stored idempotently by model version."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def push(session: Session, stage_id: int, rows: list[dict[str, Any]]) -> tuple[i
     version replaces the earlier one only if its payload or score differ, so a batch pushed twice
     changes nothing the second time."""
     stage = get_stage(session, stage_id)
-    kinds = get_workflow(stage.workflow).suggestion_kinds
+    workflow = get_workflow(stage.workflow)
+    kinds = workflow.suggestion_kinds
     ids = session.execute(
         sa.select(Item.external_id, Item.id).where(
             Item.project_id == stage.project_id,
@@ -39,6 +41,9 @@ def push(session: Session, stage_id: int, rows: list[dict[str, Any]]) -> tuple[i
             continue
         if row["external_id"] not in item_of:
             errors.append(f"{where}: no item with id {row['external_id']!r} in this project")
+            continue
+        if problems := workflow.check_suggestion(row["kind"], row["payload"], prefix=f"{where}."):
+            errors.extend(problems)
             continue
         key = (row["external_id"], row["kind"], row["model"], row["model_version"])
         if key in seen:

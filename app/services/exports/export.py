@@ -11,7 +11,6 @@ directory (one machine); with the S3 backend, the bucket under `exports/{id}/` (
 
 from __future__ import annotations
 
-import io
 import mimetypes
 import shutil
 import tempfile
@@ -40,7 +39,7 @@ from app.models import Export, Project, SplitDefinition
 from app.services.exports.targets import check_target, check_writable
 from app.services.quality.gold import export_lines as gold_lines
 from app.services.users.audit import record
-from app.storage import Opened, Storage
+from app.storage import ChunkSink, Opened, Storage
 
 __all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "locate", "run_export", "zip_stream"]
 
@@ -282,29 +281,11 @@ def exports_of(session: Session, project_id: int, limit: int = 50) -> list[Expor
     return list(session.scalars(sa.select(Export).where(Export.project_id == project_id).order_by(Export.id.desc()).limit(limit)))
 
 
-class _Chunks(io.RawIOBase):
-    """A write-only stream that hands out what was written so far (zipfile writes to it)."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        self.parts.append(bytes(data))
-        return len(data)
-
-    def drain(self) -> Iterator[bytes]:
-        parts, self.parts = self.parts, []
-        yield from parts
-
-
 def zip_stream(files: list[ExportFile], storage: Storage, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The export's files as one zip, produced while it is sent: nothing is held in memory or
     written to disk beyond a chunk (stored, not recompressed: images and Parquet are already).
     The bytes depend only on the files' contents, wherever they are read from."""
-    sink = _Chunks()
+    sink = ChunkSink()
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
         for f in files:
             info = zipfile.ZipInfo(f.name, date_time=(1980, 1, 1, 0, 0, 0))  # no clock: same bytes each time

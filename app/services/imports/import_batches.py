@@ -39,6 +39,7 @@ from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
 from app.models import Asset, ImageHash
 from app.services.annotation import sampling
+from app.services.imports import record_revisions
 from app.services.imports.import_sources import ImageSource, Staging
 from app.services.imports.records import parse_records
 from app.settings import Settings
@@ -72,7 +73,7 @@ class Batches:
     """The batch being read, the problems so far (in record order), and what has been written."""
 
     def __init__(self, session: Session, stages: list, settings: Settings, images: ImageSource | None, staging: Staging,
-                 *, skip_existing: bool = False):
+                 *, skip_existing: bool = False, update_existing: bool = False, actor_id: int | None = None):
         self.session, self.stages, self.settings, self.images, self.staging = session, stages, settings, images, staging
         self.first = stages[0]
         self.project_id = self.first.project_id
@@ -85,7 +86,10 @@ class Batches:
         self.batch_errors: list[tuple[int, str, tuple[str, str] | None]] = []
         self.seen: dict[str, str] = {}  # external id -> where, in this batch
         self.checked: dict[str, str] = {}  # image reference -> sha256
-        self.created = self.new_images = self.skipped = 0
+        self.created = self.new_images = self.skipped = self.updated = 0
+        # With update_existing (and skip_existing), a record whose id the project had before the import
+        # replaces that item's record as a new revision (`record_revisions`), its images checked as any.
+        self.update_existing, self.actor_id, self.fresh = update_existing and skip_existing, actor_id, 0
         # With skip_existing, records whose id the project had before the import are left out.
         self.before = (
             session.scalar(sa.text("SELECT coalesce(max(id), 0) FROM items WHERE project_id = :p"), {"p": self.project_id})
@@ -152,13 +156,15 @@ class Batches:
 
     def flush(self) -> None:
         """Check the batch (images, then ids) and, while nothing was refused, start writing it."""
-        rows, fresh = [], []
+        rows, fresh, revised = [], [], []
         known = None
         if self.before is not None and self.seen:
             known = self._known()
             kept = [entry for entry in self.batch if not known.get(entry.id)]
-            self.skipped += len(self.batch) - len(kept)
-            self.batch = kept
+            revised = [entry for entry in self.batch if known.get(entry.id)] if self.update_existing else []
+            self.skipped += len(self.batch) - len(kept) - len(revised)
+            self.batch = kept + revised
+        self.fresh = len(self.batch) - len(revised)
         if not self.error_count():
             fresh = self._check_images()
             if not self.batch_errors:
@@ -166,7 +172,7 @@ class Batches:
         if self.seen:
             if known is None:  # looked up once the COPY of the batch before has ended
                 known = self._known()
-            for entry in self.batch:
+            for entry in self.batch[:self.fresh]:
                 if entry.id in known:
                     message = f"{entry.where}: field 'id': '{entry.id}' is already in this project"
                     self.batch_errors.append((entry.number, message, (entry.where, entry.id)))
@@ -177,6 +183,11 @@ class Batches:
             self.errors.append(message)
         if not self.errors:
             self.new_images += _record_assets(self.session, fresh)
+            if rows[self.fresh:]:  # records of items there before: a revision each where the record changed
+                changed = record_revisions.revise(self.session, self.project_id, rows[self.fresh:], self.actor_id)
+                self.updated += changed
+                self.skipped += len(rows) - self.fresh - changed
+                rows = rows[:self.fresh]
             if rows:
                 cursor = self.copying.enter_context(self.raw.cursor())
                 copy = self.copying.enter_context(cursor.copy(f"COPY items ({_ITEM_COLUMNS}) FROM STDIN"))

@@ -47,6 +47,7 @@ class ImportResult:
     images: int
     new_images: int
     skipped: int = 0  # records whose id the project had already (with `skip_existing`)
+    updated: int = 0  # of those, the items given their new record (with `update_existing`): a revision each
 
 
 # -- the import ----------------------------------------------------------------------
@@ -69,6 +70,7 @@ def import_items(
     actor_id: int | None = None,
     progress: Progress | None = None,
     skip_existing: bool = False,
+    update_existing: bool = False,
 ) -> ImportResult:
     """Import the records of `data` (bytes, or a seekable binary file, read as it streams) into the
     project, all or nothing. Records are validated, their images checked and staged, and their rows
@@ -76,7 +78,8 @@ def import_items(
     rolled back if any record or image is refused; the error lists the first problems, each naming
     its line (or record) and field. `progress` hears ("importing", bytes read, file size).
     An id the project had before is an error, or with `skip_existing` (a client pushing a batch again,
-    or resuming) that record is left out: the item stays as it is, whatever the record says now."""
+    or resuming) that record is left out: the item stays as it is, whatever the record says now; with
+    `update_existing` too, the item gets the record as a new revision where it differs (`record_revisions`)."""
     project = get_project(session, project_id)
     stages = stages_of(session, project.id)
     file = io.BytesIO(data) if isinstance(data, bytes) else data
@@ -85,21 +88,24 @@ def import_items(
     total = file.seek(0, io.SEEK_END) - start
     file.seek(start)
     records = parse_records(file, filename, max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth)
-    with staged_images(storage) as staging, session.begin_nested(), Batches(session, stages, settings, images, staging, skip_existing=skip_existing) as run:
+    with staged_images(storage) as staging, session.begin_nested(), Batches(
+        session, stages, settings, images, staging, skip_existing=skip_existing, update_existing=update_existing, actor_id=actor_id,
+    ) as run:
         _add_records(run, records, lambda: say("importing", file.tell() - start, total))
         if run.errors:
             run.name_repeats(file, start, filename)
             raise Invalid(f"{filename}: nothing was imported.", run.errors[:MAX_REPORTED_ERRORS])
         if not run.created:
-            if run.skipped:
-                return ImportResult(created=0, images=0, new_images=0, skipped=run.skipped)
+            if run.skipped or run.updated:
+                return ImportResult(created=0, images=len(run.checked), new_images=run.new_images, skipped=run.skipped, updated=run.updated)
             raise Invalid(f"{filename} holds no records.")
         run.finish()
         sampling.draw(session, project.id)
         record(session, "project.import", actor_id=actor_id, target=f"project:{project.id}", file=filename,
                items=run.created, images=len(run.checked))
     say("importing", total, total)
-    return ImportResult(created=run.created, images=len(run.checked), new_images=run.new_images, skipped=run.skipped)
+    return ImportResult(created=run.created, images=len(run.checked), new_images=run.new_images, skipped=run.skipped,
+                        updated=run.updated)
 
 
 def _add_records(run: Batches, records, batch_written) -> None:

@@ -1,0 +1,69 @@
+"""Request and response models of the API's management calls (updating and hiding records, updating
+and deleting projects) and of the annotation table; `vlcurate.models` re-exports them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+__all__ = ["AnnotationRow", "GoldImported", "ProjectUpdate", "RecordIds", "RecordsHidden", "StageUpdate", "SuggestionShown"]
+
+MAX_IDS = 10_000  # external ids one request may name
+
+
+class StageUpdate(BaseModel):
+    """What may change in a stage once it runs; left out (null), a setting stays as it is."""
+
+    id: int = Field(description="The stage")
+    name: str | None = Field(None, min_length=1, max_length=100)
+    lease_seconds: int | None = Field(None, ge=1, le=7 * 24 * 3600)
+    guidelines: str | None = Field(None, max_length=100_000)
+
+
+class ProjectUpdate(BaseModel):
+    """A project's new name, description or stage settings; what is left out stays."""
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    description: str | None = Field(None, max_length=100_000)
+    stages: list[StageUpdate] = Field(default_factory=list)
+
+
+class RecordIds(BaseModel):
+    ids: list[str] = Field(min_length=1, max_length=MAX_IDS, description="The records' external ids")
+    reason: str = Field("", max_length=1000, description="Why, kept in the items' history")
+
+
+class RecordsHidden(BaseModel):
+    hidden: int = Field(description="Items hidden now (out of the queues, finals and exports; their annotations kept)")
+    already: int = Field(description="Items hidden before: nothing changed")
+    missing: list[str] = Field(description="Ids the project does not have")
+
+
+class GoldImported(BaseModel):
+    imported: int = Field(description="Items marked (or re-marked) gold in the stage")
+
+
+class SuggestionShown(BaseModel):
+    kind: str
+    model: str
+    model_version: str
+    outcome: str = Field(description="accepted, edited or rejected")
+
+
+class AnnotationRow(BaseModel):
+    """One submitted annotation revision, as people analyse them (GET /projects/{id}/annotations)."""
+
+    annotation_id: int
+    item_id: int
+    external_id: str
+    stage_id: int
+    stage: str
+    annotator: str = Field(description="The username for an admin; for anyone else a stable pseudonym (annotator-<8 hex>)")
+    revision: int = Field(description="1 for the first submit of an assignment; more for a resubmit after a send-back")
+    payload: dict[str, Any]
+    claimed_at: str = Field(description="When the annotator was given the item (ISO 8601)")
+    submitted_at: str
+    seconds_spent: float | None = Field(description="Active time on the screen the client reported")
+    suggestions: list[SuggestionShown] = Field(description="The suggestions shown and what the annotator did with each")
+    review: str | None = Field(description="The reviewer's decision on this annotation: accepted, overridden, sent_back; null when none")
