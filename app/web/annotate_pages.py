@@ -11,11 +11,12 @@ from sqlalchemy.orm import Session
 from vlcurate.models import MAX_SECONDS_SPENT
 
 from app.datasets import get_workflow
+from app.db import transaction
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation
 from app.services.projects import projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, page_work, savepoint, Then
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -112,8 +113,8 @@ def stage_bar(request: Request, session: Session, stage_id: int):
 
 
 @router.get("/assignments/{assignment_id}")
-async def screen(request: Request, assignment_id: BigId):
-    return await page_work(request, lambda session, user: _screen_page(request, session, assignment_id, user))
+def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
+    return _screen_page(request, session, assignment_id, user)
 
 
 def _screen_page(request: Request, session: Session, assignment_id: int, user: Principal):
@@ -150,34 +151,23 @@ def _submit(session: Session, assignment_id: int, user: Principal, answer: Answe
     return annotation.submit(session, assignment_id, user.id, answer.values, key, seconds_spent=spent, form=True).stage_id
 
 
-class _Refused(Exception):
-    """A page submit the service refused (`Invalid`, `Conflict`), raised out of its unit of work so
-    that the work's transaction is rolled back whole."""
-
-    def __init__(self, error: Invalid | Conflict):
-        self.error = error
-
-
 @router.post("/assignments/{assignment_id}/submit")
-async def submit(request: Request, assignment_id: BigId, answer: Answer):
-    """Store the answer, then claim and render the next item's screen (see `_next_screen`). A refused
-    answer rolls the submit's transaction back and is answered, in a transaction of its own, with
-    the same screen, the error and what was posted. (A savepoint around the submit did the same in
-    one transaction, at two more round trips on every submit, not only on the refused ones.)"""
-
-    def work(session: Session, user: Principal):
-        try:
-            stage_id = _submit(session, assignment_id, user, answer)
-        except (Invalid, Conflict) as exc:
-            raise _Refused(exc) from exc
-        request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
-        return Then(lambda session, user: _next_screen(request, session, stage_id, user))
-
+def submit(request: Request, assignment_id: BigId, answer: Answer, sessions: Sessions):
+    """Store the answer, then claim and render the next item's screen (see `_next_screen`), in two
+    transactions: committing the answer first frees the counter rows its triggers updated
+    (`app/models/counts.py`), which other annotators' submits wait for, while the next screen is
+    claimed and rendered. A refused answer is rolled back whole and answered with the same screen,
+    the error and what was posted (no savepoint: it would cost every submit two round trips)."""
     try:
-        return await page_work(request, work)
-    except _Refused as refused:
-        error = refused.error
-    return await page_work(request, lambda session, user: _refused_screen(request, session, assignment_id, user, answer, error))
+        with transaction(sessions) as session:
+            user = page_user(request, session)
+            stage_id = _submit(session, assignment_id, user, answer)
+    except (Invalid, Conflict) as error:
+        with transaction(sessions) as session:
+            return _refused_screen(request, session, assignment_id, user, answer, error)
+    request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
+    with transaction(sessions) as session:
+        return _next_screen(request, session, stage_id, user)
 
 
 def _refused_screen(request: Request, session: Session, assignment_id: int, user: Principal, answer: AnswerForm, error: Invalid | Conflict):
@@ -189,19 +179,20 @@ def _refused_screen(request: Request, session: Session, assignment_id: int, user
 
 
 @router.post("/assignments/{assignment_id}/skip")
-async def skip(request: Request, assignment_id: BigId):
-    def work(session: Session, user: Principal):
+def skip(request: Request, assignment_id: BigId, sessions: Sessions):
+    """Give the item back for later, then claim and render the next one (two transactions, as `submit`)."""
+    with transaction(sessions) as session:
+        user = page_user(request, session)
         stage_id, _ = annotation.assignment_stage(session, assignment_id, user.id)
         annotation.give_back(session, assignment_id, user.id, skip=True)
-        return Then(lambda session, user: _next_screen(request, session, stage_id, user))
-
-    return await page_work(request, work)
+    with transaction(sessions) as session:
+        return _next_screen(request, session, stage_id, user)
 
 
 def _next_screen(request: Request, session: Session, stage_id: int, user: Principal):
     """What an answered or skipped item leads to: the next item's screen, claimed and rendered in the
     same request (no redirect and no second request between items; in a transaction after the one
-    that stored the answer, see deps.Then), or the page that says nothing is left."""
+    that stored the answer), or the page that says nothing is left."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is None:
         return _go(request, f"/stages/{stage_id}/annotate") if is_htmx(request) else _nothing_left(request, session, stage_id, user)
