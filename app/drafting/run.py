@@ -37,7 +37,7 @@ from app.drafting.config import OpenAIDrafter, drafters
 from app.errors import DomainError
 from app.models import Asset, DraftFailure, Item, Prompt, Suggestion
 from app.services.annotation import suggestions
-from app.services.annotation.pipeline import results_by_stage
+from app.services.annotation.pipeline import results_by_stage_many
 from app.services.drafting.prompts import stage_items
 from app.worker.runtime import JobFailed, env
 
@@ -118,6 +118,7 @@ def load_items(
     ).all()
     shas = {item.assets.get(p) for item in rows for p in kind.images} - {None}
     assets = {a.sha256: a for a in session.scalars(sa.select(Asset).where(Asset.sha256.in_(shas)))} if shas else {}
+    results = results_by_stage_many(session, [item.id for item in rows])
     out = []
     for item in rows:
         images, found = [], {}
@@ -137,7 +138,7 @@ def load_items(
                 data = storage.get(asset.storage_key)
                 images.append(DraftImage(asset.mime, data))
                 found[pointer] = data
-        out.append((ItemInput(item.id, item.data, found, results_by_stage(session, item.id)), tuple(images)))
+        out.append((ItemInput(item.id, item.data, found, results[item.id]), tuple(images)))
     return out
 
 
