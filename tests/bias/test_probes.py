@@ -12,6 +12,7 @@ from app.datasets.visargs.premises import VisArgsPremises
 from app.datasets.voldoger import probes as voldoger
 from app.datasets.wikido import probes as wikido
 from app.datasets.wikido.verify import WikiDOVerify
+from app.datasets.workflow import ItemContext
 
 VQA = {"task": "vqa", "stylised": {"question": "Is the ball red?"}}
 CAP = {"task": "cap", "stylised": {"caption": "A ball."}}
@@ -33,13 +34,13 @@ def test_voldoger_plants_a_flipped_label_or_decision():
 
 
 def test_wikido_underlines_words_the_gold_answer_keeps():
-    task = WikiDOVerify()
-    correct = task.validate_annotation(CAPTION, {"verdict": "correct"}, {})
-    trimmed = task.validate_annotation(CAPTION, {"verdict": "hallucinated", "caption": "red tram in Lisbon."}, {})
+    workflow = WikiDOVerify()
+    correct = workflow.validate_annotation(ItemContext(CAPTION, {}), {"verdict": "correct"})
+    trimmed = workflow.validate_annotation(ItemContext(CAPTION, {}), {"verdict": "hallucinated", "caption": "red tram in Lisbon."})
     assert wikido.plant(correct, CAPTION) == {"spans": [[0, 2]]}  # "A red"
     assert wikido.plant(trimmed, CAPTION) == {"spans": [[1, 3]]}  # "red tram": the gold answer struck "A"
     assert wikido.plant({"verdict": "wrong"}, CAPTION) is None
-    struck_red = task.validate_annotation(CAPTION, {"verdict": "hallucinated", "caption": "A tram in Lisbon, built in 1901."}, {})
+    struck_red = workflow.validate_annotation(ItemContext(CAPTION, {}), {"verdict": "hallucinated", "caption": "A tram in Lisbon, built in 1901."})
     assert wikido.caught(correct, correct, CAPTION) and not wikido.caught(correct, struck_red, CAPTION)
     assert wikido.caught(trimmed, trimmed, CAPTION)
 
@@ -51,7 +52,7 @@ def test_visargs_adds_a_premise_and_colorswap_inserts_a_phrase():
     assert visargs.plant({"visual_premises": [], "discard": True}, {}) is None
     assert visargs.caught(truth, truth, {}) and not visargs.caught(truth, {**planted, "discard": False}, {})
     assert visargs.caught(truth, {"visual_premises": planted["visual_premises"], "discard": True}, {})
-    assert VisArgsPremises().suggestion_distance("visargs.visual_premises", planted, truth, {}) == 1 - 2 / 3
+    assert VisArgsPremises().suggestion_distance(ItemContext({}, {}), "visargs.visual_premises", planted, truth) == 1 - 2 / 3
     pair = {"caption_1": "A red cup on a blue table.", "caption_2": "A blue cup on a red table."}
     drafted = colorswap.plant(pair, {})
     assert drafted == {"caption_1": "A red cup on a blue table beside a tall wooden lamp.",

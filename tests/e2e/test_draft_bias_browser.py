@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.bias import arms
-from app.datasets import all_tasks, draft_kinds
+from app.datasets import all_workflows, draft_kinds
 from app.db import transaction
 from app.models import Annotation, Assignment, Item, Stage
 from app.services.annotation import suggestions
@@ -57,7 +57,7 @@ def set_config(sessions, stage_id: int, **values) -> None:
 
 
 def test_the_control_arm_shows_no_suggestion_on_any_screen(page, committed, settings, storage, tmp_path):
-    tasks = sorted(t.name for t in all_tasks() if t.suggestion_kinds)
+    tasks = sorted(t.name for t in all_workflows() if t.suggestion_kinds)
     user_id = make_user(committed, "armed", "annotator", PASSWORD)
     log_in(page, "armed", PASSWORD)
     for name in tasks:

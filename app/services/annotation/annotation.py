@@ -15,12 +15,14 @@ from sqlalchemy.orm import Session
 
 from app import queue
 from app.bias import arms, probes
-from app.datasets import get_task
+from app.datasets import get_workflow
+from app.datasets.workflow import ItemContext
 from app.decision import Decision, decide
 from app.errors import Conflict, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
-from app.models import AnnotatorCount, Assignment, AuditEvent, Draft, Stage, User
+from app.models import AnnotatorCount, Assignment, Draft, Stage
 from app.services.annotation import suggestions as suggestions_service
+from app.services.annotation.notes import sent_back_note
 from app.services.annotation.submit_statements import SubmitRead, read_for_submit, write_statement
 from app.services.projects.projects import get_stage
 from app.services.quality import exposure, gold
@@ -143,21 +145,21 @@ def submit(
 ) -> SubmitResult:
     """Store one annotation; the same (user, idempotency key) always yields the same annotation, however
     often and concurrently it is posted. With `form`, `payload` is what an annotation page posted, turned
-    into the answer by the stage's task once the assignment is locked (the page learns it in the same trip).
+    into the answer by the stage's workflow once the assignment is locked (the page learns it in the same trip).
     `active_seconds`: the screen's time with focus and input (app.bias.arms.active_seconds)."""
     read, params = read_for_submit(session, assignment_id, user_id, idempotency_key)
-    lock, task = read.lock, get_task(read.lock["workflow"])
-    payload = task.form_to_payload(payload) if form else payload
+    lock, workflow = read.lock, get_workflow(read.lock["workflow"])
+    payload = workflow.form_to_payload(payload) if form else payload
     if read.ctx["earlier"] is not None:
-        return _replay(read, task, payload, assignment_id, user_id)
+        return _replay(read, workflow, payload, assignment_id, user_id)
     if lock["item_status"] == ItemStatus.gold and lock["item_stage"] == lock["stage_id"]:
-        return _score_gold(session, read, task, payload, assignment_id, idempotency_key, (seconds_spent, active_seconds))
+        return _score_gold(session, read, workflow, payload, assignment_id, idempotency_key, (seconds_spent, active_seconds))
     decision = Decision(lock["item_status"], lock["item_stage"], _slots_for(lock))
-    clean = task.validate_annotation(lock["data"], payload, lock["config"], read.results)
+    clean = workflow.validate_annotation(read.item_context, payload)
     outcomes = []
     arm = arms.arm(lock["config"], assignment_id)  # an ordinary item's: the drafts shown or hidden
     if lock["assignment_status"] != AssignmentStatus.submitted:  # a first submit, not a revision
-        outcomes = _outcomes(task, read.ctx["shown"], clean, lock["data"], shown=arm != arms.CONTROL)
+        outcomes = _outcomes(workflow, read.ctx["shown"], clean, read.item_context, shown=arm != arms.CONTROL)
         answers = read.answers(assignment_id, clean)
         decision = decide(read.situation(answers, read.ctx["flagged"] or (), status=decision.status, slots=decision.slots))
         if decision.routed:  # the flagged annotators' work waits for a reviewer
@@ -190,19 +192,19 @@ def _slots_for(lock: Mapping[str, Any]) -> int:
     return slots
 
 
-def _outcomes(task, drafts, clean: dict[str, Any], data, *, shown: bool) -> list[dict[str, Any]]:
-    """How the answer treated each of the item's suggestions (those the task judges), with the task's
-    distance from each; `shown` False when the control arm hid them (the answer was made without them)."""
+def _outcomes(workflow, drafts, clean: dict[str, Any], ctx: ItemContext, *, shown: bool) -> list[dict[str, Any]]:
+    """How the answer treated each of the item's suggestions (those the workflow judges), with the
+    workflow's distance from each; `shown` False when the control arm hid them (the answer was made without them)."""
     outcomes = []
     for s in drafts or ():
-        outcome = task.suggestion_outcome(s["kind"], s["payload"], clean, data)
+        outcome = workflow.suggestion_outcome(ctx, s["kind"], s["payload"], clean)
         if outcome is not None:
             outcomes.append({"id": s["id"], "kind": s["kind"], "model": s["model"], "model_version": s["model_version"], "outcome": outcome,
-                             "shown": shown, "edit_distance": task.suggestion_distance(s["kind"], s["payload"], clean, data)})
+                             "shown": shown, "edit_distance": workflow.suggestion_distance(ctx, s["kind"], s["payload"], clean)})
     return outcomes
 
 
-def _replay(read: SubmitRead, task, payload: dict[str, Any], assignment_id: int, user_id: int) -> SubmitResult:
+def _replay(read: SubmitRead, workflow, payload: dict[str, Any], assignment_id: int, user_id: int) -> SubmitResult:
     """A retry of a stored submit answers what the first post answered."""
     earlier = read.ctx["earlier"]
     if earlier["assignment_id"] != assignment_id:
@@ -210,7 +212,7 @@ def _replay(read: SubmitRead, task, payload: dict[str, Any], assignment_id: int,
     # A retry repeats the answer; another answer under the same key (a page shown again after its
     # submit) must never be dropped silently: it is refused with the way on.
     lock = read.lock
-    if payload != earlier["payload"] and task.validate_annotation(lock["data"], payload, lock["config"], read.results) != earlier["payload"]:
+    if payload != earlier["payload"] and workflow.validate_annotation(read.item_context, payload) != earlier["payload"]:
         raise AlreadySubmitted(
             f"You already submitted this item with another answer (revision {earlier['revision']}); "
             "nothing was changed. Submit again to store this answer as a new revision."
@@ -221,7 +223,7 @@ def _replay(read: SubmitRead, task, payload: dict[str, Any], assignment_id: int,
     return SubmitResult(earlier["id"], earlier["revision"], True, status, lock["stage_id"])
 
 
-def _score_gold(session: Session, read: SubmitRead, task, payload, assignment_id: int, key: str, seconds: tuple) -> SubmitResult:
+def _score_gold(session: Session, read: SubmitRead, workflow, payload, assignment_id: int, key: str, seconds: tuple) -> SubmitResult:
     """A honeypot's answer: scored against the truth, never finalized. `seconds`: spent and active."""
     lock = read.lock
     item = SimpleNamespace(id=lock["item_id"], data=lock["data"])
@@ -276,6 +278,11 @@ class Screen:
     returned: dict[str, Any] | None = None  # the reviewer's note when the item was sent back (comment, by, at)
     project_name: str = ""
     mine: int = 0  # the annotator's submitted items in the stage ("you did N")
+
+    @property
+    def item_context(self) -> ItemContext:
+        """The item as the workflow's hooks read it."""
+        return ItemContext(self.item.data, self.stage.config, self.results, self.item.assets, self.suggestions)
 
 
 _ASSIGNMENT_STAGE = sa.text("SELECT a.annotator_id, s.id, s.workflow FROM assignments a JOIN stages s ON s.id = a.stage_id WHERE a.id = :assignment")
@@ -371,25 +378,6 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
 def _prefixed(row: Mapping[str, Any], prefix: str, cls) -> dict[str, Any]:
     """The named row's columns `prefix` + each field of the dataclass `cls`, by field."""
     return {f.name: row[prefix + f.name] for f in dataclasses.fields(cls)}
-
-
-def sent_back_note(session: Session, item_id: int, stage_id: int) -> dict[str, Any] | None:
-    """The reviewer's newest send-back note on the item in the stage: comment, who, when."""
-    row = session.execute(
-        sa.select(AuditEvent.detail, AuditEvent.at, User.username)
-        .outerjoin(User, User.id == AuditEvent.actor_id)
-        .where(
-            AuditEvent.action == "item.sent_back",
-            AuditEvent.target == f"item:{item_id}",
-            AuditEvent.detail["stage"].as_integer() == stage_id,
-        )
-        .order_by(AuditEvent.id.desc())
-        .limit(1)
-    ).first()
-    if row is None:
-        return None
-    detail, at, who = row
-    return {"comment": detail.get("comment", ""), "by": who or "a reviewer", "at": at}
 
 
 def user_stage_counts(session: Session, stage_id: int, user_id: int) -> int:

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 
 from app.agreement import gold as scoring
 from app.bias import arms, charts, report
-from app.datasets import get_task
-from app.datasets.task import StageConfig
+from app.datasets import get_workflow
+from app.datasets.workflow import StageConfig
 from app.lifecycle import AssignmentStatus
 from app.models import Stage
 from app.services.projects.projects import get_stage
@@ -47,13 +47,13 @@ _MEASURED = sa.text("SELECT EXISTS (SELECT 1 FROM annotations WHERE stage_id = :
 
 
 def _answers(session: Session, stage: Stage) -> list[report.Answer]:
-    task = get_task(stage.workflow)
-    nominal = [f for f, kind in task.facets.items() if kind == "nominal"]
+    workflow = get_workflow(stage.workflow)
+    nominal = [f for f, kind in workflow.facets.items() if kind == "nominal"]
     out = []
     for row in session.execute(_ANSWERS, {"stage": stage.id}).mappings():
-        values = task.facet_values(row["payload"])
+        values = workflow.facet_values(row["payload"])
         truth = row["truth"]
-        score = scoring.answer_score(task.facets, task.facet_values(truth), values) if truth is not None else None
+        score = scoring.answer_score(workflow.facets, workflow.facet_values(truth), values) if truth is not None else None
         out.append(report.Answer(row["username"], row["arm"], truth is not None, {f: values.get(f) for f in nominal}, score,
                                  row["probe_caught"], row["seconds"]))
     return out

@@ -1,7 +1,7 @@
 """Measuring what drafts do to people: the arm an answer was given in, its active time, probe catches
 
-Revision ID: 0022bias
-Revises: 0021jobstep
+Revision ID: 0023bias
+Revises: 0022sugfail
 Create Date: 2026-11-28 00:00:00
 
 `annotations.arm`: "shown" (the screen showed the drafts), "control" (the stage hid them for this
@@ -9,14 +9,14 @@ assignment) or "probe" (a gold item showed a planted wrong draft); NULL for answ
 `annotations.probe_caught`: on a probe, whether the answer corrected the planted error.
 `annotations.active_seconds`: the screen's time with focus and input, idle spells over 30 s left out.
 `suggestion_outcomes.shown`: false for a draft the control arm hid (its outcome says how an answer
-made without it compares with it); `edit_distance`: the task's own distance of the answer from it.
+made without it compares with it); `edit_distance`: the workflow's own distance of the answer from it.
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0022bias'
-down_revision = '0021jobstep'
+revision = '0023bias'
+down_revision = '0022sugfail'
 branch_labels = None
 depends_on = None
 
