@@ -38,7 +38,7 @@ def drafts_for(s, storage, task_name: str, item_id: int) -> list[tuple[str, dict
            for k in draft_kinds().values() if task_name in k.workflows]
     demo, item = _demo(task_name), s.get(Item, item_id)
     if demo is not None and demo.suggestions is not None:
-        stage_name = next(st.name for st in demo.stages if st.task == task_name)
+        stage_name = next(st.name for st in demo.stages if st.workflow == task_name)
         record = dict(item.data)
         out += [(d.kind, d.payload) for d in demo.suggestions([record]) if d.stage == stage_name and d.kind not in dict(out)]
     return out
