@@ -15,6 +15,7 @@ parallel tabs, and never blocks another annotator.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -63,10 +64,17 @@ _INSERT = sa.text(
 )
 
 
-def pick(session: Session, stage_id: int, annotator_id: int, p: float, *, draw=random.random) -> tuple[int, int, datetime] | None:
-    """Lease a gold item of the stage to the annotator for this claim: (assignment id, item id, lease
-    end), or None when this claim serves an ordinary item (the draw said so, the previous claim was
-    gold, or no gold item is left for them). `p` is the stage's `gold_share`."""
+@dataclass(frozen=True)
+class GoldLease:
+    assignment_id: int
+    item_id: int
+    lease_until: datetime
+
+
+def pick(session: Session, stage_id: int, annotator_id: int, p: float, *, draw=random.random) -> GoldLease | None:
+    """Lease a gold item of the stage to the annotator for this claim, or None when this claim serves
+    an ordinary item (the draw said so, the previous claim was gold, or no gold item is left for
+    them). `p` is the stage's `gold_share`."""
     # After an ordinary claim a gold item comes with chance p / (1 - p): as a gold claim is always
     # followed by an ordinary one, the long-run share of gold claims is then exactly p (p <= 0.5).
     if p <= 0 or draw() >= p / (1 - p):
@@ -78,7 +86,7 @@ def pick(session: Session, stage_id: int, annotator_id: int, p: float, *, draw=r
     item_id = session.execute(_PICK_GOLD, params).scalar()
     if item_id is None:
         return None
-    row = session.execute(_INSERT, {**params, "item": item_id}).first()
+    row = session.execute(_INSERT, {**params, "item": item_id}).mappings().first()
     if row is None:  # cannot happen under the lock; an ordinary item then
         return None
-    return row[0], item_id, row[1]
+    return GoldLease(row["id"], item_id, row["lease_until"])

@@ -91,7 +91,7 @@ _TAKE_FRESH_SQL = (
     ), slot AS (
         UPDATE items SET slots_left = slots_left - 1 FROM lease WHERE items.id = lease.item_id
     )
-    SELECT (SELECT id FROM pick), lease.id, lease.lease_until, {{answer}}
+    SELECT (SELECT id FROM pick) AS picked, lease.id AS assignment_id, lease.lease_until, {{answer}} AS answer
     FROM (SELECT 1) one LEFT JOIN lease ON true LEFT JOIN items i ON i.id = lease.item_id
     """
 )
@@ -99,7 +99,7 @@ _TAKE_FRESH_SQL = (
 # Items this annotator skipped, released or let expire earlier: they come back last.
 _PICK_RETURNING = sa.text(
     f"""
-    SELECT i.id, a.id FROM items i
+    SELECT i.id AS item_id, a.id AS assignment_id FROM items i
     JOIN assignments a ON a.item_id = i.id AND a.stage_id = :stage AND a.annotator_id = :user
     WHERE i.stage_id = :stage AND i.status = '{_ACTIVE}' AND i.slots_left > 0
       AND a.status IN ({sql_values(_GIVEN_BACK)})
@@ -112,7 +112,7 @@ _PICK_RETURNING = sa.text(
 # Items a reviewer sent back to this annotator: they come first, and take no new slot.
 _PICK_SENT_BACK = sa.text(
     f"""
-    SELECT a.id, a.item_id FROM assignments a
+    SELECT a.id AS assignment_id, a.item_id FROM assignments a
     JOIN items i ON i.id = a.item_id
     WHERE a.stage_id = :stage AND a.annotator_id = :user AND a.status = '{_A.returned}'
       AND i.stage_id = :stage AND i.status = '{_ACTIVE}'
@@ -138,7 +138,7 @@ _PEEK_FRESH = sa.text(
 
 _RENEW = sa.text(
     f"UPDATE assignments a SET status = '{_RENEWED}', lease_until = now() + make_interval(secs => s.lease_seconds)"
-    " FROM stages s WHERE a.id = :id AND s.id = a.stage_id RETURNING a.id, a.lease_until"
+    " FROM stages s WHERE a.id = :id AND s.id = a.stage_id RETURNING a.lease_until"
 )
 
 # A column for the first statement of a hot transaction (a claim, an annotation screen): the rest of
@@ -160,11 +160,11 @@ PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 # milliseconds even when it moves no row).
 _MINE = sa.text(
     f"""
-    SELECT live.id, live.item_id, live.lease_until, EXISTS (
+    SELECT live.id AS assignment_id, live.item_id, live.lease_until, EXISTS (
         SELECT 1 FROM assignments r
-        WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}'),
-        coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0),
-        EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now()),
+        WHERE r.annotator_id = :user AND r.stage_id = :stage AND r.status = '{_A.returned}') AS sent_back,
+        coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0) AS gold_share,
+        EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now()) AS ran_out,
         {PLAN_ONCE}
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
@@ -286,8 +286,11 @@ def expire_leases(session: Session, stage_id: int) -> None:
 
 def live_lease(session: Session, stage_id: int, annotator_id: int) -> Claim | None:
     """The annotator's live lease in the stage, if they hold one; nothing is leased or renewed."""
-    live_id, live_item, live_until, *_ = session.execute(_MINE, {"stage": stage_id, "user": annotator_id}).one()
-    return None if live_id is None else Claim(live_id, live_item, live_until)
+    return _live(session.execute(_MINE, {"stage": stage_id, "user": annotator_id}).mappings().one())
+
+
+def _live(mine) -> Claim | None:
+    return None if mine["assignment_id"] is None else Claim(mine["assignment_id"], mine["item_id"], mine["lease_until"])
 
 
 def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bool = False, answer: str | None = None) -> Claim | None:
@@ -296,20 +299,19 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     `answer` (an SQL expression over the leased item `i`, which may use :stage), a fresh pick
     computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
-    live_id, live_item, live_until, sent_back, gold_share, ran_out, _ = session.execute(_MINE, params).one()
-    if resume and live_id is not None:
-        return Claim(live_id, live_item, live_until)
-    if ran_out:
+    mine = session.execute(_MINE, params).mappings().one()
+    if resume and mine["assignment_id"] is not None:
+        return _live(mine)
+    if mine["ran_out"]:
         expire_leases(session, stage_id)
-    if gold_share > 0:
-        gold = honeypot.pick(session, stage_id, annotator_id, gold_share)  # a gold item for this claim, or None
+    if mine["gold_share"] > 0:
+        gold = honeypot.pick(session, stage_id, annotator_id, mine["gold_share"])  # a gold item for this claim, or None
         if gold is not None:
-            return Claim(*gold)
-    if sent_back:
-        back = session.execute(_PICK_SENT_BACK, params).first()
+            return Claim(gold.assignment_id, gold.item_id, gold.lease_until)
+    if mine["sent_back"]:
+        back = session.execute(_PICK_SENT_BACK, params).mappings().first()
         if back is not None:
-            row = session.execute(_RENEW, {"id": back[0]}).one()
-            return Claim(assignment_id=row[0], item_id=back[1], lease_until=row[1])
+            return _renewed(session, back["assignment_id"], back["item_id"])
     # A row another transaction holds is skipped, not waited for; "nothing left" is answered only
     # once nothing claimable is left even counting those rows, after short waits for their locks.
     for wait in (*LOCK_WAITS, None):
@@ -327,21 +329,25 @@ def _pick(session: Session, params: dict, answer: str | None = None) -> Claim | 
     params = {**params, "floor": _floor(session, params["stage"])}
     take = _take_fresh(answer)
     for _ in range(MAX_PICKS):
-        picked, assignment_id, lease_until, computed = session.execute(take, params).one()
-        if picked is None and params["floor"] > 0:  # nothing above the floor: walk from the start
+        took = session.execute(take, params).mappings().one()
+        if took["picked"] is None and params["floor"] > 0:  # nothing above the floor: walk from the start
             params["floor"] = 0
-            picked, assignment_id, lease_until, computed = session.execute(take, params).one()
-        if picked is None:
+            took = session.execute(take, params).mappings().one()
+        if took["picked"] is None:
             break
-        if assignment_id is not None:
-            return Claim(assignment_id, picked, lease_until, computed)
-    found = session.execute(_PICK_RETURNING, params).first()
+        if took["assignment_id"] is not None:
+            return Claim(took["assignment_id"], took["picked"], took["lease_until"], took["answer"])
+    found = session.execute(_PICK_RETURNING, params).mappings().first()
     if found is None:
         return None
-    item_id, assignment_id = found
-    row = session.execute(_RENEW, {"id": assignment_id}).one()
-    session.execute(_TAKE_SLOT, {"item": item_id})
-    return Claim(assignment_id=row[0], item_id=item_id, lease_until=row[1])
+    claim = _renewed(session, found["assignment_id"], found["item_id"])
+    session.execute(_TAKE_SLOT, {"item": found["item_id"]})
+    return claim
+
+
+def _renewed(session: Session, assignment_id: int, item_id: int) -> Claim:
+    """The annotator's earlier assignment of the item, leased to them again."""
+    return Claim(assignment_id, item_id, session.execute(_RENEW, {"id": assignment_id}).scalar_one())
 
 
 def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: int, n: int = 1) -> list[tuple[int, dict]]:
@@ -349,7 +355,7 @@ def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: i
     assets; nothing is locked or held, so another annotator may still take them (the guess is then
     merely wasted)."""
     params = {"stage": stage_id, "user": annotator_id, "current": current_item, "n": n, "floor": _floor(session, stage_id)}
-    return [(item_id, assets) for item_id, assets in session.execute(_PEEK_FRESH, params)]
+    return [(row["id"], row["assets"]) for row in session.execute(_PEEK_FRESH, params).mappings()]
 
 
 def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> Assignment:

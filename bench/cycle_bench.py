@@ -37,7 +37,6 @@ import os
 import random
 import shutil
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,12 +46,14 @@ from urllib.parse import urlencode
 import httpx
 import psycopg
 import sqlalchemy as sa
-from client_bench import cpu_seconds, spying
+from client_bench import spying
 from http_bench import ANNOTATORS, HERE, annotators, bare_server, dsn, make_stage, vlcurate_server, wrk
 from scratch import BENCH_PASSWORD, log_in, scratch_database
+from server_cpu import measured
 
 from app import security  # noqa: E402
-from app.datasets import get_task  # noqa: E402
+from app.datasets import get_workflow  # noqa: E402
+from app.datasets.workflow import ItemContext  # noqa: E402
 from app.datasets.colorswap import demo as colorswap_demo  # noqa: E402
 from app.datasets.drawing import COLOURS, SHAPES  # noqa: E402
 from app.datasets.generic import demo as generic_demo  # noqa: E402
@@ -218,7 +219,7 @@ def set_up(name: str, flow: Workflow, url, settings: Settings, storage, tmp: Pat
     engine = sa.create_engine(url)
     sessions = session_factory(engine)
     with transaction(sessions) as s:
-        specs = [projects.StageSpec(workflow=st.task, name=st.name, guidelines=st.guidelines, config=dict(st.config), overlap=st.overlap)
+        specs = [projects.StageSpec(workflow=st.workflow, name=st.name, guidelines=st.guidelines, config=dict(st.config), overlap=st.overlap)
                  for st in flow.demo.stages]
         project = projects.create_project(s, f"cycle {name}", specs).id
         flow.stage_ids = [st.id for st in projects.stages_of(s, project)]
@@ -271,11 +272,11 @@ MODES = ("screen", "no-screen", "pages")
 
 def answer_forms(name: str) -> str:
     """The workflow's answers as its screen's form posts them (URL-encoded), one a line."""
-    task, config = get_task(name), dict(WORKFLOWS[name].demo.stages[WORKFLOWS[name].measured].config)
+    workflow, config = get_workflow(name), dict(WORKFLOWS[name].demo.stages[WORKFLOWS[name].measured].config)
     lines = []
     for payload in WORKFLOWS[name].payloads:
-        values = task.payload_values(payload, {}, config, {})
-        if task.form_to_payload(values) != payload:
+        values = workflow.payload_values(ItemContext({}, config), payload)
+        if workflow.form_to_payload(values) != payload:
             raise SystemExit(f"{name}: the form {values} does not post {payload}")
         lines.append(urlencode(values, doseq=True))
     return "\n".join(lines) + "\n"
@@ -293,50 +294,6 @@ def cycle(port: int, mode: str, stage: int, people: Path, payloads: Path, client
     result = json.loads(out.stdout.split("RESULT ", 1)[1].splitlines()[0])
     result["rate"] = result["items"] / result["seconds"]
     result["first_errors"] = [line[6:] for line in out.stdout.splitlines() if line.startswith("ERROR ")]
-    return result
-
-
-def process_tree(pid: int) -> list[int]:
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return [pid]
-    return [pid, *(p for child in children for p in process_tree(int(child)))]
-
-
-def measured(run: Callable[[], dict], server: int, conn) -> dict:
-    """Run wrk; add the CPU ms an item took in the server's processes and in the database's backends
-    (steadier than the wall time on a shared machine; from /proc, so only for a local database).
-    Backends come and go with the pool's overflow: they are looked at every 0.2 s while wrk runs."""
-    query = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-    first: dict[str, dict[int, float]] = {"app": {}, "db": {}}
-    last: dict[str, dict[int, float]] = {"app": {}, "db": {}}
-
-    def look(counted_whole: bool) -> None:
-        """A process first seen while wrk runs started during the run: all its CPU counts."""
-        for group, pids in (("app", process_tree(server)), ("db", [row[0] for row in conn.execute(query)])):
-            for pid, seconds in cpu_seconds(pids).items():
-                first[group].setdefault(pid, 0.0 if counted_whole else seconds)
-                last[group][pid] = seconds
-
-    def go() -> None:
-        try:
-            outcome.append(run())
-        except BaseException as e:  # noqa: BLE001 - raised again below, in the main thread
-            outcome.append(e)
-
-    outcome: list = []
-    look(False)
-    worker = threading.Thread(target=go)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.2)
-        look(True)
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    result = outcome[0]
-    per_item = 1000 / max(result["items"], 1)
-    result["app_ms"], result["db_ms"] = (sum(last[g][p] - first[g].get(p, 0.0) for p in last[g]) * per_item for g in ("app", "db"))
     return result
 
 

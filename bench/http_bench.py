@@ -1,6 +1,6 @@
 """HTTP benchmark of the annotation hot path: vlcurate `serve` against the bare stack, side by side.
 
-Starts bench/bare_app.py (FastAPI + psycopg pool, one SKIP LOCKED statement) and `vlcurate serve
+Starts bench/bare_app.py (the fastest FastAPI + async psycopg stack we can write: see its docstring) and `vlcurate serve
 --workers 1` and `--workers 2` on one scratch database, drives each with the same external load
 generator (wrk, one annotator token per connection, bench/http_bench.lua), and prints the ratios:
 
@@ -9,6 +9,8 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 - fresh: claim, then release the item, and again: claims/s, each of a fresh item (the honest
   claim figure: a fresh claim does the full SKIP LOCKED pick);
 - cycle: claim, then submit the item (generic.choice), and again: items/s;
+- each with the CPU ms a request (claim) or an item (fresh, cycle) took in the server's processes
+  and in the database's backends (steadier than the rates on a shared machine);
 - matrix: one client on stages of each size N at 0 % and at 90 % done (all the stages in one
   database; each 90 % written in one transaction over 32 annotators with autovacuum off; all rows
   measured right after the writes, no ANALYZE): p50 of claim, the annotation screen (with "you did N" and
@@ -19,7 +21,7 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 
     python bench/http_bench.py [--clients 32] [--seconds 10] [--throughput-items 200000]
                                [--matrix 10000,1000000,10000000] [--matrix-cycles 200] [--matrix-rounds 10]
-                               [--skip-throughput] [--workers 1,2]
+                               [--skip-throughput] [--modes claim,fresh,cycle] [--workers 1,2]
 
 Uses DATABASE_URL's server when set, else an embedded PostgreSQL; needs `wrk` on PATH
 (Debian: apt-get install wrk). Load generator and servers share the machine: say how many cores.
@@ -43,6 +45,7 @@ from pathlib import Path
 import httpx
 import psycopg
 from scratch import BENCH_PASSWORD, log_in, scratch_database
+from server_cpu import measured
 
 from app import security  # noqa: E402
 
@@ -158,7 +161,8 @@ class Server:
 
 def bare_server(url, stage: int) -> Server:
     port = free_port()
-    argv = [PYTHON, "-m", "uvicorn", "bare_app:app", "--app-dir", str(HERE), "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    argv = [PYTHON, "-m", "uvicorn", "bare_app:app", "--app-dir", str(HERE), "--port", str(port), "--loop", "uvloop",
+            "--http", "httptools", "--no-access-log", "--log-level", "warning"]
     return Server(argv, {"BARE_DSN": dsn(url), "BARE_STAGE": str(stage)}, port, "/openapi.json")
 
 
@@ -179,7 +183,8 @@ def wrk(port: int, mode: str, stage: int, tokens_file: Path, clients: int, secon
         raise SystemExit(f"wrk failed: {out.stdout[-2000:]} {out.stderr[-2000:]}")
     out = out.stdout
     result = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
-    result["rate"] = (result["requests"] if mode == "claim" else result["items"]) / result["seconds"]
+    result["units"] = result["requests"] if mode == "claim" else result["items"]
+    result["rate"] = result["units"] / result["seconds"]
     return result
 
 
@@ -302,10 +307,14 @@ def main() -> None:
     parser.add_argument("--matrix-cycles", type=int, default=200, help="cycles per stage size and progress")
     parser.add_argument("--matrix-rounds", type=int, default=10, help="turns the sizes take, each of matrix-cycles / rounds cycles")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--modes", default=",".join(MODES), help="throughput measures to run (of claim,fresh,cycle)")
     args = parser.parse_args()
     if shutil.which("wrk") is None and not args.skip_throughput:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     workers = [int(w) for w in args.workers.split(",") if w]
+    modes = [m for m in args.modes.split(",") if m]
+    if not set(modes) <= set(MODES):
+        raise SystemExit(f"--modes: choose among {', '.join(MODES)}")
     sizes = [int(s) for s in args.matrix.split(",") if s]
     print(f"machine: {os.cpu_count()} cores; load generator and servers on the same machine", flush=True)
     with scratch_database() as (url, tmp), psycopg.connect(dsn(url), autocommit=True) as conn:
@@ -320,25 +329,27 @@ def main() -> None:
             conn.execute("ANALYZE")
             bare = bare_server(url, bare_stage)
             try:
-                for mode in MODES:
-                    rows.append((mode, "bare", wrk(bare.port, mode, bare_stage, tokens_file, args.clients, args.seconds)))
+                for mode in modes:
+                    rows.append((mode, "bare", measured(lambda: wrk(bare.port, mode, bare_stage, tokens_file, args.clients, args.seconds),
+                                                        bare.proc.pid, conn)))
             finally:
                 bare.stop()
             for w in workers:
                 server = vlcurate_server(url, w, tmp / "data")
                 try:
-                    for mode in MODES:
-                        rows.append((mode, f"workers {w}", wrk(server.port, mode, tp_stage, tokens_file, args.clients, args.seconds)))
+                    for mode in modes:
+                        rows.append((mode, f"workers {w}", measured(
+                            lambda: wrk(server.port, mode, tp_stage, tokens_file, args.clients, args.seconds), server.proc.pid, conn)))
                         if rows[-1][2]["errors"]:
                             print(f"{mode}, workers {w}: {rows[-1][2]['errors']} errors; the server's log ends:\n{server.tail()}")
                 finally:
                     server.stop()
             print(f"\n{args.clients} clients, {args.seconds} s each, stage of {args.throughput_items:,} items")
-            print(f"{'measure':<8} {'server':<10} {'rate/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>7}")
+            print(f"{'measure':<8} {'server':<10} {'rate/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'ratio':>7} {'app ms':>7} {'db ms':>6}")
             base = {mode: r["rate"] for mode, who, r in rows if who == "bare"}
             for mode, who, r in rows:
                 print(f"{mode:<8} {who:<10} {r['rate']:>9,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['errors']:>7} "
-                      f"{100 * r['rate'] / base[mode]:>6.1f}%", flush=True)
+                      f"{100 * r['rate'] / base[mode]:>6.1f}% {r['app_ms']:>7.2f} {r['db_ms']:>6.2f}", flush=True)
         if sizes:
             matrix(conn, url, tmp / "data", sizes, users, tokens, args.matrix_cycles, args.matrix_rounds)
 

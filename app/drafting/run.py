@@ -28,7 +28,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import jsontext
-from app.datasets import draft_kinds, get_task
+from app.datasets import draft_kinds, get_workflow
 from app.datasets.draft import DraftInvalid, DraftKind
 from app.datasets.suggest import ItemInput
 from app.db import transaction
@@ -37,7 +37,7 @@ from app.drafting.config import OpenAIDrafter, drafters
 from app.errors import DomainError
 from app.models import Asset, DraftFailure, Item, Prompt, Suggestion
 from app.services.annotation import suggestions
-from app.services.annotation.pipeline import results_by_stage
+from app.services.annotation.pipeline import results_by_stage_many
 from app.services.drafting.prompts import stage_items
 from app.worker.runtime import JobFailed, env
 
@@ -118,6 +118,7 @@ def load_items(
     ).all()
     shas = {item.assets.get(p) for item in rows for p in kind.images} - {None}
     assets = {a.sha256: a for a in session.scalars(sa.select(Asset).where(Asset.sha256.in_(shas)))} if shas else {}
+    results = results_by_stage_many(session, [item.id for item in rows])
     out = []
     for item in rows:
         images, found = [], {}
@@ -137,7 +138,7 @@ def load_items(
                 data = storage.get(asset.storage_key)
                 images.append(DraftImage(asset.mime, data))
                 found[pointer] = data
-        out.append((ItemInput(item.id, item.data, found, results_by_stage(session, item.id)), tuple(images)))
+        out.append((ItemInput(item.id, item.data, found, results[item.id]), tuple(images)))
     return out
 
 
@@ -186,7 +187,7 @@ def check(kind: DraftKind, reply: DraftReply, item: ItemInput, settings) -> Chec
         payload = kind.to_payload(value, item)
     except DraftInvalid as exc:
         return Checked(None, f"refused by {kind.name}: {exc}")
-    if problems := get_task(kind.workflows[0]).check_suggestion(kind.suggestion_kind, payload):
+    if problems := get_workflow(kind.workflows[0]).check_suggestion(kind.suggestion_kind, payload):
         return Checked(None, f"refused by {kind.name}: " + "; ".join(problems))
     try:
         json.dumps(payload, ensure_ascii=False).encode("utf-8")

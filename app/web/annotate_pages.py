@@ -10,12 +10,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.orm import Session
 from vlcurate.models import MAX_SECONDS_SPENT
 
-from app.datasets import get_task
+from app.datasets import get_workflow
+from app.db import transaction
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation
 from app.services.projects import projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, csrf_protect, page_user, page_work, savepoint, Then
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -62,15 +63,14 @@ def _nothing_left(request: Request, session: Session, stage_id: int, user: Princ
 
 def _screen_context(request: Request, session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     screen = annotation.open_assignment(session, assignment_id, user.id)
-    workflow = get_task(screen.stage.workflow)
-    item, config = screen.item.data, screen.stage.config
+    workflow = get_workflow(screen.stage.workflow)
     if values is None:
         if screen.draft:
             values = screen.draft
         elif screen.previous is not None:  # sent back or opened again: the annotator revises what they gave
-            values = workflow.payload_values(screen.previous, item, config, screen.results)
+            values = workflow.payload_values(screen.item_context, screen.previous)
         else:
-            values = workflow.initial_values(item, config, results=screen.results, suggestions=screen.suggestions)
+            values = workflow.initial_values(screen.item_context)
     return {
         **workflow_screen(workflow, screen, values, f"/assignments/{assignment_id}/check"),
         "assignment": screen.assignment,
@@ -88,18 +88,16 @@ def _screen_context(request: Request, session: Session, assignment_id: int, user
 def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
     """What a workflow's template needs, for an annotator's screen or a reviewer's editor;
     `screen` has the item, stage, earlier results and suggestions."""
-    item, config = screen.item.data, screen.stage.config
+    ctx = screen.item_context
     return {
-        "item": item,
+        "item": ctx.item,
         "item_id": screen.item.id,
         "assets": screen.item.assets,
         "stage": screen.stage,
         "workflow": workflow,
         "values": values,
-        "extra": workflow.screen_context(
-            item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions, values=values
-        ),
-        "live": workflow.live_check(item, values, config, screen.results) if workflow.has_live_check else None,
+        "extra": workflow.screen_context(ctx, values),
+        "live": workflow.live_check(ctx, values) if workflow.has_live_check else None,
         "check_url": check_url,
     }
 
@@ -115,8 +113,8 @@ def stage_bar(request: Request, session: Session, stage_id: int):
 
 
 @router.get("/assignments/{assignment_id}")
-async def screen(request: Request, assignment_id: BigId):
-    return await page_work(request, lambda session, user: _screen_page(request, session, assignment_id, user))
+def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
+    return _screen_page(request, session, assignment_id, user)
 
 
 def _screen_page(request: Request, session: Session, assignment_id: int, user: Principal):
@@ -153,34 +151,23 @@ def _submit(session: Session, assignment_id: int, user: Principal, answer: Answe
     return annotation.submit(session, assignment_id, user.id, answer.values, key, seconds_spent=spent, form=True).stage_id
 
 
-class _Refused(Exception):
-    """A page submit the service refused (`Invalid`, `Conflict`), raised out of its unit of work so
-    that the work's transaction is rolled back whole."""
-
-    def __init__(self, error: Invalid | Conflict):
-        self.error = error
-
-
 @router.post("/assignments/{assignment_id}/submit")
-async def submit(request: Request, assignment_id: BigId, answer: Answer):
-    """Store the answer, then claim and render the next item's screen (see `_next_screen`). A refused
-    answer rolls the submit's transaction back and is answered, in a transaction of its own, with
-    the same screen, the error and what was posted. (A savepoint around the submit did the same in
-    one transaction, at two more round trips on every submit, not only on the refused ones.)"""
-
-    def work(session: Session, user: Principal):
-        try:
-            stage_id = _submit(session, assignment_id, user, answer)
-        except (Invalid, Conflict) as exc:
-            raise _Refused(exc) from exc
-        request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
-        return Then(lambda session, user: _next_screen(request, session, stage_id, user))
-
+def submit(request: Request, assignment_id: BigId, answer: Answer, sessions: Sessions):
+    """Store the answer, then claim and render the next item's screen (see `_next_screen`), in two
+    transactions: committing the answer first frees the counter rows its triggers updated
+    (`app/models/counts.py`), which other annotators' submits wait for, while the next screen is
+    claimed and rendered. A refused answer is rolled back whole and answered with the same screen,
+    the error and what was posted (no savepoint: it would cost every submit two round trips)."""
     try:
-        return await page_work(request, work)
-    except _Refused as refused:
-        error = refused.error
-    return await page_work(request, lambda session, user: _refused_screen(request, session, assignment_id, user, answer, error))
+        with transaction(sessions) as session:
+            user = page_user(request, session)
+            stage_id = _submit(session, assignment_id, user, answer)
+    except (Invalid, Conflict) as error:
+        with transaction(sessions) as session:
+            return _refused_screen(request, session, assignment_id, user, answer, error)
+    request.app.state.progress_cache.pop(stage_id, None)  # the annotator sees their submit counted
+    with transaction(sessions) as session:
+        return _next_screen(request, session, stage_id, user)
 
 
 def _refused_screen(request: Request, session: Session, assignment_id: int, user: Principal, answer: AnswerForm, error: Invalid | Conflict):
@@ -192,19 +179,20 @@ def _refused_screen(request: Request, session: Session, assignment_id: int, user
 
 
 @router.post("/assignments/{assignment_id}/skip")
-async def skip(request: Request, assignment_id: BigId):
-    def work(session: Session, user: Principal):
+def skip(request: Request, assignment_id: BigId, sessions: Sessions):
+    """Give the item back for later, then claim and render the next one (two transactions, as `submit`)."""
+    with transaction(sessions) as session:
+        user = page_user(request, session)
         stage_id, _ = annotation.assignment_stage(session, assignment_id, user.id)
         annotation.give_back(session, assignment_id, user.id, skip=True)
-        return Then(lambda session, user: _next_screen(request, session, stage_id, user))
-
-    return await page_work(request, work)
+    with transaction(sessions) as session:
+        return _next_screen(request, session, stage_id, user)
 
 
 def _next_screen(request: Request, session: Session, stage_id: int, user: Principal):
     """What an answered or skipped item leads to: the next item's screen, claimed and rendered in the
     same request (no redirect and no second request between items; in a transaction after the one
-    that stored the answer, see deps.Then), or the page that says nothing is left."""
+    that stored the answer), or the page that says nothing is left."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
     if claimed is None:
         return _go(request, f"/stages/{stage_id}/annotate") if is_htmx(request) else _nothing_left(request, session, stage_id, user)
@@ -222,10 +210,10 @@ def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answ
 def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
     """Re-render the workflow's `live_check` block for the posted form values; `screen` has the item,
     stage and earlier results (an annotator's assignment or a reviewed item)."""
-    workflow = get_task(screen.stage.workflow)
+    workflow = get_workflow(screen.stage.workflow)
     if not workflow.has_live_check:
         raise NotFound("This workflow has no live check.")
-    live = workflow.live_check(screen.item.data, values, screen.stage.config, screen.results)
+    live = workflow.live_check(screen.item_context, values)
     # This endpoint answers with the fragment whoever asks: each workflow's block targets its own element.
     return render(request, workflow.template, {"live": live, "values": values}, block="live_check")
 

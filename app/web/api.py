@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import BackgroundTasks, Body, Depends, File, Query, Request, Response, UploadFile
 from fastapi.responses import FileResponse
 
+from app.db import transaction
 from app.errors import NotFound
 from app.models import Export, Role
 from app.services.annotation import annotation
@@ -14,7 +15,7 @@ from app.services.exports import export, splits, targets
 from app.services.projects import projects
 from app.services.review import agreement
 from app.services.users import users as users_service
-from app.web.deps import Bearer, BigId, Db, Id, Principal, api_role, api_user, api_work
+from app.web.deps import Bearer, BigId, Db, Id, Principal, Sessions, api_role, api_user, token_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (
     FILE,
@@ -72,45 +73,45 @@ def import_items(
     return ImportOut(created=result.created, images=result.images, new_images=result.new_images)
 
 
-# The annotation routes are the hot path: one threadpool hop for the whole unit of work (deps.api_work),
-# answers encoded once (the claim's JSON by PostgreSQL, the submit's by pydantic-core), no per-request
-# validation of what the service already shaped. Their schemas are still declared for OpenAPI.
+# The annotation routes are the hot path: each opens its one transaction itself, the token's owner read
+# in it (one threadpool hop a request, see deps.Sessions); answers encoded once (the claim's JSON by
+# PostgreSQL, the submit's by pydantic-core); their schemas are still declared for OpenAPI.
 @router.post("/stages/{stage_id}/claim", response_model=ClaimOut, responses={204: {"description": "Nothing left for you"}})
-async def claim(stage_id: Id, request: Request, token: Bearer):
+def claim(stage_id: Id, sessions: Sessions, token: Bearer):
     """Your live lease in the stage if you hold one (a client that lost the answer gets it back),
     else the next item for you; 204 when nothing is left."""
-
-    def work(session, user: Principal) -> bytes | None:
+    with transaction(sessions) as session:
+        user = token_user(session, token)
         claimed = annotation.resume_or_claim(session, stage_id, user.id, answer=True)
-        return None if claimed is None else annotation.claim_json(session, claimed, stage_id)
-
-    body = await api_work(request, token, work)
+        body = None if claimed is None else annotation.claim_json(session, claimed, stage_id)
     return Response(status_code=204) if body is None else Response(body, media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/submit", response_model=SubmitOut)
-async def submit(assignment_id: BigId, body: SubmitIn, request: Request, token: Bearer):
-    def work(session, user: Principal):
-        return annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
-
-    result = await api_work(request, token, work)
+def submit(assignment_id: BigId, body: SubmitIn, sessions: Sessions, token: Bearer):
+    with transaction(sessions) as session:
+        user = token_user(session, token)
+        result = annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent)
     out = SubmitOut(annotation_id=result.annotation_id, revision=result.revision, replayed=result.replayed, item_status=result.item_status)
     return Response(out.model_dump_json(), media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/skip", status_code=204, response_class=Response)
-async def skip(assignment_id: BigId, request: Request, token: Bearer) -> None:
-    await api_work(request, token, lambda session, user: annotation.give_back(session, assignment_id, user.id, skip=True))
+def skip(assignment_id: BigId, sessions: Sessions, token: Bearer) -> None:
+    with transaction(sessions) as session:
+        annotation.give_back(session, assignment_id, token_user(session, token).id, skip=True)
 
 
 @router.post("/assignments/{assignment_id}/release", status_code=204, response_class=Response)
-async def release(assignment_id: BigId, request: Request, token: Bearer) -> None:
-    await api_work(request, token, lambda session, user: annotation.give_back(session, assignment_id, user.id, skip=False))
+def release(assignment_id: BigId, sessions: Sessions, token: Bearer) -> None:
+    with transaction(sessions) as session:
+        annotation.give_back(session, assignment_id, token_user(session, token).id, skip=False)
 
 
 @router.put("/assignments/{assignment_id}/draft", status_code=204, response_class=Response)
-async def save_draft(assignment_id: BigId, body: DraftIn, request: Request, token: Bearer) -> None:
-    await api_work(request, token, lambda session, user: annotation.save_draft(session, assignment_id, user.id, body.payload))
+def save_draft(assignment_id: BigId, body: DraftIn, sessions: Sessions, token: Bearer) -> None:
+    with transaction(sessions) as session:
+        annotation.save_draft(session, assignment_id, token_user(session, token).id, body.payload)
 
 
 @router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True)

@@ -3,15 +3,15 @@ bearer token), roles, the parsed form and CSRF."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import annotated_types
 import anyio
 from fastapi import Depends, HTTPException, Request
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.datastructures import FormData
 
 from app.db import INT4_MAX, INT8_MAX, transaction
@@ -22,11 +22,43 @@ from app.services.users import users as users_service, web_sessions
 from app.web.addresses import client_address, parse_networks
 
 
-def db(request: Request) -> Iterator[Session]:
+async def _turn(request: Request) -> AsyncIterator[sessionmaker[Session]]:
+    """A turn at the database for this request, and the factory of its sessions: at most the pool's
+    size of requests hold one at once in a process, the others wait on the event loop, so that no
+    request opens a connection past the pool (one opened and closed per request under load)."""
+    async with work_limiter(request.app):
+        yield request.app.state.sessions
+
+
+# The session factory, within the request's turn, for a route that opens its transaction itself in
+# a `with transaction(sessions)` block: the API's annotation routes (one threadpool hop a request where
+# `Db` and `api_user` take three; docs/performance.md) and the page submit, whose two commits (the
+# answer, then the next screen) are two such blocks.
+Sessions = Annotated[sessionmaker[Session], Depends(_turn, scope="function")]
+
+
+async def db(sessions: Sessions) -> AsyncIterator[Session]:
     """The request's unit of work: one session in one transaction, shared by authentication and the
     route; committed when the route has returned, rolled back if it raised."""
-    with transaction(request.app.state.sessions) as session:
+    unit = transaction(sessions)
+    session = unit.__enter__()  # no I/O: the first statement takes the connection
+    failure: BaseException | None = None
+    try:
         yield session
+    except BaseException as exc:
+        failure = exc
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):  # a cancelled request still gives its connection back
+            await anyio.to_thread.run_sync(_end, unit, failure)
+
+
+def _end(unit, failure: BaseException | None) -> None:
+    """Commit (or, after `failure`, roll back) and close the unit's session; a failed commit raises."""
+    if failure is None:
+        unit.__exit__(None, None, None)
+    else:
+        unit.__exit__(type(failure), failure, failure.__traceback__)
 
 
 # scope="function": the commit runs when the route returns, before the response is sent, so a client
@@ -34,6 +66,14 @@ def db(request: Request) -> Iterator[Session]:
 # (FastAPI's default "request" scope would commit after the response.) Always use this alias: a bare
 # Depends(db) is a separate dependency and would open a second session.
 Db = Annotated[Session, Depends(db, scope="function")]
+
+
+def work_limiter(app) -> anyio.CapacityLimiter:
+    """The bound on this process's requests at the database at once: the database pool's size."""
+    limiter = getattr(app.state, "work_limiter", None)
+    if limiter is None:
+        limiter = app.state.work_limiter = anyio.CapacityLimiter(app.state.settings.db_pool_size)
+    return limiter
 
 
 # Ids in paths and queries are checked at the edge: a number no row can have (negative, or past the
@@ -163,78 +203,11 @@ def api_user(request: Request, session: Db) -> Principal:
 
 
 async def bearer(request: Request) -> str:
-    """The request's bearer token, or a 401 before its body is read (async: no threadpool hop)."""
+    """The request's bearer token, or a 401, read without a database hop (see `Sessions`)."""
     return bearer_token(request)
 
 
 Bearer = Annotated[str, Depends(bearer)]
-T = TypeVar("T")
-
-
-async def api_work(request: Request, token: str, work: Callable[[Session, Principal], T]) -> T:
-    """The unit of work of the annotation routes (claim, submit, skip, release, draft), the API's hot
-    path: authentication and the route's work in one transaction, committed before the answer is
-    sent, as `Db` + `api_user` do, but in one hop to the threadpool instead of four (one per sync
-    dependency, its exit, and the route). Measured with bench/http_bench.py (one worker, 32 clients,
-    back to back): the four hops gave 62.6 % of the bare stack's claims and 17.5 % of its cycles, one
-    hop 60.5 % and 18.5 %, so the hops cost little; one hop is kept as the simpler shape. Sync
-    database calls stay off the event loop, where they would stop other requests' Python work from
-    overlapping this request's round trips; an async driver was not tried, since the time goes to
-    Python per request rather than to waiting on PostgreSQL.
-
-    At most the pool's size of these run at once (`work_limiter`); the others wait their turn on the
-    event loop. Without the bound, 32 clients had 32 threads check out connections, and each one past
-    the pool's size was opened and closed again per request (a new PostgreSQL backend every time,
-    with none of the prepared statements a pooled connection keeps)."""
-    return await _one_hop(request, lambda session: token_user(session, token), work)
-
-
-async def page_work(request: Request, work: Callable[[Session, Principal], T]) -> T:
-    """`api_work` for the annotation pages (the screen, and the submit or skip that leads to the
-    next one): the session, the logged-in user (as `page_user` finds them) and the route's work,
-    rendering included, in one transaction and one threadpool hop instead of four (`Db`'s start and
-    end, `page_user`, the route), within the same bound on concurrent units of work. Measured with
-    bench/cycle_bench.py, the hops and the dependency solving were about a third of a screen's app
-    time, and 32 clients past the pool's size opened a PostgreSQL backend every few screens."""
-    return await _one_hop(request, lambda session: page_user(request, session), work)
-
-
-@dataclass(frozen=True)
-class Then:
-    """What a unit of work (`api_work`, `page_work`) returns to have `work` run next, in a
-    transaction of its own begun after the first one has committed, in the same threadpool hop and
-    for the same user; its result is the answer. A page submit stores the answer, then claims and
-    renders the next item: committing the answer first releases the counter rows its triggers
-    updated (`app/models/counts.py`), which the other annotators' submits wait for, instead of
-    holding them while the next screen is claimed and rendered (bench/cycle_bench.py's pages mode:
-    the counters' upsert waited 6.8 ms a submit with both in one transaction)."""
-
-    work: Callable[[Session, Principal], object]
-
-
-async def _one_hop(request: Request, who: Callable[[Session], Principal], work: Callable[[Session, Principal], T]) -> T:
-    """`who` and `work` in one transaction, in one threadpool hop, within `work_limiter`'s bound
-    (and what a `Then` it returns leaves to a transaction after it)."""
-    sessions = request.app.state.sessions
-
-    def run() -> T:
-        with transaction(sessions) as session:
-            user = who(session)
-            result = work(session, user)
-        while isinstance(result, Then):
-            with transaction(sessions) as session:
-                result = result.work(session, user)
-        return result
-
-    return await anyio.to_thread.run_sync(run, limiter=work_limiter(request.app))
-
-
-def work_limiter(app) -> anyio.CapacityLimiter:
-    """The bound on concurrent annotation units of work in this process: the database pool's size."""
-    limiter = getattr(app.state, "work_limiter", None)
-    if limiter is None:
-        limiter = app.state.work_limiter = anyio.CapacityLimiter(app.state.settings.db_pool_size)
-    return limiter
 
 
 def api_role(role: Role):

@@ -120,7 +120,7 @@ def test_annotating_with_plain_forms(client, app, settings, annotator):
 def test_a_page_submit_commits_the_answer_before_it_claims_and_renders_the_next_item(client, app, settings, annotator, monkeypatch):
     """Storing the answer and leading to the next screen are two transactions in one request: while
     the next screen is made, the answer is visible to everyone and the counter rows its triggers
-    updated are free for the other annotators' submits (deps.Then)."""
+    updated are free for the other annotators' submits (two transactions in annotate_pages.submit)."""
     import sqlalchemy as sa
 
     from app.web import annotate_pages

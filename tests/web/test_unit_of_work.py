@@ -113,3 +113,51 @@ def test_the_typed_check_refuses_an_untyped_route(app, client):
     app.openapi_schema = None
     with pytest.raises(AssertionError, match="_untyped answers an untyped"):
         test_every_api_operation_has_a_typed_success_response(client)
+
+
+@pytest.mark.committed
+def test_concurrent_requests_hold_no_more_connections_than_the_pool_keeps(app, committed, settings, storage):
+    """At most the pool's size of requests hold a session at once in a process (deps.Sessions):
+    16 clients claiming and submitting at once never check out a connection past the pool, which
+    would be opened and closed again per request."""
+    import threading
+    import uuid
+
+    import httpx
+
+    from tests.conftest import make_choice_project, make_token, make_user, run_concurrently, serving
+
+    _, stage_id = make_choice_project(committed, settings, storage, 40)
+    tokens = [make_token(committed, make_user(committed, f"bounded{i}")) for i in range(16)]
+    app.state.settings = settings.model_copy(update={"db_pool_size": 2})
+    held, most, lock = [0], [0], threading.Lock()
+
+    def checkout(*_):
+        with lock:
+            held[0] += 1
+            most[0] = max(most[0], held[0])
+
+    def checkin(*_):
+        with lock:
+            held[0] -= 1
+
+    def annotator(base: str, token: str) -> None:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+            for _ in range(2):
+                claimed = http.post(f"/api/v1/stages/{stage_id}/claim")
+                assert claimed.status_code == 200, claimed.text
+                body = {"payload": {"choice": "a"}, "idempotency_key": uuid.uuid4().hex}
+                assert http.post(f"/api/v1/assignments/{claimed.json()['assignment_id']}/submit", json=body).status_code == 200
+
+    pool = app.state.engine.pool
+    sa.event.listen(pool, "checkout", checkout)
+    sa.event.listen(pool, "checkin", checkin)
+    try:
+        with serving(app) as base:
+            run_concurrently(annotator, [(base, t) for t in tokens])
+    finally:
+        sa.event.remove(pool, "checkout", checkout)
+        sa.event.remove(pool, "checkin", checkin)
+    assert 1 <= most[0] <= 2, most[0]
+    with transaction(committed) as s:
+        assert s.scalar(sa.text("SELECT count(*) FROM annotations")) == 32
