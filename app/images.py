@@ -1,5 +1,6 @@
-"""Image validation on import (decode, size and pixel limits, decompression bombs), the perceptual
-hash computed in the same decode, and WebP thumbnails."""
+"""Image validation on import (decode, size and pixel limits, decompression bombs) and WebP
+thumbnails. The perceptual hash is not taken here: the worker's `hash_images` job computes it once
+the import is committed (`app.services.leaks.leaks.hash_missing`), so a request never hashes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps
 
-from app import leakage
 from app.errors import size_text
 
 ALLOWED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
@@ -28,7 +28,6 @@ class CheckedImage:
     height: int
     size_bytes: int
     data: bytes
-    phash: int | None = None  # None: it could not be computed here (the worker's backfill tries again)
 
     @property
     def storage_key(self) -> str:
@@ -37,8 +36,9 @@ class CheckedImage:
 
 
 def check_image(data: bytes, *, max_bytes: int, max_pixels: int) -> CheckedImage:
-    """Accept `data` only if it is a whole image of an allowed format within the limits, with its
-    perceptual hash (`app.leakage.phash`) taken from the decode that checks it."""
+    """Accept `data` only if it is a whole image of an allowed format within the limits: its header
+    is read, then all its data decoded (a truncated or damaged file fails), as cheaply as Pillow
+    allows."""
     if len(data) > max_bytes:
         raise ImageRejected(f"image is {size_text(len(data))}; the limit is {size_text(max_bytes)}")
     if not data:
@@ -57,11 +57,10 @@ def check_image(data: bytes, *, max_bytes: int, max_pixels: int) -> CheckedImage
                         f"image is {width}x{height} = {width * height:,} pixels; the limit is {max_pixels:,}"
                         " (decompression bomb guard)"
                     )
-                # A JPEG is decoded at the reduced scale the perceptual hash needs: all its data is
-                # still read and entropy-decoded (a truncated or damaged file fails just the same).
-                img.draft("RGB", leakage.PHASH_DRAFT)
+                # A JPEG is decoded at its smallest scale (1/8): all its data is still read and
+                # entropy-decoded, so a truncated or damaged file fails just the same.
+                img.draft(None, (1, 1))
                 img.load()
-                phash = _phash(img)
         except ImageRejected:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -70,16 +69,7 @@ def check_image(data: bytes, *, max_bytes: int, max_pixels: int) -> CheckedImage
             raise ImageRejected("not an image (could not identify the file as PNG, JPEG, WebP or GIF)") from None
         except (OSError, SyntaxError, ValueError) as exc:
             raise ImageRejected(f"image is damaged or truncated: {exc}") from None
-    return CheckedImage(hashlib.sha256(data).hexdigest(), ALLOWED_FORMATS[fmt], width, height, len(data), data, phash)
-
-
-def _phash(image: Image.Image) -> int | None:
-    """The decoded image's perceptual hash; None where it cannot be had (an odd mode): the image is
-    still imported, and the worker's backfill tries again."""
-    try:
-        return leakage.phash_of(image)
-    except Exception:
-        return None
+    return CheckedImage(hashlib.sha256(data).hexdigest(), ALLOWED_FORMATS[fmt], width, height, len(data), data)
 
 
 def thumbnail_key(sha256: str, size: int) -> str:

@@ -45,19 +45,12 @@ PHASH_DRAFT = (128, 128)
 def phash(data: bytes) -> int:
     """The 64-bit DCT perceptual hash of an image (robust to re-encoding, resizing and small crops),
     as a signed 64-bit integer (what a BIGINT column holds)."""
+    import imagehash
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
         image.draft("RGB", PHASH_DRAFT)
-        return phash_of(image)
-
-
-def phash_of(image) -> int:
-    """`phash` of an opened PIL image, decoded here unless it already is (the import decodes it with
-    the same `draft` to check it: one decode serves both, and the hash is the same as `phash`'s)."""
-    import imagehash
-
-    bits = imagehash.phash(image if image.mode == "RGB" else image.convert("RGB")).hash.flatten()
+        bits = imagehash.phash(image if image.mode == "RGB" else image.convert("RGB")).hash.flatten()
     value = int("".join("1" if b else "0" for b in bits), 2)
     return value - (1 << 64) if value >= 1 << 63 else value
 

@@ -39,6 +39,7 @@ class Opened(NamedTuple):
 
 class Storage(Protocol):
     def put(self, key: str, data: bytes, content_type: str) -> None: ...
+    def stage(self, key: str, data: bytes, content_type: str) -> None: ...
     def put_file(self, key: str, path: Path, content_type: str) -> None: ...
     def get(self, key: str) -> bytes: ...
     def open(self, key: str) -> Opened: ...
@@ -63,9 +64,14 @@ def _check_key(key: str) -> str:
 class LocalStorage:
     def __init__(self, root: Path):
         self.root = root
+        self._root = str(root)
 
     def _path(self, key: str) -> Path:
         return self.root / _check_key(key)
+
+    def _file(self, key: str) -> str:
+        """`_path` as a string, without pathlib's cost (an import stages and promotes each image)."""
+        return os.path.join(self._root, _check_key(key))
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
         path = self._path(key)
@@ -79,6 +85,19 @@ class LocalStorage:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def stage(self, key: str, data: bytes, content_type: str) -> None:
+        """Store an object under a key nothing reads until it is promoted (an import's staging
+        prefix): written in place, without `put`'s write-then-rename, as `promote` is the atomic step
+        and a half-written staged object is deleted with its import or swept."""
+        path = self._file(key)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except FileNotFoundError:  # the folder is made on its first object
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
 
     def put_file(self, key: str, path: Path, content_type: str) -> None:
         target = self._path(key)
@@ -110,16 +129,19 @@ class LocalStorage:
         return None
 
     def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        return os.path.isfile(self._file(key))
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 
     def promote(self, staged: str, key: str) -> None:
         """Move the object at `staged` to `key` (a rename: atomic, and the same bytes may already be there)."""
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self._path(staged), path)
+        source, path = self._file(staged), self._file(key)
+        try:
+            os.replace(source, path)
+        except FileNotFoundError:  # the target's folder is made on its first object
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.replace(source, path)
 
     def sweep(self, prefix: str, older_than_seconds: float) -> int:
         """Delete the objects under the folder `prefix` last written more than `older_than_seconds` ago;
@@ -159,6 +181,10 @@ class S3Storage:
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
+
+    def stage(self, key: str, data: bytes, content_type: str) -> None:
+        """An object written whole or not at all, as `put`."""
+        self.put(key, data, content_type)
 
     def get(self, key: str) -> bytes:
         try:

@@ -82,9 +82,12 @@ def test_s3_backend_needs_a_bucket(settings):
 
 def test_promote_moves_a_staged_object_on_both_backends(s3_env, moto_endpoint, tmp_path):
     for store in (LocalStorage(tmp_path), S3Storage("vlc-store", prefix="promote/", endpoint_url=moto_endpoint, region="us-east-1")):
-        store.put("staging/x/images/ab/y.png", b"bytes", "image/png")
-        store.promote("staging/x/images/ab/y.png", "images/ab/y.png")
-        assert store.get("images/ab/y.png") == b"bytes" and not store.exists("staging/x/images/ab/y.png")
+        store.stage("staging/x/y.png", b"bytes", "image/png")  # folders made as needed, on staging and promoting
+        assert store.get("staging/x/y.png") == b"bytes" and not store.exists("images/ab/y.png")
+        store.promote("staging/x/y.png", "images/ab/y.png")
+        assert store.get("images/ab/y.png") == b"bytes" and not store.exists("staging/x/y.png")
+        with pytest.raises(StorageKeyError):
+            store.stage("staging/../y.png", b"bytes", "image/png")
     head = s3_env.head_object(Bucket="vlc-store", Key="promote/images/ab/y.png")
     assert head["ContentType"] == "image/png"
 

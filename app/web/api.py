@@ -64,11 +64,12 @@ def import_items(
     request: Request,
     project_id: Id,
     session: Db,
+    jobs_after: BackgroundTasks,
     file: UploadFile = File(..., description="JSONL, JSON array or CSV of records"),
     images: UploadFile | None = File(None, description="zip of the images the records name"),
     user: Principal = Depends(admin),
 ):
-    result = run_upload_import(request, session, project_id, file, images, user.id)
+    result = run_upload_import(request, session, project_id, file, images, user.id, jobs_after)
     return ImportOut(created=result.created, images=result.images, new_images=result.new_images)
 
 

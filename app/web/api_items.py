@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import Body, Depends, File, Form, HTTPException, Query, Request, Response, UploadFile
+from fastapi import BackgroundTasks, Body, Depends, File, Form, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 
 from app.datasets import get_workflow
@@ -73,6 +73,7 @@ def push_records(
     request: Request,
     project_id: Id,
     session: Db,
+    jobs_after: BackgroundTasks,
     file: UploadFile = File(..., description="JSONL, JSON array or CSV of records"),
     images: UploadFile | None = File(None, description="zip of the images the records name"),
     on_conflict: Literal["skip", "update"] = Form("skip", description="A record whose id the project has: left out, or made the item's new revision"),
@@ -82,7 +83,7 @@ def push_records(
     batch again changes nothing, and a push that stopped midway resumes by pushing everything again.
     With on_conflict=update, such a record replaces the item's record where it differs, as a new
     revision: the item's history keeps the record before (annotations are never touched)."""
-    result = run_upload_import(request, session, project_id, file, images, user.id, skip_existing=True,
+    result = run_upload_import(request, session, project_id, file, images, user.id, jobs_after, skip_existing=True,
                                update_existing=on_conflict == "update")
     return RecordsOut(**result.__dict__)
 

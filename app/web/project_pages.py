@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, File, Request, UploadFile
+from fastapi import APIRouter, BackgroundTasks, Depends, File, Request, UploadFile
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
@@ -164,6 +164,7 @@ def import_page(
     request: Request,
     project_id: Id,
     session: Db,
+    jobs_after: BackgroundTasks,
     file: UploadFile = File(...),
     images: UploadFile | None = File(None),
     user: Principal = Depends(page_role(Role.admin)),
@@ -171,7 +172,7 @@ def import_page(
     """Import; on success back to the project page (a reload never imports twice), else the errors."""
     try:
         with savepoint(session):
-            result = run_upload_import(request, session, project_id, file, images, user.id)
+            result = run_upload_import(request, session, project_id, file, images, user.id, jobs_after)
     except DomainError as exc:
         ctx = _detail_context(session, project_id, request.app.state.settings, import_message=exc.message, import_errors=exc.errors, import_ok=False)
         return render(request, "projects/detail.html", ctx, status_code=exc.status_code)

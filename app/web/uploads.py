@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from fastapi import Request, UploadFile
+from fastapi import BackgroundTasks, Request, UploadFile
 from sqlalchemy.orm import Session
 
 from app.errors import Invalid, size_text
@@ -39,11 +39,12 @@ def save_upload(upload: UploadFile, path: Path, limit: int) -> Path:
 
 def run_upload_import(
     request: Request, session: Session, project_id: int, file: UploadFile, images: UploadFile | None, actor_id: int,
-    *, skip_existing: bool = False, update_existing: bool = False,
+    after: BackgroundTasks, *, skip_existing: bool = False, update_existing: bool = False,
 ) -> imports.ImportResult:
     """Import an uploaded records file, with an optional zip of the images it names, in the
-    request's transaction. Handlers that call it are plain functions: FastAPI runs them in its
-    thread pool, so reading the spooled upload files blocks no one."""
+    request's transaction; the worker's job that hashes the images is queued once it has committed
+    (`after`: the request's background tasks). Handlers that call it are plain functions: FastAPI
+    runs them in its thread pool, so reading the spooled upload files blocks no one."""
     settings = request.app.state.settings
     storage = request.app.state.storage
     records = spooled(file, settings.max_upload_bytes)
@@ -53,7 +54,7 @@ def run_upload_import(
             zip_path = save_upload(images, Path(tmp) / "images.zip", settings.max_upload_bytes)
         source = imports.ImageSource(settings, storage, zip_path=zip_path)
         try:
-            return imports.import_items(
+            result = imports.import_items(
                 session,
                 project_id,
                 records,
@@ -67,3 +68,8 @@ def run_upload_import(
             )
         finally:
             source.close()
+    if result.images:
+        from app.worker import jobs
+
+        after.add_task(jobs.defer_hashes, settings, project_id)
+    return result

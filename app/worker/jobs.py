@@ -1,5 +1,6 @@
 """Background jobs on procrastinate (PostgreSQL only): suggestion batches and the periodic reconcile job.
 
+`hash_images(project_id)` takes the perceptual hashes an import left to it (`app.services.imports`).
 `suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
 stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
 twice). `draft(prompt_id, item_ids)` runs a prompt version over a batch on the "draft" queue
@@ -176,6 +177,26 @@ def leaks(context: JobContext, project_id: int, version: int | None = None) -> i
         return report_id
 
 
+@blueprint.task(name=imports.HASH_TASK, queue="maintenance", pass_context=True, retry=RETRY)
+def hash_images(context: JobContext, project_id: int) -> int:
+    """Take the perceptual hashes of the project's stored images that have none: each import that
+    stored images asks for it, so hashes follow the storing without a request computing one."""
+    from app.services.leaks import leaks as leaks_service
+
+    e = env()
+    taken(imports.HASH_TASK, project_id)
+    with report(context.job.id, imports.HASH_TASK, f"project {project_id}", 0):
+        return leaks_service.hash_missing(e.sessions, e.storage, project_id, progress_of(context.job.id))
+
+
+def defer_hashes(settings: Settings, project_id: int) -> int | None:
+    """Queue the hash job of a project once an import that asked for it has committed; None when a
+    copy already waits (it hashes this import's images too) or the queue could not take it now
+    (reconcile queues it then: the import recorded the request)."""
+    job, kwargs = requested_job(imports.HASH_TASK, project_id)
+    return _defer(settings, job, kwargs, f"{imports.HASH_TASK} {project_id}")
+
+
 def defer_leaks(settings: Settings, project_id: int) -> int | None:
     """Queue the leaks job for the project's newest split version; None when one already waits
     or the queue could not take it now (reconcile queues it then)."""
@@ -227,8 +248,11 @@ def defer_requested(settings: Settings, task: str, key: int) -> int | None:
 
 def requested_job(task: str, key: int):
     """The job a recorded request stands for, with its queueing lock, and its arguments."""
-    job, argument = {"leaks": (leaks, "project_id"), "agreement": (agreement, "stage_id")}[task]
-    return job.configure(queueing_lock=f"{task}:{key}"), {argument: key}
+    job, argument = {"leaks": (leaks, "project_id"), "agreement": (agreement, "stage_id"),
+                     imports.HASH_TASK: (hash_images, "project_id")}[task]
+    lock = f"{task}:{key}"
+    # Two hash jobs of a project would hash the same images: the second waits for the first.
+    return job.configure(queueing_lock=lock, **({"lock": lock} if task == imports.HASH_TASK else {})), {argument: key}
 
 
 def taken(task: str, key: int) -> None:

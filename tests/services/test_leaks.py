@@ -71,6 +71,9 @@ def planted_project(session, settings, storage, folder, distinct=500):
         planted[f"c{k}"] = (f"o{k}", kind)
     project_id, (stage_id,) = factories.project(session, "generic.choice", config={"choices": ["a", "b"]})
     factories.items(session, settings, storage, project_id, records, files, folder)
+    # The import took no perceptual hash: the worker's hash_images job does, after it (here its service).
+    assert session.scalar(sa.select(sa.func.count()).select_from(ImageHash)) == 0
+    leaks.hash_images(session, storage, leaks.missing_hashes(session, project_id))
     session.execute(sa.text("INSERT INTO item_results (item_id, stage_id, payload, source) SELECT id, stage_id, '{\"choice\": \"a\"}', 'auto' FROM items WHERE project_id = :p"), {"p": project_id})
     session.execute(sa.text("UPDATE items SET status = 'done', slots_left = 0 WHERE project_id = :p"), {"p": project_id})
     # Copies (and 100 distinct items) are held out as test; every other item is train.
@@ -92,8 +95,8 @@ def test_planted_duplicates_are_found_and_kept_together(session, settings, stora
     kinds = {planted[next(m for m in k if m.startswith("c"))][1]: g["kinds"] for k, g in groups.items()}
     assert kinds["identical"] == ["same image"] and kinds["caption"] == ["same text"]
     assert "near image" in kinds["jpeg"] and "near image" in kinds["resized"] and "near image" in kinds["cropped"]
-    # Every image was hashed as the import stored it, in the decode that checked it: the same hash
-    # as hashing the stored bytes afresh (what the worker does for an image that has none).
+    # Every image was hashed after the import from its stored bytes: the same hash as the leaks job
+    # takes of an image that has none.
     hashes = dict(session.execute(sa.select(ImageHash.sha256, ImageHash.phash)).all())
     keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key)).all())
     assert len(hashes) == len(keys) == report["images"] == 524

@@ -29,7 +29,7 @@ def test_the_api_queues_the_report_and_the_job_hashes_what_lacks_a_hash(committe
         project_id, _ = planted_project(s, settings, storage, tmp_path, distinct=60)
         bare, _ = factories.project(s, "generic.choice", name="no splits")
     images = count(sessions, Asset)
-    assert count(sessions, ImageHash) == images == 84  # the import stored each image with its hash
+    assert count(sessions, ImageHash) == images == 84  # each image hashed after its import
     with transaction(sessions) as s:
         s.execute(sa.delete(ImageHash))  # as images stored before hashes were kept at import
     base = f"/api/v1/projects/{project_id}/leaks"

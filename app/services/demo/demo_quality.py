@@ -102,6 +102,8 @@ def leak_demo(session: Session, settings, storage, folder: Path) -> str | None:
         finalize(session, item, stage, {"choice": "warm" if item.id % 2 else "cool"}, discard=False, source="demo")
     session.flush()
     splits.save_definition(session, project.id, {"ratios": {"train": 0.7, "test": 0.3}, "seed": 3})
+    # The report is made here, with no worker: the images are hashed first, as its job would.
+    leaks.hash_images(session, storage, leaks.missing_hashes(session, project.id))
     leaks.store(session, project.id, leaks.compute(session, storage, project.id))
     return LEAK_DEMO
 

@@ -26,7 +26,6 @@ from typing import Any, BinaryIO, NamedTuple
 import sqlalchemy as sa
 from pydantic import ValidationError
 from pydantic_core import to_json
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -37,7 +36,7 @@ from app.decision import first_applying
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
 from app.lifecycle import ITEM_START, ItemStatus
-from app.models import Asset, ImageHash
+from app.models import JobRequest
 from app.services.annotation import sampling
 from app.services.imports import record_revisions
 from app.services.imports.import_sources import ImageSource, Staging
@@ -46,6 +45,7 @@ from app.settings import Settings
 from app.tuning import fewer_collections
 
 MAX_REPORTED_ERRORS = 20
+HASH_TASK = "hash_images"  # the worker's job that takes the perceptual hashes of a project's new images
 
 _ITEM_COLUMNS = "project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left"
 # Ids the project has, each with whether it had it before this import (ids come from a sequence, so
@@ -270,38 +270,27 @@ class Batches:
             self.errors[index] = f"{where}: field 'id': {why}"
 
 
-def _text_array(values: list[str]):
-    # One array parameter, not one parameter per value (PostgreSQL allows at most 65,535).
-    return sa.literal(values, type_=ARRAY(sa.Text))
+_INSERT_ASSETS = sa.text(
+    "INSERT INTO assets (sha256, storage_key, mime, width, height, size_bytes)"
+    " SELECT * FROM unnest(CAST(:sha AS text[]), CAST(:key AS text[]), CAST(:mime AS text[]), CAST(:width AS int[]),"
+    " CAST(:height AS int[]), CAST(:size AS bigint[]))"
+    " ON CONFLICT (sha256) DO NOTHING"
+)
 
 
 def _record_assets(session: Session, images: list[CheckedImage]) -> int:
-    """Record the images first named by this import as assets, with their perceptual hashes (an
-    image stored before has its hash added if it lacks one); returns how many assets are new."""
+    """Record the images first named by this import as assets, in one statement (an image stored
+    before is left as it is); returns how many assets are new. Their perceptual hashes are the
+    worker's (`request_hashes`)."""
     if not images:
         return 0
-    known = set(
-        session.scalars(sa.select(Asset.sha256).where(Asset.sha256 == sa.any_(_text_array([c.sha256 for c in images])))).all()
-    )
-    fresh = [c for c in images if c.sha256 not in known]
-    if fresh:
-        # One statement run over many rows: SQLAlchemy sends them in pages, under PostgreSQL's
-        # 65,535 parameters per statement, and compiles the statement once.
-        session.execute(
-            pg_insert(Asset).on_conflict_do_nothing(index_elements=["sha256"]),
-            [
-                {
-                    "sha256": c.sha256,
-                    "storage_key": c.storage_key,
-                    "mime": c.mime,
-                    "width": c.width,
-                    "height": c.height,
-                    "size_bytes": c.size_bytes,
-                }
-                for c in fresh
-            ],
-        )
-    hashed = [{"sha256": c.sha256, "phash": c.phash} for c in images if c.phash is not None]
-    if hashed:
-        session.execute(pg_insert(ImageHash).on_conflict_do_nothing(index_elements=["sha256"]), hashed)
-    return len(fresh)
+    columns = {"sha": [c.sha256 for c in images], "key": [c.storage_key for c in images], "mime": [c.mime for c in images],
+               "width": [c.width for c in images], "height": [c.height for c in images], "size": [c.size_bytes for c in images]}
+    return session.execute(_INSERT_ASSETS, columns).rowcount
+
+
+def request_hashes(session: Session, project_id: int) -> None:
+    """Ask, in the import's transaction, for the worker's `hash_images` job over the project: the
+    request commits with the import's rows, and the reconcile job queues it should the defer made
+    after the commit fail. One request a project waits at a time."""
+    session.execute(pg_insert(JobRequest).values(task=HASH_TASK, key=project_id).on_conflict_do_nothing())

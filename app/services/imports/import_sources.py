@@ -143,8 +143,9 @@ class Staging:
 
     def put(self, image: CheckedImage) -> None:
         if image.storage_key not in self.keys and not self.storage.exists(image.storage_key):
-            self.keys[image.storage_key] = self.prefix + image.storage_key
-            self.storage.put(self.keys[image.storage_key], image.data, image.mime)
+            # One folder an import: staged objects are named by their content, as their final keys.
+            self.keys[image.storage_key] = self.prefix + image.storage_key.rsplit("/", 1)[1]
+            self.storage.stage(self.keys[image.storage_key], image.data, image.mime)
 
     def promote(self) -> None:
         for final, staged in self.keys.items():

@@ -15,6 +15,11 @@ stays possible is a failed commit after the promotion: those objects are unrefer
 and a later import of the same bytes reuses them. A process killed mid-import leaves its staged
 objects under `staging/`, which nothing reads and the worker's periodic reconcile job deletes once
 they are a day old (`sweep_staging`; no import runs that long).
+
+An import checks its images but takes no perceptual hash: it records a request for the worker's
+`hash_images` job in its own transaction, and the web handlers queue that job once the import has
+committed (the reconcile job queues it should that fail), so hashes follow the storing within
+seconds while a push spends nothing on them.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import Invalid
 from app.services.annotation import sampling
-from app.services.imports.import_batches import MAX_REPORTED_ERRORS, Batches
+from app.services.imports.import_batches import HASH_TASK, MAX_REPORTED_ERRORS, Batches, request_hashes
 from app.services.imports.import_sources import ImageSource, Staging, staged_images, sweep_staging
 from app.services.imports.records import parse_records
 from app.services.projects.projects import get_project, stages_of
@@ -36,7 +41,7 @@ from app.services.users.audit import record
 from app.settings import Settings
 from app.storage import Storage
 
-__all__ = ["ImageSource", "ImportResult", "Staging", "import_items", "sweep_staging"]
+__all__ = ["HASH_TASK", "ImageSource", "ImportResult", "Staging", "import_items", "sweep_staging"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -95,11 +100,13 @@ def import_items(
         if run.errors:
             run.name_repeats(file, start, filename)
             raise Invalid(f"{filename}: nothing was imported.", run.errors[:MAX_REPORTED_ERRORS])
+        run.finish()  # the last COPY ended: the connection takes queries again
+        if run.checked:  # the images' perceptual hashes: the worker's, once this commits
+            request_hashes(session, project.id)
         if not run.created:
             if run.skipped or run.updated:
                 return ImportResult(created=0, images=len(run.checked), new_images=run.new_images, skipped=run.skipped, updated=run.updated)
             raise Invalid(f"{filename} holds no records.")
-        run.finish()
         sampling.draw(session, project.id)
         record(session, "project.import", actor_id=actor_id, target=f"project:{project.id}", file=filename,
                items=run.created, images=len(run.checked))

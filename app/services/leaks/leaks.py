@@ -8,11 +8,11 @@ cosine and near-duplicate images by CLIP cosine (`Embedders`; the report's `matc
 ran). Linked items form groups (union-find); a group spanning two splits is a leak. Nothing is
 compared pair by pair: see `app.leakage`.
 
-Perceptual hashes are kept in `image_hashes`: the import computes each in the decode that checks the
-image (`app.images.check_image`). `run`, which the worker's `leaks` job calls, first hashes the
-project's stored images that still have none (stored before hashes were kept, or not hashable at
-import), a batch per transaction with its progress; `compute` itself only reads hashes, so no web
-request ever decodes an image for the report. Embeddings are computed per report, in the worker.
+Perceptual hashes are kept in `image_hashes`: the worker's `hash_images` job, queued by each import
+that stored images, computes those the project's images lack (`hash_missing`). `run`, which the
+worker's `leaks` job calls, first does the same for any still missing (stored before hashes were
+kept, or imported while no worker ran), a batch per transaction with its progress; `compute` itself
+only reads hashes, so no web request ever decodes an image for the report. Embeddings are computed per report, in the worker.
 """
 
 from __future__ import annotations
@@ -84,6 +84,21 @@ def hash_images(session: Session, storage, images: list[tuple[str, str]]) -> int
     return len(rows)
 
 
+def hash_missing(sessions, storage, project_id: int, progress: Progress | None = None) -> int:
+    """Hash the project's stored images that have no perceptual hash yet, a batch per transaction
+    (work done survives a stopped job), as the worker's `hash_images` job does after an import and
+    the leaks job before its report; returns how many images lacked one."""
+    progress = progress or _quiet
+    with sessions.begin() as s:
+        missing = missing_hashes(s, project_id)
+    progress("hashing images", 0, len(missing))
+    for start in range(0, len(missing), HASH_BATCH):
+        with sessions.begin() as s:
+            hash_images(s, storage, missing[start:start + HASH_BATCH])
+        progress("hashing images", min(start + HASH_BATCH, len(missing)), len(missing))
+    return len(missing)
+
+
 def run(sessions, storage, project_id: int, version: int | None = None, *, embedders: Embedders | None = None,
         progress: Progress | None = None) -> tuple[int, dict[str, Any]]:
     """Make and store the report of a split version (the newest when None), as the worker's job
@@ -94,16 +109,11 @@ def run(sessions, storage, project_id: int, version: int | None = None, *, embed
     started = time.perf_counter()
     with sessions.begin() as s:
         splits.get_definition(s, project_id, version)  # no split version: refused before any work
-        missing = missing_hashes(s, project_id)
-    progress("hashing images", 0, len(missing))
-    for start in range(0, len(missing), HASH_BATCH):
-        with sessions.begin() as s:
-            hash_images(s, storage, missing[start:start + HASH_BATCH])
-        progress("hashing images", min(start + HASH_BATCH, len(missing)), len(missing))
+    hashed = hash_missing(sessions, storage, project_id, progress)
     hashing = time.perf_counter() - started
     with sessions.begin() as s:
         report = compute(s, storage, project_id, version, embedders=embedders, progress=progress)
-        report["hashed_now"] = len(missing)
+        report["hashed_now"] = hashed
         report["seconds"] = {"hash new images": round(hashing, 3), **report["seconds"], "total": round(time.perf_counter() - started, 3)}
         return store(s, project_id, report).id, report
 

@@ -153,7 +153,7 @@ def _describe(task: str, args: dict[str, Any], names: _Names) -> tuple[str, str,
         return f"{export[2]} export #{args['export_id']}", export[1], export[0]
     if "project_id" in args:
         name = names.projects.get(args["project_id"])
-        what = "leak report" if task == "leaks" else task
+        what = {"leaks": "leak report", "hash_images": "image hashes"}.get(task, task)
         return (what, name, args["project_id"]) if name else (what, f"project {args['project_id']} (deleted)", None)
     return "", "", None
 
