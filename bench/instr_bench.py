@@ -9,7 +9,9 @@ generic.choice stage; one client sends its requests one after another (no concur
 waits or scheduling in the count). Per mode, after `--warm-up` cycles uncounted, `callgrind_control`
 switches counting on for `--cycles` cycles, off, and dumps; `--repeats` times:
 
-- api: POST /api/v1/stages/{id}/claim, then POST /api/v1/assignments/{id}/submit (a bearer token);
+- claim: POST /api/v1/stages/{id}/claim again and again (a bearer token; after the first claim the
+  annotator gets their live lease back, as http_bench.py's claim mode);
+- api: POST /api/v1/stages/{id}/claim, then POST /api/v1/assignments/{id}/submit;
 - pages: POST /assignments/{id}/submit, the screen's plain form (cookie session, CSRF token),
   answered with the next item's screen, claimed and rendered in the same request.
 
@@ -20,7 +22,7 @@ per cycle; two trees compared with the same command on the same machine (same Py
 libraries) differ by what their code executes. `--keep DIR` keeps the dumps for `callgrind_annotate
 --inclusive=yes DIR/callgrind.out.*` (where the instructions go, per function).
 
-    python bench/instr_bench.py [--modes api,pages] [--cycles 50] [--warm-up 20] [--repeats 3] [--idle 0] [--keep DIR]
+    python bench/instr_bench.py [--modes claim,api,pages] [--cycles 50] [--warm-up 20] [--repeats 3] [--idle 0] [--keep DIR]
 
 The server runs this file's tree. Uses DATABASE_URL's server when set, else an embedded PostgreSQL;
 needs valgrind (callgrind_control on PATH). Slow: the server runs 50 to 100 times slower under it.
@@ -45,7 +47,7 @@ from http_bench import annotators, dsn, free_port, make_stage
 from scratch import log_in
 
 HERE = Path(__file__).resolve().parent
-MODES = ("api", "pages")
+MODES = ("claim", "api", "pages")
 _FIELD = re.compile(r'name="(csrf_token|idempotency_key|opened_at)" value="([^"]+)"')
 _FORM = re.compile(r'action="/assignments/(\d+)/submit"')
 
@@ -109,6 +111,17 @@ def api_cycles(server: Counted, stage: int, token: str):
     return run
 
 
+def claims(server: Counted, stage: int, token: str):
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            if server.client.post(f"/api/v1/stages/{stage}/claim", headers=headers).status_code != 200:
+                raise SystemExit("claim failed")
+
+    return run
+
+
 def page_cycles(server: Counted, stage: int, username: str):
     client = server.client
     log_in(client, username)
@@ -161,7 +174,8 @@ def main() -> None:
             if args.idle:
                 print(f"idle: {server.window(lambda: time.sleep(args.idle)) / args.idle / 1000:,.0f} kIr a second", flush=True)
             for mode in args.modes.split(","):
-                run = api_cycles(server, stage, tokens[0]) if mode == "api" else page_cycles(server, stage, "bench1")
+                run = {"claim": lambda: claims(server, stage, tokens[2]), "api": lambda: api_cycles(server, stage, tokens[0]),
+                       "pages": lambda: page_cycles(server, stage, "bench1")}[mode]()
                 measure(server, mode, run, args)
         finally:
             server.stop()
