@@ -4,7 +4,7 @@ The decision is an ordered list of small rules (`POLICY`, in the manner of Prefe
 policy): the first rule that speaks decides whether the item waits for more answers, goes to review,
 is discarded, advances to the next stage that applies (with that stage's slots) or is done. The
 rules read only a `Situation` (the stage's settings, the item's answers so far, its earlier finals,
-gold and sampling facts) and call the task's `consolidate` / `applies` hooks and the lifecycle table;
+gold and sampling facts) and call the workflow's `consolidate` / `applies` hooks and the lifecycle table;
 the callers (submit's SQL, review's resolve, the demo) read the situation and write the `Decision`.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from app.datasets import get_task
-from app.datasets.task import Consolidation, StageConfig
+from app.datasets import get_workflow
+from app.datasets.workflow import Consolidation, ItemContext, StageConfig
 from app.lifecycle import ItemEvent, transition
 
 
@@ -59,7 +59,7 @@ class Situation:
     def outcome(self) -> Consolidation:
         if self.final is not None:
             return Consolidation(final=self.final, discard=self.discard)
-        return get_task(self.stage.workflow).consolidate(list(self.answers), self.stage.config)
+        return get_workflow(self.stage.workflow).consolidate(ItemContext(self.data, self.stage.config, self.results), list(self.answers))
 
 
 @dataclass(frozen=True)
@@ -132,5 +132,5 @@ def decide(s: Situation) -> Decision:
 
 
 def first_applying(stages, data: Mapping[str, Any], results: Mapping[str, Any]):
-    """Routing: the first of `stages` (in order) whose task applies to the item, or None (done)."""
-    return next((s for s in stages if get_task(s.workflow).applies(data, results, s.config)), None)
+    """Routing: the first of `stages` (in order) whose workflow applies to the item, or None (done)."""
+    return next((s for s in stages if get_workflow(s.workflow).applies(ItemContext(data, s.config, results))), None)

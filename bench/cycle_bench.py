@@ -52,7 +52,8 @@ from scratch import BENCH_PASSWORD, log_in, scratch_database
 from server_cpu import measured
 
 from app import security  # noqa: E402
-from app.datasets import get_task  # noqa: E402
+from app.datasets import get_workflow  # noqa: E402
+from app.datasets.workflow import ItemContext  # noqa: E402
 from app.datasets.colorswap import demo as colorswap_demo  # noqa: E402
 from app.datasets.drawing import COLOURS, SHAPES  # noqa: E402
 from app.datasets.generic import demo as generic_demo  # noqa: E402
@@ -218,7 +219,7 @@ def set_up(name: str, flow: Workflow, url, settings: Settings, storage, tmp: Pat
     engine = sa.create_engine(url)
     sessions = session_factory(engine)
     with transaction(sessions) as s:
-        specs = [projects.StageSpec(workflow=st.task, name=st.name, guidelines=st.guidelines, config=dict(st.config), overlap=st.overlap)
+        specs = [projects.StageSpec(workflow=st.workflow, name=st.name, guidelines=st.guidelines, config=dict(st.config), overlap=st.overlap)
                  for st in flow.demo.stages]
         project = projects.create_project(s, f"cycle {name}", specs).id
         flow.stage_ids = [st.id for st in projects.stages_of(s, project)]
@@ -271,11 +272,11 @@ MODES = ("screen", "no-screen", "pages")
 
 def answer_forms(name: str) -> str:
     """The workflow's answers as its screen's form posts them (URL-encoded), one a line."""
-    task, config = get_task(name), dict(WORKFLOWS[name].demo.stages[WORKFLOWS[name].measured].config)
+    workflow, config = get_workflow(name), dict(WORKFLOWS[name].demo.stages[WORKFLOWS[name].measured].config)
     lines = []
     for payload in WORKFLOWS[name].payloads:
-        values = task.payload_values(payload, {}, config, {})
-        if task.form_to_payload(values) != payload:
+        values = workflow.payload_values(ItemContext({}, config), payload)
+        if workflow.form_to_payload(values) != payload:
             raise SystemExit(f"{name}: the form {values} does not post {payload}")
         lines.append(urlencode(values, doseq=True))
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """Screenshots of every annotation screen at 1280×800, as an annotator first sees it (the viewport,
 not the whole page): the browser tests drive each screen with real data and keep a picture of it
-(`tests/e2e/conftest.py shoot`). Exits 1 when a registered task has no picture.
+(`tests/e2e/conftest.py shoot`). Exits 1 when a registered workflow has no picture.
 
     python bench/screenshots.py [--out screenshots] [--chromium /usr/bin/chromium]
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.datasets import all_tasks  # noqa: E402
+from app.datasets import all_workflows  # noqa: E402
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
         old.unlink()
     env = {**os.environ, "VLCURATE_SCREENSHOTS": str(out), "VLCURATE_CHROMIUM": args.chromium}
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/e2e"], cwd=ROOT, env=env, check=True)
-    names = sorted(t.name for t in all_tasks())
+    names = sorted(t.name for t in all_workflows())
     missing = [n for n in names if not (out / f"{n}.png").exists()]
     for name in names:
         print(f"{name:<24} {'missing' if name in missing else out / (name + '.png')}")

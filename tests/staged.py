@@ -1,5 +1,5 @@
-"""An item of any registered task, ready where a test needs it: waiting for annotators in that
-task's stage, or for review there, carried through the dataset's earlier stages by two annotators."""
+"""An item of any registered workflow, ready where a test needs it: waiting for annotators in that
+workflow's stage, or for review there, carried through the dataset's earlier stages by two annotators."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from app.services.imports import imports
 from app.services.projects import projects
 from tests import factories
 
-# An item of each task that isn't in a demo project: (record, the text its view shows, its image URL).
+# An item of each workflow that isn't in a demo project: (record, the text its view shows, its image URL).
 EQUIVALENCE_RECORD = {
     "id": "pair-1", "conclusion_a": "Turn off the tap to save water.", "conclusion_b": "Save water by closing taps.",
     "image": "https://example.org/visargs/poster.png",
 }
 
-# Two differing annotations of each task (on its demo's first record); the first one is also
+# Two differing annotations of each workflow (on its demo's first record); the first one is also
 # what both annotators give in the stages before it. Each with a text only the view of that answer shows.
 ANSWERS: dict[str, tuple[dict, dict, str]] = {
     "generic.choice": ({"choice": "circle"}, {"choice": "square"}, "square"),
@@ -61,7 +61,7 @@ ANSWERS: dict[str, tuple[dict, dict, str]] = {
 
 
 def text_shown(record: dict) -> str:
-    """A text of the item that its view shows, whatever the task."""
+    """A text of the item that its view shows, whatever the workflow."""
     for key in ("caption", "caption_1", "question", "conclusion_a", "text"):
         if isinstance(record.get(key), str):
             return record[key]
@@ -70,35 +70,35 @@ def text_shown(record: dict) -> str:
     return record["stylised"]["question"]
 
 
-def _demo(task_name: str):
-    dataset = dataset_of(task_name)
-    return next((d for d in dataset.demos if task_name in [s.task for s in d.stages]), None)
+def _demo(name: str):
+    dataset = dataset_of(name)
+    return next((d for d in dataset.demos if name in [s.workflow for s in d.stages]), None)
 
 
-def demo_record(task_name: str, folder: Path) -> dict:
-    """The first record of the task's demo (its images written to `folder`)."""
-    demo = _demo(task_name)
+def demo_record(name: str, folder: Path) -> dict:
+    """The first record of the workflow's demo (its images written to `folder`)."""
+    demo = _demo(name)
     return dict(demo.records(folder)[0]) if demo else dict(EQUIVALENCE_RECORD)
 
 
-def item_at(sessions, settings, storage, folder: Path, task_name: str, *, review: bool = True, record: dict | None = None,
+def item_at(sessions, settings, storage, folder: Path, name: str, *, review: bool = True, record: dict | None = None,
             answers: dict[str, dict] | None = None, annotators: tuple[int, int] | None = None):
-    """A project of the task's dataset up to `task_name` with one item (the demo's first record),
+    """A project of the workflow's dataset up to workflow `name` with one item (the demo's first record),
     which two annotators carried through the stages before (both giving `answers[workflow]` where
     given, else the first of ANSWERS); in the last stage the two differ and the item waits for
     review, or with `review=False` it waits for annotators. The two annotators are new users unless
     `annotators` names them (users are slow to make: their passwords are hashed).
     Returns (the last stage's id, the item's id, the item's assets)."""
-    dataset = dataset_of(task_name)
-    chain = [t.name for t in dataset.tasks]
-    chain = chain[: chain.index(task_name) + 1]
-    demo = _demo(task_name)
-    configs = {s.task: dict(s.config) for s in demo.stages} if demo else {}
+    dataset = dataset_of(name)
+    chain = [t.name for t in dataset.workflows]
+    chain = chain[: chain.index(name) + 1]
+    demo = _demo(name)
+    configs = {s.workflow: dict(s.config) for s in demo.stages} if demo else {}
     if record is None:
-        record = demo_record(task_name, folder)
+        record = demo_record(name, folder)
     with transaction(sessions) as s:
         specs = [projects.StageSpec(workflow=w, overlap=2, config=configs.get(w, {})) for w in chain]
-        project = projects.create_project(s, f"views {task_name}", specs)
+        project = projects.create_project(s, f"views {name}", specs)
         source = imports.ImageSource(settings, storage, base=folder)
         try:
             made = imports.import_items(s, project.id, json.dumps(record).encode(), "items.jsonl",
@@ -108,15 +108,15 @@ def item_at(sessions, settings, storage, folder: Path, task_name: str, *, review
         assert made.created == 1
         stage_ids = [st.id for st in projects.stages_of(s, project.id)]
         if annotators is None and (review or len(chain) > 1):
-            annotators = (factories.user(s, f"ann-a-{task_name}"), factories.user(s, f"ann-b-{task_name}"))
+            annotators = (factories.user(s, f"ann-a-{name}"), factories.user(s, f"ann-b-{name}"))
         users = list(annotators or ())
     for workflow, stage_id in zip(chain if review else chain[:-1], stage_ids, strict=False):
         first, second, _ = ANSWERS[workflow]
-        if workflow != task_name and answers and workflow in answers:
+        if workflow != name and answers and workflow in answers:
             first = answers[workflow]
         with transaction(sessions) as s:
             factories.annotation(s, stage_id, users[0], first)
-            factories.annotation(s, stage_id, users[1], second if workflow == task_name else first)
+            factories.annotation(s, stage_id, users[1], second if workflow == name else first)
     with transaction(sessions) as s:
         item = s.scalar(sa.select(Item).where(Item.project_id == project.id))
         assert (item.status, item.stage_id) == ("review" if review else "active", stage_ids[-1])

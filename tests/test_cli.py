@@ -180,7 +180,7 @@ def test_splits_and_export_commands(env, settings, storage, tmp_path):
 
 
 def test_project_create_names_stages_and_adds_follow_on_stages(env, tmp_path):
-    """Stages made from the command line carry their task's name, not the workflow id; one
+    """Stages made from the command line carry their workflow's name, not the workflow id; one
     --workflow gets the stages that follow it (as the web form does) and says so."""
     from app.models import Stage
 

@@ -20,7 +20,7 @@ def _required(stage: StageSettings) -> int:
 
 
 def _applies(stage: StageSettings, data, results) -> bool:
-    """The three tasks' routing rules, written out."""
+    """The three workflows' routing rules, written out."""
     if stage.workflow == RECAPTION:
         return (data.get("caption_source") or stage.config.get("missing_source", "unknown")) in stage.config.get("sources", ("rule-based",))
     if stage.workflow == EXPLANATION:

@@ -49,14 +49,14 @@ def _members(cls) -> set[str]:
 
 
 def test_every_plugin_hook_is_documented():
-    """Every hook of the dataset, task and export-format shapes is in docs/plugins.md, which the
+    """Every hook of the dataset, workflow and export-format shapes is in docs/plugins.md, which the
     README's plugin section links to."""
     from app.datasets.dataset import Dataset
-    from app.datasets.task import Task
+    from app.datasets.workflow import ItemContext, Workflow
     from app.exporters.base import Format
 
     assert "(docs/plugins.md)" in README.split("### Dataset plugins", 1)[1].split("\n## ", 1)[0]
-    for cls in (Dataset, Task, Format):
+    for cls in (Dataset, Workflow, ItemContext, Format):
         missing = sorted(n for n in _members(cls) if f"`{n}`" not in PLUGINS and f"`{n}(" not in PLUGINS)
         assert not missing, f"{cls.__name__} hooks missing from docs/plugins.md: {missing}"
 

@@ -1,4 +1,4 @@
-"""Scoring an answer against a gold item's truth, with the stage task's own comparison, and accuracy intervals."""
+"""Scoring an answer against a gold item's truth, with the workflow's own comparison, and accuracy intervals."""
 
 from __future__ import annotations
 

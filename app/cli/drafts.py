@@ -50,7 +50,7 @@ def kinds_cmd(
         print(json.dumps({"kinds": [k.model_dump() for k in kinds], "versions": [v.model_dump() for v in versions]}, indent=2, ensure_ascii=False))
         return
     if not kinds:
-        console.print(f"Nothing drafts for stage {stage}: no dataset declares a draft kind for its task.")
+        console.print(f"Nothing drafts for stage {stage}: no dataset declares a draft kind for its workflow.")
     for kind in kinds:
         console.print(f"[bold]{kind.name}[/]: {kind.title}", highlight=False)
         console.print(f"  fills {kind.suggestion_kind}; template fields: {', '.join('{' + p + '}' for p in kind.placeholders) or 'none'}",

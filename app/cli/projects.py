@@ -95,11 +95,11 @@ def project_list(
 
 
 def _stage_name(workflow: str) -> str:
-    """A stage's name from its task's title without the dataset in front ("VisArgs: one box per
+    """A stage's name from its workflow's title without the dataset in front ("VisArgs: one box per
     visual premise" → "One box per visual premise"): the project page already names the dataset."""
-    from app.datasets import get_task
+    from app.datasets import get_workflow
 
-    title = get_task(workflow).title.split(": ", 1)[-1]
+    title = get_workflow(workflow).title.split(": ", 1)[-1]
     return title[:1].upper() + title[1:]
 
 
@@ -178,6 +178,9 @@ def suggest(
     stage: Optional[str] = typer.Option(None, help="Only this stage (id or name)."),
     kind: Optional[str] = typer.Option(None, help="Only this suggestion kind, e.g. colorswap.itm."),
     wait: bool = typer.Option(True, help="Follow the jobs with a progress bar until they finish."),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="Also queue the items whose producer failed on them (left alone until their record or images change).",
+    ),
     from_file: Optional[Path] = typer.Option(
         None, "--from", exists=True, dir_okay=False,
         help="Store an outside model's suggestions from this JSONL ({external_id, kind, payload, score} a line) instead of running jobs.",
@@ -195,15 +198,13 @@ def suggest(
     if server:
         _fail("Through --server, suggestions come from a file: give --from FILE (the worker runs the models on the server).")
 
-    from app.worker import availability, jobs, runtime
+    from app.worker import availability, jobs
 
     settings, sessions = _sessions()
-    runtime.configure(settings)
-    with transaction(sessions) as session:
-        target, stage_id = _project_stage(session, project, stage)
-        batches = jobs.missing_batches(session, settings, project_id=target.id, stage_id=stage_id, kind=kind, available_only=False)
+    batches = _missing_batches(settings, sessions, project, stage, kind, retry_failed)
     if not batches:
-        console.print("Every item already has its suggestions; nothing to do.")
+        console.print("Every item already has its suggestions; nothing to do."
+                      + ("" if retry_failed else " (Items that failed are tried again with --retry-failed.)"))
         return
     for k in sorted({b.kind for b in batches}):
         why = availability.unavailable(k, settings)
@@ -220,6 +221,16 @@ def suggest(
     if failed:
         _fail(f"{failed} of {len(job_ids)} jobs failed; the jobs page (/admin/jobs) says why.")
     console.print("Suggestions are in.")
+
+
+def _missing_batches(settings, sessions, project: str, stage: Optional[str], kind: Optional[str], retry_failed: bool):
+    from app.worker import jobs, runtime
+
+    runtime.configure(settings)
+    with transaction(sessions) as session:
+        target, stage_id = _project_stage(session, project, stage)
+        return jobs.missing_batches(session, settings, project_id=target.id, stage_id=stage_id, kind=kind,
+                                    available_only=False, retry_failed=retry_failed)
 
 
 def _project_stage(session, project: str, stage: Optional[str]):

@@ -55,7 +55,7 @@ def equivalence_cmd(
     overlap: int = typer.Option(1, min=1, help="Judges per pair (when the judgement project is created)."),
 ) -> None:
     """Queue differently worded answer pairs (VisArgs conclusions) for reviewers' equivalence judgements."""
-    from app.datasets import get_task
+    from app.datasets import get_workflow
     from app.services.projects import projects
     from app.services.review import equivalence
 
@@ -65,7 +65,7 @@ def equivalence_cmd(
             target = projects.find_project(session, project)
             chosen = [
                 st for st in projects.stages_of(session, target.id)
-                if (stage is None or stage in (st.name, str(st.id))) and get_task(st.workflow).equivalence
+                if (stage is None or stage in (st.name, str(st.id))) and get_workflow(st.workflow).equivalence
             ]
             if not chosen:
                 _fail(f"Project '{target.name}' has no stage{f' {stage!r}' if stage else ''} with free-text answers to judge.")

@@ -8,12 +8,12 @@ from importlib import import_module
 
 from app.datasets.registry import (
     all_datasets,
-    all_tasks,
+    all_workflows,
     dataset_of,
     draft_kinds,
     follow_on,
     get_dataset,
-    get_task,
+    get_workflow,
     producers,
 )
 
@@ -22,4 +22,4 @@ BUILTIN = ("generic", "colorswap", "wikido", "visargs", "voldoger", "artwork")
 for _name in BUILTIN:
     import_module(f"app.datasets.{_name}.dataset")
 
-__all__ = ["all_datasets", "all_tasks", "dataset_of", "draft_kinds", "follow_on", "get_dataset", "get_task", "producers"]
+__all__ = ["all_datasets", "all_workflows", "dataset_of", "draft_kinds", "follow_on", "get_dataset", "get_workflow", "producers"]

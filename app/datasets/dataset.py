@@ -1,9 +1,9 @@
-"""The dataset plugin shape: what a dataset declares once, for all of its stage tasks.
+"""The dataset plugin shape: what a dataset declares once, for all of its workflows.
 
 A dataset (`app/datasets/<name>/dataset.py`) declares its item schema (validates imports),
-which item fields are images, its stage tasks in pipeline order (routing is each task's
+which item fields are images, its workflows in pipeline order (routing is each workflow's
 `applies`), the figures and breakdown of its project page, the suggestion producers of the
-kinds its tasks read and the draft kinds a vision-language model can write for them (`drafts`),
+kinds its workflows read and the draft kinds a vision-language model can write for them (`drafts`),
 and its published export: how a finished item becomes a record of the
 release, which files ship with it, and optional capabilities (boxes for COCO) declared as
 values, never discovered.
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.datasets.draft import DraftKind
 from app.datasets.suggest import Producer
-from app.datasets.task import Task
+from app.datasets.workflow import Workflow
 
 
 class ItemBase(BaseModel):
@@ -36,7 +36,7 @@ class ItemBase(BaseModel):
 
 @dataclass(frozen=True)
 class AnswerFigures:
-    """Project-page figures of one task's finals: how often each of `answers` (the values of
+    """Project-page figures of one workflow's finals: how often each of `answers` (the values of
     payload key `answer`) was given, per value of each item field in `by`; and (title,
     category key, value key) means over a dict the final payload holds under "edits"."""
 
@@ -75,9 +75,9 @@ class Chart:
 
 @dataclass(frozen=True)
 class DemoStage:
-    """A stage of a demo project: its task, name, guidelines (Markdown), configuration and overlap."""
+    """A stage of a demo project: its workflow, name, guidelines (Markdown), configuration and overlap."""
 
-    task: str
+    workflow: str
     name: str
     guidelines: str = ""
     config: Mapping[str, Any] = field(default_factory=dict)
@@ -142,13 +142,13 @@ class Dataset:
     item_schema: ClassVar[type[ItemBase]] = ItemBase
     # JSON pointers into item data whose values are image references.
     image_fields: ClassVar[tuple[str, ...]] = ()
-    # The stage tasks in pipeline order; a new project gets them all, the first one first.
-    tasks: ClassVar[tuple[type[Task], ...]]
+    # The workflows in pipeline order; a new project gets them all, the first one first.
+    workflows: ClassVar[tuple[type[Workflow], ...]]
     # Item fields the project page counts kept and discarded items by (at most two).
     breakdown: ClassVar[tuple[str, ...]] = ()
-    # Figures of tasks' finals on the project page, by task name.
+    # Figures of workflows' finals on the project page, by workflow name.
     figures: ClassVar[Mapping[str, AnswerFigures]] = {}
-    # Producers of the suggestion kinds this dataset's tasks read.
+    # Producers of the suggestion kinds this dataset's workflows read.
     producers: ClassVar[tuple[Producer, ...]] = ()
     # What a vision-language model can draft for this dataset's stages (app.datasets.draft).
     drafts: ClassVar[tuple[DraftKind, ...]] = ()
@@ -184,12 +184,12 @@ class Dataset:
 
     def charts(self, finished: Iterable[Any]) -> list[Chart]:
         """Figures of the project page computed from its finished items (kept and discarded),
-        each with `data`, `source` and `results` (task name -> final); none by default."""
+        each with `data`, `source` and `results` (workflow name -> final); none by default."""
         return []
 
     # -- the published export ----------------------------------------------------------
     # `source` is the record as it came (key order, absent keys and values as imported), or None
-    # for an item stored before records were kept; `results` maps task names to finals.
+    # for an item stored before records were kept; `results` maps workflow names to finals.
     def export_record(self, item: Mapping[str, Any], results: Mapping[str, Any], source: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The item's record in the dataset's published format: by default the record as it came
         with every final's fields put in (existing keys keep their place, new ones go last)."""

@@ -7,7 +7,7 @@ published: `source` says where), the item fields the prompt's template may name,
 sent with it. `to_payload` turns a schema-valid answer into the suggestion payload or raises
 DraftInvalid with the reason (a caption pair whose colours do not swap, a reasoning tree the
 parser refuses); `as_answer` shapes a payload like the stage's human answer, so that a prompt
-version is scored against people with the task's own `compare`.
+version is scored against people with the workflow's own `compare`.
 
 The drafting backends (`app.drafting`) and the job that runs a prompt over a stage read only this.
 """
@@ -33,8 +33,8 @@ def _no_answer(payload: Mapping[str, Any], item: ItemInput) -> dict[str, Any] | 
 class DraftKind:
     name: str  # e.g. "wikido.caption": unique over all datasets
     title: str  # what an admin picks from: "Rewritten caption (LLaVA prompt)"
-    workflows: tuple[str, ...]  # the stage tasks (Task.name) this kind drafts for
-    suggestion_kind: str  # the suggestion kind it stores, read by those tasks' screens
+    workflows: tuple[str, ...]  # the workflows (Workflow.name) this kind drafts for
+    suggestion_kind: str  # the suggestion kind it stores, read by those workflows' screens
     schema: dict[str, Any]  # JSON Schema of the model's answer (an object)
     template: str  # user text, `{field}` placeholders filled from `fields` (str.format_map)
     fields: Callable[[ItemInput], dict[str, str]]  # the named fields of an item for the template

@@ -1,59 +1,59 @@
-"""The dataset registry: datasets register once; the core finds tasks, datasets and producers by name."""
+"""The dataset registry: datasets register once; the core finds workflows, datasets and producers by name."""
 
 from __future__ import annotations
 
 from app.datasets.dataset import Dataset
 from app.datasets.draft import DraftKind
 from app.datasets.suggest import Producer
-from app.datasets.task import Task
+from app.datasets.workflow import Workflow
 from app.errors import Invalid
 
 _DATASETS: dict[str, Dataset] = {}
-_TASKS: dict[str, Task] = {}
+_WORKFLOWS: dict[str, Workflow] = {}
 _OWNERS: dict[str, Dataset] = {}
 
 
 def register(cls: type[Dataset]) -> type[Dataset]:
-    """Register a dataset and its tasks (a class decorator); names must be new."""
+    """Register a dataset and its workflows (a class decorator); names must be new."""
     dataset = cls()
     if cls.name in _DATASETS:
         raise ValueError(f"a dataset named {cls.name!r} is registered already")
-    tasks = [t() for t in cls.tasks]
-    for task in tasks:
-        if task.name in _TASKS:
-            raise ValueError(f"a task named {task.name!r} is registered already")
+    workflows = [t() for t in cls.workflows]
+    for workflow in workflows:
+        if workflow.name in _WORKFLOWS:
+            raise ValueError(f"a workflow named {workflow.name!r} is registered already")
     _DATASETS[cls.name] = dataset
-    for task in tasks:
-        _TASKS[task.name], _OWNERS[task.name] = task, dataset
+    for workflow in workflows:
+        _WORKFLOWS[workflow.name], _OWNERS[workflow.name] = workflow, dataset
     return cls
 
 
 def unregister(name: str) -> None:
-    """Forget a dataset and its tasks (for datasets registered by tests)."""
+    """Forget a dataset and its workflows (for datasets registered by tests)."""
     dataset = _DATASETS.pop(name)
-    for task in dataset.tasks:
-        _TASKS.pop(task.name, None)
-        _OWNERS.pop(task.name, None)
+    for workflow in dataset.workflows:
+        _WORKFLOWS.pop(workflow.name, None)
+        _OWNERS.pop(workflow.name, None)
 
 
-def get_task(name: str) -> Task:
+def get_workflow(name: str) -> Workflow:
     try:
-        return _TASKS[name]
+        return _WORKFLOWS[name]
     except KeyError:
-        known = ", ".join(sorted(_TASKS)) or "none"
+        known = ", ".join(sorted(_WORKFLOWS)) or "none"
         raise Invalid(f"Unknown workflow '{name}'. Known workflows: {known}.") from None
 
 
-def dataset_of(task_name: str) -> Dataset:
-    """The dataset a stage task belongs to."""
-    get_task(task_name)
-    return _OWNERS[task_name]
+def dataset_of(name: str) -> Dataset:
+    """The dataset a stage workflow belongs to."""
+    get_workflow(name)
+    return _OWNERS[name]
 
 
-def follow_on(task_name: str) -> tuple[str, ...]:
-    """The tasks that come after this one in its dataset's pipeline (a new project adds them)."""
-    names = [t.name for t in dataset_of(task_name).tasks]
-    return tuple(names[names.index(task_name) + 1 :])
+def follow_on(name: str) -> tuple[str, ...]:
+    """The workflows that come after this one in its dataset's pipeline (a new project adds them)."""
+    names = [t.name for t in dataset_of(name).workflows]
+    return tuple(names[names.index(name) + 1 :])
 
 
 def get_dataset(name: str) -> Dataset:
@@ -63,8 +63,8 @@ def get_dataset(name: str) -> Dataset:
         raise Invalid(f"Unknown dataset '{name}'. Known datasets: {', '.join(sorted(_DATASETS))}.") from None
 
 
-def all_tasks() -> list[Task]:
-    return [_TASKS[k] for k in sorted(_TASKS)]
+def all_workflows() -> list[Workflow]:
+    return [_WORKFLOWS[k] for k in sorted(_WORKFLOWS)]
 
 
 def all_datasets() -> list[Dataset]:

@@ -37,18 +37,22 @@ class Produced:
 
 @dataclass
 class Failed:
-    """An item the producer could not compute, and why (one line naming the item and the image)."""
+    """An item the producer could not compute, and why (one line naming the item and the image), with
+    the model that tried: the worker records it, and reconcile leaves the item alone until its inputs change."""
 
     item_id: int
     reason: str
+    model: str = ""
+    model_version: str = ""
 
 
-def image_failure(item: ItemInput, what: str, why: str) -> Failed:
-    return Failed(item.id, f"item {item.id}: {what} cannot be read ({why})")
+def image_failure(item: ItemInput, what: str, why: str, by: tuple[str, str] = ("", "")) -> Failed:
+    """`by`: the model's name and version."""
+    return Failed(item.id, f"item {item.id}: {what} cannot be read ({why})", *by)
 
 
-def not_stored(item: ItemInput, what: str) -> Failed:
-    return Failed(item.id, f"item {item.id}: {what} is named by URL and not stored, so it cannot be read")
+def not_stored(item: ItemInput, what: str, by: tuple[str, str] = ("", "")) -> Failed:
+    return Failed(item.id, f"item {item.id}: {what} is named by URL and not stored, so it cannot be read", *by)
 
 
 @dataclass(frozen=True)

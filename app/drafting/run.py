@@ -28,7 +28,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import jsontext
-from app.datasets import draft_kinds, get_task
+from app.datasets import draft_kinds, get_workflow
 from app.datasets.draft import DraftInvalid, DraftKind
 from app.datasets.suggest import ItemInput
 from app.db import transaction
@@ -186,7 +186,7 @@ def check(kind: DraftKind, reply: DraftReply, item: ItemInput, settings) -> Chec
         payload = kind.to_payload(value, item)
     except DraftInvalid as exc:
         return Checked(None, f"refused by {kind.name}: {exc}")
-    if problems := get_task(kind.workflows[0]).check_suggestion(kind.suggestion_kind, payload):
+    if problems := get_workflow(kind.workflows[0]).check_suggestion(kind.suggestion_kind, payload):
         return Checked(None, f"refused by {kind.name}: " + "; ".join(problems))
     try:
         json.dumps(payload, ensure_ascii=False).encode("utf-8")

@@ -35,7 +35,7 @@ Progress = Callable[[int, int], None]
 
 
 def project_dataset(session: Session, project_id: int) -> Dataset:
-    """The dataset a project curates (its stages' tasks all belong to it)."""
+    """The dataset a project curates (its stages' workflows all belong to it)."""
     first = session.scalar(sa.select(Stage.workflow).where(Stage.project_id == project_id).order_by(Stage.position).limit(1))
     return dataset_of(first)
 
@@ -68,8 +68,8 @@ def write_export(
     """Write the export under `root` and return its manifest (also written as manifest.json).
     `gold` is the stages' gold items as lines (never in the data files), written to `gold.jsonl` beside them."""
     project = session.get(Project, project_id)
-    tasks = session.scalars(sa.select(Stage.workflow).where(Stage.project_id == project_id).order_by(Stage.position)).all()
-    dataset = dataset_of(tasks[0])
+    workflows = session.scalars(sa.select(Stage.workflow).where(Stage.project_id == project_id).order_by(Stage.position)).all()
+    dataset = dataset_of(workflows[0])
     writer = get_format(fmt, dataset)
     splits = definition.order if definition is not None else [ALL]
     root.mkdir(parents=True, exist_ok=True)
@@ -88,7 +88,7 @@ def write_export(
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "project": project.name,
-        "workflow": tasks[-1],
+        "workflow": workflows[-1],
         "format": fmt,
         "splits": counts,
         "split_order": splits,

@@ -1,7 +1,7 @@
 """Finished items of a project as batches of rows, streamed from a server-side cursor.
 
 Rows stream in batches (`BATCH` items), so memory stays flat in the number of items. Each row
-carries the item's data, stored images and the latest final of every stage by task name, and,
+carries the item's data, stored images and the latest final of every stage by workflow name, and,
 when asked, its provenance (annotators, revisions, timestamps, finals, suggestion outcomes).
 """
 

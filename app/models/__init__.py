@@ -10,7 +10,7 @@ from app.models.gold import AnnotatorFlag, GoldItem, ImageHash, LeakReport
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRequest, JobRun
 from app.models.projects import Project, Stage, StageSample
-from app.models.suggestions import Suggestion, SuggestionOutcome
+from app.models.suggestions import Suggestion, SuggestionFailure, SuggestionOutcome
 from app.models.users import ApiToken, LoginThrottle, Role, User, WebSession
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "StageCount",
     "StageSample",
     "Suggestion",
+    "SuggestionFailure",
     "SuggestionOutcome",
     "User",
     "WebSession",

@@ -1,4 +1,5 @@
-"""Model suggestions: what a model proposed for an item in a stage, with its name, version and score."""
+"""Model suggestions: what a model proposed for an item in a stage, with its name, version and score;
+and the items a producer could not compute, with why."""
 
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,25 @@ class Suggestion(Base):
     latency_ms: Mapped[int | None]
     prompt_tokens: Mapped[int | None]
     completion_tokens: Mapped[int | None]
+    created_at: Mapped[datetime] = created_at()
+
+
+class SuggestionFailure(Base):
+    """An item a suggestion kind's producer could not compute (a corrupt or unstored image), with
+    why, the model that tried, and a fingerprint of the item's record and images as they were read
+    (`inputs`): reconcile leaves the item alone until those change or an admin asks again."""
+
+    __tablename__ = "suggestion_failures"
+    __table_args__ = (sa.UniqueConstraint("item_id", "stage_id", "kind"),)
+
+    id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    item_id: Mapped[int] = mapped_column(sa.ForeignKey("items.id", ondelete="CASCADE"))
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(sa.String(64))
+    model: Mapped[str] = mapped_column(sa.Text, server_default="")
+    model_version: Mapped[str] = mapped_column(sa.Text, server_default="")
+    inputs: Mapped[str] = mapped_column(sa.String(32))  # md5 of the item's data and assets (`suggestion_failures.INPUTS`)
+    reason: Mapped[str] = mapped_column(sa.Text)
     created_at: Mapped[datetime] = created_at()
 
 

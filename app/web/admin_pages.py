@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import DomainError
 from app.models import Role
+from app.services.annotation import suggestion_failures
 from app.services.projects import jobs_view
 from app.services.users import login_throttle, users as users_service
 from app.web.deps import Db, Id, Principal, csrf_protect, page_role, savepoint
@@ -122,10 +123,14 @@ def _worker_context(session: Session, request: Request) -> dict:
 
 @router.get("/jobs")
 def jobs_page(request: Request, session: Db, user: Principal = Depends(admin_only)):
-    """Background jobs: periodic tasks one line each, then one-off jobs with their project and stage;
-    the section refreshes itself every 2 s and says when no worker is alive."""
+    """Background jobs: periodic tasks one line each, then one-off jobs with their project and stage,
+    then the items a suggestion producer failed on; the section refreshes itself every 2 s and says
+    when no worker is alive."""
+    failed_total, failed = suggestion_failures.recent(session)
     ctx = {
         "jobs": jobs_view.recent_jobs(session),
+        "failed_total": failed_total,
+        "failed": failed,
         "periodic": jobs_view.periodic_jobs(session),
         "counts": jobs_view.counts(session),
         "show_alive": True,

@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.orm import Session
 from vlcurate.models import MAX_SECONDS_SPENT
 
-from app.datasets import get_task
+from app.datasets import get_workflow
 from app.db import transaction
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
@@ -63,15 +63,14 @@ def _nothing_left(request: Request, session: Session, stage_id: int, user: Princ
 
 def _screen_context(request: Request, session: Session, assignment_id: int, user: Principal, values: dict | None = None) -> dict:
     screen = annotation.open_assignment(session, assignment_id, user.id)
-    workflow = get_task(screen.stage.workflow)
-    item, config = screen.item.data, screen.stage.config
+    workflow = get_workflow(screen.stage.workflow)
     if values is None:
         if screen.draft:
             values = screen.draft
         elif screen.previous is not None:  # sent back or opened again: the annotator revises what they gave
-            values = workflow.payload_values(screen.previous, item, config, screen.results)
+            values = workflow.payload_values(screen.item_context, screen.previous)
         else:
-            values = workflow.initial_values(item, config, results=screen.results, suggestions=screen.suggestions)
+            values = workflow.initial_values(screen.item_context)
     return {
         **workflow_screen(workflow, screen, values, f"/assignments/{assignment_id}/check"),
         "assignment": screen.assignment,
@@ -89,18 +88,16 @@ def _screen_context(request: Request, session: Session, assignment_id: int, user
 def workflow_screen(workflow, screen, values: dict, check_url: str) -> dict:
     """What a workflow's template needs, for an annotator's screen or a reviewer's editor;
     `screen` has the item, stage, earlier results and suggestions."""
-    item, config = screen.item.data, screen.stage.config
+    ctx = screen.item_context
     return {
-        "item": item,
+        "item": ctx.item,
         "item_id": screen.item.id,
         "assets": screen.item.assets,
         "stage": screen.stage,
         "workflow": workflow,
         "values": values,
-        "extra": workflow.screen_context(
-            item, config, assets=screen.item.assets, results=screen.results, suggestions=screen.suggestions, values=values
-        ),
-        "live": workflow.live_check(item, values, config, screen.results) if workflow.has_live_check else None,
+        "extra": workflow.screen_context(ctx, values),
+        "live": workflow.live_check(ctx, values) if workflow.has_live_check else None,
         "check_url": check_url,
     }
 
@@ -213,10 +210,10 @@ def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answ
 def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
     """Re-render the workflow's `live_check` block for the posted form values; `screen` has the item,
     stage and earlier results (an annotator's assignment or a reviewed item)."""
-    workflow = get_task(screen.stage.workflow)
+    workflow = get_workflow(screen.stage.workflow)
     if not workflow.has_live_check:
         raise NotFound("This workflow has no live check.")
-    live = workflow.live_check(screen.item.data, values, screen.stage.config, screen.results)
+    live = workflow.live_check(screen.item_context, values)
     # This endpoint answers with the fragment whoever asks: each workflow's block targets its own element.
     return render(request, workflow.template, {"live": live, "values": values}, block="live_check")
 

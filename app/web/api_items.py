@@ -8,7 +8,7 @@ from typing import Literal
 from fastapi import Body, Depends, File, Form, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 
-from app.datasets import get_task
+from app.datasets import get_workflow
 from app.db import transaction
 from app.exporters import formats_for, project_dataset
 from app.models import Role
@@ -98,7 +98,7 @@ def project_settings(project_id: Id, session: Db, user: Principal = Depends(api_
         stages=[
             StageSettings(id=s.id, name=s.name, workflow=s.workflow, position=s.position, overlap=s.overlap, lease_seconds=s.lease_seconds,
                           sample_size=s.sample_size, sample_seed=s.sample_seed, guidelines=s.guidelines, config=s.config,
-                          suggestion_kinds=list(get_task(s.workflow).suggestion_kinds))
+                          suggestion_kinds=list(get_workflow(s.workflow).suggestion_kinds))
             for s in projects.stages_of(session, project_id)
         ],
     )

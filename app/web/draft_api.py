@@ -67,7 +67,7 @@ PROMPT_IDS = Query(..., alias="prompts", max_length=200, description="Prompt ver
 
 @router.get("/stages/{stage_id}/draft-kinds", response_model=list[DraftKindOut])
 def list_kinds(stage_id: Id, session: Db, user: Principal = Depends(admin)):
-    """What a model can draft for the stage's task, each with its default prompt and answer schema."""
+    """What a model can draft for the stage's workflow, each with its default prompt and answer schema."""
     return [kind_out(k) for k in prompts.kinds_for(projects.get_stage(session, stage_id))]
 
 

@@ -13,7 +13,7 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
 from app import jsontext
-from app.datasets import all_tasks, follow_on, get_task
+from app.datasets import all_workflows, follow_on, get_workflow
 from app.errors import DomainError, Invalid
 from app.lifecycle import ItemStatus
 from app.models import Role
@@ -48,12 +48,12 @@ def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stag
     pipeline (its name, guidelines and configuration, and the keys that configuration may set)."""
     values = {k: str(form.get(k, default)) for k, default in PROJECT_FIELDS.items()}
     try:
-        chain = (get_task(values["workflow"]).name, *follow_on(values["workflow"]))
+        chain = (get_workflow(values["workflow"]).name, *follow_on(values["workflow"]))
     except Invalid:
         chain = ()
     stages = [
         {
-            "index": i, "workflow": w, "title": get_task(w).title, "settings": get_task(w).config_keys(),
+            "index": i, "workflow": w, "title": get_workflow(w).title, "settings": get_workflow(w).config_schema.descriptions(),
             "name": str(form.get(f"stage_name_{i}", "")), "guidelines": str(form.get(f"guidelines_{i}", "")),
             "config": str(form.get(f"config_{i}", "")), "error": (stage_errors or {}).get(i),
         }
@@ -61,7 +61,7 @@ def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stag
     ]
     return {
         # A workflow that builds on another is added with it, never chosen on its own.
-        "workflows": [{"name": t.name, "title": t.title, "follow_on": follow_on(t.name)} for t in all_tasks() if not t.requires],
+        "workflows": [{"name": t.name, "title": t.title, "follow_on": follow_on(t.name)} for t in all_workflows() if not t.requires],
         "form": values, "stages": stages,
         "error": error.message if error else None, "errors": error.errors if error else [],
         # The field in error takes the focus (and so scrolls into view) and shows the message beside it.
@@ -115,7 +115,7 @@ def _stage_specs(form: Mapping[str, Any]) -> tuple[list[projects.StageSpec], dic
         if i == 0 and form["choices"].strip() and isinstance(config, dict):
             config = {**config, "choices": [c.strip() for c in form["choices"].split(",") if c.strip()]}
         try:
-            spec.config = get_task(spec.workflow).validate_config(config)
+            spec.config = get_workflow(spec.workflow).config_schema.check_stage(config, spec.workflow)
         except Invalid as exc:
             problems[i] = " ".join([exc.message, *exc.errors])
         spec.name = str(form.get(f"stage_name_{i}", "")).strip() or None

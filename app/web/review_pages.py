@@ -9,7 +9,7 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
 from app import jsontext
-from app.datasets import get_task
+from app.datasets import get_workflow
 from app.errors import DomainError, Invalid
 from app.models import Role
 from app.services.annotation import suggestions
@@ -53,14 +53,14 @@ def take_back(stage_id: Id, item_id: BigId, session: Db, user: Principal = Depen
 def _screen_context(session: Session, stage_id: int, item_id: int, reviewer_id: int, **extra) -> dict:
     screen = review.open_review(session, stage_id, item_id)
     project = projects.get_project(session, screen.stage.project_id)
-    shown = (screen.stage.config, screen.results, screen.sizes)
+    ctx = screen.item_context
     annotations = [
         {
             "id": a.annotation_id,
             "annotator": a.annotator,
             "submitted_at": a.submitted_at,
             "seconds": a.seconds_spent,
-            "shown": answer_view(screen.stage.workflow, a.payload, screen.item, *shown),
+            "shown": answer_view(screen.stage.workflow, ctx, a.payload),
             "json": json.dumps(a.payload, ensure_ascii=False, indent=2),
         }
         for a in screen.annotations
@@ -71,7 +71,7 @@ def _screen_context(session: Session, stage_id: int, item_id: int, reviewer_id: 
         "item": screen.item.data,
         "item_id": screen.item.id,
         "status": screen.item.status,
-        "shown_item": item_view(screen.stage.workflow, screen.item, *shown),
+        "shown_item": item_view(screen.stage.workflow, ctx),
         "differing": screen.differing,
         "annotations": annotations,
         "final_text": extra.pop("final_text", None) or (annotations[0]["json"] if annotations else "{}"),
@@ -128,10 +128,10 @@ def _editor_context(session: Session, stage_id: int, item_id: int, start: int | 
     screen = review.open_review(session, stage_id, item_id)
     project = projects.get_project(session, screen.stage.project_id)
     screen.suggestions = suggestions.for_item(session, item_id, stage_id)
-    workflow = get_task(screen.stage.workflow)
+    workflow = get_workflow(screen.stage.workflow)
     chosen = next((a for a in screen.annotations if a.annotation_id == start), screen.annotations[0] if screen.annotations else None)
     if values is None:
-        values = workflow.payload_values(chosen.payload, screen.item.data, screen.stage.config, screen.results) if chosen else {}
+        values = workflow.payload_values(screen.item_context, chosen.payload) if chosen else {}
     return {
         **workflow_screen(workflow, screen, values, f"/stages/{stage_id}/review/{item_id}/check"),
         "project": project,
@@ -154,7 +154,7 @@ def review_edit_submit(request: Request, stage_id: Id, item_id: BigId, session: 
     comment = answer.meta.get("comment") or ""
     try:
         with savepoint(session):
-            payload = get_task(projects.get_stage(session, stage_id).workflow).form_to_payload(answer.values)
+            payload = get_workflow(projects.get_stage(session, stage_id).workflow).form_to_payload(answer.values)
             review.resolve(session, stage_id, item_id, user.id, payload=payload, comment=comment)
     except DomainError as exc:
         start = int(answer.meta["start"]) if (answer.meta.get("start") or "").isdigit() else None
@@ -173,7 +173,7 @@ def review_live_check(request: Request, stage_id: Id, item_id: BigId, session: D
 @router.get("/items/{item_id}/history")
 def history(request: Request, item_id: BigId, session: Db, user: Principal = Depends(reviewer_only)):
     """An item's full history: annotations (every revision), finals, suggestions and reviews, who and when,
-    each answer shown as its stage's task shows it."""
+    each answer shown as its stage's workflow shows it."""
     found = review.item_history(session, item_id)
     project = projects.get_project(session, found.item.project_id)
     return render(request, "review/history.html", {
@@ -225,7 +225,7 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
             names, matrix, metric = agreement.pair_matrix(stored.report, name)
             facets.append({"name": name, "figures": figures, "names": names, "metric": metric, **heatmap(matrix)})
     judging = None
-    if get_task(stage.workflow).equivalence:
+    if get_workflow(stage.workflow).equivalence:
         found = equivalence.judging_stage(session, stage)
         judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
     report = accuracy.accuracy_report(session, stage_id)

@@ -369,9 +369,9 @@ class TextSimilarity:
 def soft_match_embedder(workflow: str):
     """MiniLM's text embedding for soft-matched Jaccard when the workflow has text-set facets
     and the worker extra is installed; None otherwise (the report then says where it comes from)."""
-    from app.datasets import get_task
+    from app.datasets import get_workflow
 
-    if "set" not in get_task(workflow).facets.values():
+    if "set" not in get_workflow(workflow).facets.values():
         return None
     try:
         return text_similarity().embed

@@ -4,7 +4,8 @@
 stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
 twice). `draft(prompt_id, item_ids)` runs a prompt version over a batch on the "draft" queue
 (`app.drafting.run`), so a GPU box can take only drafting (`vlcurate worker --queues draft`). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
-(a killed worker), enqueues batches for items that lack a suggestion a stage reads, queues again
+(a killed worker), enqueues batches for items that lack a suggestion a stage reads (but not those
+whose producer failed on them, until their record or images change: `suggestion_failures`), queues again
 the exports, leak reports and agreement reports that were asked for but have no job (their defer
 failed), and drops its own succeeded runs older than a day. A defer cannot share the caller's
 transaction; reconcile is what makes the queue catch up regardless.
@@ -28,11 +29,12 @@ from procrastinate.exceptions import AlreadyEnqueued, AppNotOpen
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.datasets import get_task, producers
+from app.datasets import get_workflow, producers
 from app.db import QUEUE_POOL_SIZE, database_url, get_engine, session_factory, transaction
 from app.errors import DomainError
 from app.lifecycle import ItemStatus
 from app.models import Export, Item, JobRequest, Stage, Suggestion
+from app.services.annotation import suggestion_failures
 from app.services.imports import imports
 from app.services.users import web_sessions
 from app.settings import Settings
@@ -277,9 +279,10 @@ class Batch:
 
 def missing_batches(
     session: Session, settings: Settings, *, project_id: int | None = None, stage_id: int | None = None,
-    kind: str | None = None, available_only: bool = True,
+    kind: str | None = None, available_only: bool = True, retry_failed: bool = False,
 ) -> list[Batch]:
-    """Batches of active items lacking a suggestion kind that their stage reads."""
+    """Batches of active items lacking a suggestion kind that their stage reads. An item whose
+    producer failed on it is left out while its inputs are unchanged, unless `retry_failed`."""
     q = sa.select(Stage)
     if project_id is not None:
         q = q.where(Stage.project_id == project_id)
@@ -287,13 +290,14 @@ def missing_batches(
         q = q.where(Stage.id == stage_id)
     batches, known = [], producers()
     for stage in session.scalars(q.order_by(Stage.id)):
-        for k in get_task(stage.workflow).suggestion_kinds:
+        for k in get_workflow(stage.workflow).suggestion_kinds:
             if (kind and k != kind) or k not in known or (available_only and unavailable(k, settings)):
                 continue
             has = sa.exists().where(Suggestion.item_id == Item.id, Suggestion.stage_id == stage.id, Suggestion.kind == k)
-            ids = session.scalars(
-                sa.select(Item.id).where(Item.stage_id == stage.id, Item.status == ItemStatus.active, ~has).order_by(Item.id)
-            ).all()
+            wanted = sa.select(Item.id).where(Item.stage_id == stage.id, Item.status == ItemStatus.active, ~has)
+            if not retry_failed:
+                wanted = wanted.where(~suggestion_failures.failed_unchanged(stage.id, k))
+            ids = session.scalars(wanted.order_by(Item.id)).all()
             size = settings.worker_batch_size
             batches += [Batch(stage.id, k, list(ids[i : i + size])) for i in range(0, len(ids), size)]
     return batches

@@ -1,4 +1,4 @@
-"""Scoring answers against gold truth with each task's own comparison, and the accuracy interval."""
+"""Scoring answers against gold truth with each workflow's own comparison, and the accuracy interval."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.agreement.gold import accuracy, answer_score
-from app.datasets import get_task
+from app.datasets import get_workflow
 
 PLANTED = (1.0, 0.8, 0.5)
 
@@ -17,9 +17,9 @@ def planted(truths, right, wrong, p):
     return [right(t) if int((k + 1) * p + 1e-9) > int(k * p + 1e-9) else wrong(t) for k, t in enumerate(truths)]
 
 
-def measured(workflow, truths, answers):
-    task = get_task(workflow)
-    return [answer_score(task.facets, task.facet_values(t), task.facet_values(a)) for t, a in zip(truths, answers)]
+def measured(name, truths, answers):
+    workflow = get_workflow(name)
+    return [answer_score(workflow.facets, workflow.facet_values(t), workflow.facet_values(a)) for t, a in zip(truths, answers)]
 
 
 def box(x, y, w=40.0, h=30.0):
@@ -62,7 +62,7 @@ def test_planted_accuracy_on_40_gold_items_is_measured_with_an_interval_containi
 
 
 def test_a_box_under_half_overlap_is_wrong_and_the_matching_is_one_to_one():
-    facets = get_task("visargs.grounding").facets
+    facets = get_workflow("visargs.grounding").facets
     truth = {"boxes": [box(0, 0), box(100, 0)]}
     assert answer_score(facets, truth, {"boxes": [box(100, 0), box(0, 0)]}) == 1.0
     assert answer_score(facets, truth, {"boxes": [box(0, 0), box(0, 0)]}) == 0.5

@@ -1,37 +1,38 @@
-"""The dataset and task plugin shapes: the registry, default consolidation, the generic.choice task, editors."""
+"""The dataset and workflow plugin shapes: the registry, default consolidation, the generic.choice workflow, editors."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.datasets import all_datasets, all_tasks, dataset_of, get_task
+from app.datasets import all_datasets, all_workflows, dataset_of, get_workflow
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
 
 def test_majority_consolidation():
-    wf = get_task("generic.choice")
-    assert wf.consolidate([{"choice": "a"}], {}).final == {"choice": "a"}
-    out = wf.consolidate([{"choice": "a"}, {"choice": "b"}, {"choice": "a"}], {})
+    wf = get_workflow("generic.choice")
+    assert wf.consolidate(ItemContext({}), [{"choice": "a"}]).final == {"choice": "a"}
+    out = wf.consolidate(ItemContext({}), [{"choice": "a"}, {"choice": "b"}, {"choice": "a"}])
     assert out.final == {"choice": "a"} and not out.needs_review
-    tie = wf.consolidate([{"choice": "a"}, {"choice": "b"}], {})
+    tie = wf.consolidate(ItemContext({}), [{"choice": "a"}, {"choice": "b"}])
     assert tie.final is None and tie.needs_review
 
 
 def test_generic_choice_validation_uses_item_then_stage_choices():
-    wf = get_task("generic.choice")
-    assert wf.validate_annotation({"choices": ["x", "y"]}, {"choice": "y"}, {}) == {"choice": "y"}
-    assert wf.validate_annotation({}, {"choice": "b"}, {"choices": ["a", "b"]}) == {"choice": "b"}
+    wf = get_workflow("generic.choice")
+    assert wf.validate_annotation(ItemContext({"choices": ["x", "y"]}), {"choice": "y"}) == {"choice": "y"}
+    assert wf.validate_annotation(ItemContext({}, {"choices": ["a", "b"]}), {"choice": "b"}) == {"choice": "b"}
     with pytest.raises(Invalid) as err:
-        wf.validate_annotation({}, {}, {"choices": ["a"]})
+        wf.validate_annotation(ItemContext({}, {"choices": ["a"]}), {})
     assert err.value.errors == ["field 'choice': Field required"]
 
 
 def test_unknown_workflow_names_the_known_ones():
-    names = [w.name for w in all_tasks()]
+    names = [w.name for w in all_workflows()]
     assert names == sorted(names)
     assert {"generic.choice", "colorswap.filter", "wikido.verify", "visargs.premises"} <= set(names)
     with pytest.raises(Invalid) as err:
-        get_task("colorswap.nope")
+        get_workflow("colorswap.nope")
     assert err.value.message == f"Unknown workflow 'colorswap.nope'. Known workflows: {', '.join(names)}."
 
 
@@ -64,13 +65,13 @@ STORED = {
 }
 
 
-@pytest.mark.parametrize("workflow", [t.name for t in all_tasks()])
+@pytest.mark.parametrize("workflow", [t.name for t in all_workflows()])
 def test_editors_show_a_stored_payload_and_give_it_back(workflow):
-    w = get_task(workflow)
+    w = get_workflow(workflow)
     assert workflow in STORED, f"add stored payloads of {workflow} to STORED"
     for payload in STORED[workflow]:
         stored = w.annotation_schema.model_validate(payload).model_dump(mode="json")
-        values = w.payload_values(stored, {}, {}, {})
+        values = w.payload_values(ItemContext({}), stored)
         # The browser posts strings: numbers in inputs come back as text.
         posted = {k: ([str(x) for x in v] if isinstance(v, list) else str(v)) for k, v in values.items()}
         again = w.annotation_schema.model_validate(w.form_to_payload(posted)).model_dump(mode="json")
@@ -78,18 +79,18 @@ def test_editors_show_a_stored_payload_and_give_it_back(workflow):
 
 
 def test_every_task_belongs_to_exactly_one_dataset_in_pipeline_order():
-    owned = [t.name for d in all_datasets() for t in d.tasks]
-    assert sorted(owned) == sorted(t.name for t in all_tasks()) and len(owned) == len(set(owned))
+    owned = [t.name for d in all_datasets() for t in d.workflows]
+    assert sorted(owned) == sorted(t.name for t in all_workflows()) and len(owned) == len(set(owned))
     for dataset in all_datasets():
-        names = [t.name for t in dataset.tasks]
-        for position, task in enumerate(dataset.tasks):
-            assert dataset_of(task.name) is dataset
-            # A task that builds on another comes after it in its own dataset's pipeline.
-            assert task.requires is None or task.requires in names[:position], task.name
+        names = [t.name for t in dataset.workflows]
+        for position, workflow in enumerate(dataset.workflows):
+            assert dataset_of(workflow.name) is dataset
+            # A workflow that builds on another comes after it in its own dataset's pipeline.
+            assert workflow.requires is None or workflow.requires in names[:position], workflow.name
 
 
 def test_compare_is_the_mean_over_facets():
-    wikido = get_task("wikido.verify")
+    wikido = get_workflow("wikido.verify")
     same = {"verdict": "correct"}
     assert wikido.compare(same, dict(same)) == 1.0
     # Both hallucinated, same verdict, struck words overlapping in 1 of 3 positions.

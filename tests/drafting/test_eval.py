@@ -1,5 +1,5 @@
 """Evaluating prompt versions against people: agreement of drafts with finals equal to the agreement
-module computed directly (kappa for a label task, the task's mean agreement for a set task), with
+module computed directly (kappa for a label workflow, the workflow's mean agreement for a set workflow), with
 the acceptance, schema-valid share, latency and tokens beside it, and the per-item rows as Parquet."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _items(session, project_id: int, stage_id: int, n: int) -> list[int]:
 
 def test_a_set_task_is_scored_by_its_mean_agreement(session):
     """visargs.premises with its own draft kind: a discard label and a premise set; a draft's score is
-    the task's mean over both facets (the label agrees, the set by Jaccard), averaged over items with a
+    the workflow's mean over both facets (the label agrees, the set by Jaccard), averaged over items with a
     bootstrap interval."""
     pid, (stage_id, *_) = factories.project(session, ["visargs.premises"])
     prompt = factories.prompt(session, stage_id, "visargs.visual_premises")

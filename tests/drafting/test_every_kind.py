@@ -1,5 +1,5 @@
 """Every dataset's draft kind, end to end: an item imported with its images into a stage that runs the
-kind's task (the earlier stages finished by people), the kind's default prompt version, a run on the
+kind's workflow (the earlier stages finished by people), the kind's default prompt version, a run on the
 job queue through a real OpenAI-compatible server, and the stage's screen.
 
 - Against the fault-injecting stub answering the kind's valid answer (`test_kinds.DEMO_ANSWERS`): the
@@ -130,7 +130,7 @@ def test_every_kind_through_transformers_serve_is_checked_and_random_answers_are
     committed, settings, storage, client, vlm_server, tiny_vlm, tmp_path
 ):
     cfg = with_drafters(settings, tmp_path, tiny={"backend": "openai", "base_url": vlm_server, "model": str(tiny_vlm), "max_in_flight": 8})
-    stages: dict[str, tuple[int, int]] = {}  # task: (stage, item); WikiDO's two kinds draft the same item
+    stages: dict[str, tuple[int, int]] = {}  # workflow: (stage, item); WikiDO's two kinds draft the same item
     drafted: dict[str, tuple[int, int, int]] = {}  # kind: (stage, item, prompt)
     for name, kind in sorted(KINDS.items()):
         workflow = kind.workflows[0]

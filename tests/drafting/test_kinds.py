@@ -1,7 +1,7 @@
 """The datasets' draft kinds, over records shaped like the releases': each prompt renders with the kind's
 fields; a schema-valid model answer becomes the payload the stage's screen reads (its own code takes it, and
 taking it with the screen's one key gives a valid answer); a bad answer is refused with its reason; and a
-draft equal to the human final scores 1.0 with the task's own compare, a different one less."""
+draft equal to the human final scores 1.0 with the workflow's own compare, a different one less."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 import sqlalchemy as sa
 
 from app.agreement.entities import scores
-from app.datasets import dataset_of, draft_kinds, get_dataset, get_task
+from app.datasets import dataset_of, draft_kinds, get_dataset, get_workflow
 from app.datasets.artwork.drafts import reference_score
 from app.datasets.draft import DraftInvalid, DraftKind
 from app.datasets.suggest import ItemInput
 from app.datasets.voldoger.release import join
+from app.datasets.workflow import ItemContext
 from app.db import transaction
 from app.models import Asset, Item, ItemResult, Stage
 from app.services.annotation import suggestions
@@ -67,12 +68,12 @@ def test_every_kind_is_declared_whole(name):
     assert "{" not in kind.system and kind.source and kind.title
     assert check_settings(dict(kind.settings)) == dict(kind.settings)
     for workflow in kind.workflows:
-        assert kind.suggestion_kind in get_task(workflow).suggestion_kinds  # the screen reads what it stores
+        assert kind.suggestion_kind in get_workflow(workflow).suggestion_kinds  # the screen reads what it stores
         assert kind in dataset_of(workflow).drafts
 
 
 # -- WikiDO -----------------------------------------------------------------------------------
-VERIFY = get_task("wikido.verify")
+VERIFY = get_workflow("wikido.verify")
 
 
 def test_wikido_caption_rewritten_with_the_llava_prompt_fills_the_corrected_caption():
@@ -84,13 +85,13 @@ def test_wikido_caption_rewritten_with_the_llava_prompt_fills_the_corrected_capt
     payload = kind.to_payload(answer(kind, {"caption": "The  nave of Saint Paul's church\nin Paris."}), item)
     assert payload == {"caption": "The nave of Saint Paul's church in Paris."}
 
-    values = VERIFY.initial_values(item.data, {}, results={}, suggestions=shown(kind.suggestion_kind, payload))
+    values = VERIFY.initial_values(ItemContext(item.data, suggestions=shown(kind.suggestion_kind, payload)))
     assert values == {"caption": payload["caption"]}
     # H, then Enter: the form as the screen filled it.
-    stored = VERIFY.validate_annotation(item.data, VERIFY.form_to_payload({"verdict": "hallucinated", **values}), {})
+    stored = VERIFY.validate_annotation(ItemContext(item.data), VERIFY.form_to_payload({"verdict": "hallucinated", **values}))
     assert stored == kind.as_answer(payload, item)
     assert stored["caption"] == payload["caption"] and stored["edits"]["deleted"] == 5  # "Gothic", ", built in 1850"
-    assert VERIFY.suggestion_outcome(kind.suggestion_kind, payload, stored, item.data) == "accepted"
+    assert VERIFY.suggestion_outcome(ItemContext(item.data), kind.suggestion_kind, payload, stored) == "accepted"
     assert VERIFY.compare(kind.as_answer(payload, item), stored) == 1.0
     assert VERIFY.compare(kind.as_answer(payload, item), {"verdict": "correct", "caption": None}) < 1.0
     # The model's caption again: Correct.
@@ -109,16 +110,16 @@ def test_wikido_unsupported_phrases_become_the_underline_the_screen_takes_with_o
     payload = kind.to_payload(answer(kind, {"phrases": ["built in 1850.", "gothic"], "unrelated": False}), item)
     assert payload == {"spans": [[1, 2], [10, 13]]}
 
-    context = VERIFY.screen_context(item.data, {}, assets={}, results={}, suggestions=shown(kind.suggestion_kind, payload), values={})
+    context = VERIFY.screen_context(ItemContext(item.data, suggestions=shown(kind.suggestion_kind, payload)), {})
     assert [t["text"] for t in context["tokens"] if t["unsupported"]] == ["Gothic", "built", "in", "1850"]
     assert context["unsupported_model"] == "qwen2.5-vl wikido.unsupported v1"
     # A: the underlined words struck (wikido.js joins what is left), Hallucinated; then Enter.
     taken = kind.as_answer(payload, item)
     assert taken["verdict"] == "hallucinated" and taken["caption"] == "The nave of Saint Paul's church in Paris,."
-    assert VERIFY.validate_annotation(item.data, {"verdict": "hallucinated", "caption": taken["caption"]}, {}) == taken
-    assert VERIFY.suggestion_outcome(kind.suggestion_kind, payload, taken, item.data) == "accepted"
+    assert VERIFY.validate_annotation(ItemContext(item.data), {"verdict": "hallucinated", "caption": taken["caption"]}) == taken
+    assert VERIFY.suggestion_outcome(ItemContext(item.data), kind.suggestion_kind, payload, taken) == "accepted"
     assert VERIFY.compare(taken, taken) == 1.0
-    partly = VERIFY.validate_annotation(item.data, {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris, built in 1850."}, {})
+    partly = VERIFY.validate_annotation(ItemContext(item.data), {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris, built in 1850."})
     assert VERIFY.compare(taken, partly) < 1.0
 
     assert kind.to_payload(answer(kind, {"phrases": [], "unrelated": False}), item) == {"spans": []}
@@ -145,21 +146,21 @@ RESULTS = {"visargs.premises": {"visual_premises": ["A melting ice cream cone", 
 
 
 def test_visargs_visual_premises_fill_the_rows_and_enter_keeps_them():
-    kind, task, item = KINDS["visargs.visual_premises"], get_task("visargs.premises"), parsed("visargs", VISARGS)
+    kind, workflow, item = KINDS["visargs.visual_premises"], get_workflow("visargs.premises"), parsed("visargs", VISARGS)
     assert "Visual Premises (VP)" in render(kind, item)
     drafted = ["A dripping  ice cream cone", "The sun, low in the corner", "Text: ONLY $2"]
     payload = kind.to_payload(answer(kind, {"visual_premises": drafted}), item)
     assert payload == {"visual_premises": ["A dripping ice cream cone", "The sun, low in the corner", "Text: ONLY $2"]}
 
-    values = task.initial_values(item.data, {}, results={}, suggestions=shown(kind.suggestion_kind, payload))
-    context = task.screen_context(item.data, {}, assets={}, results={}, suggestions=shown(kind.suggestion_kind, payload), values=values)
+    values = workflow.initial_values(ItemContext(item.data, suggestions=shown(kind.suggestion_kind, payload)))
+    context = workflow.screen_context(ItemContext(item.data, suggestions=shown(kind.suggestion_kind, payload)), values)
     assert [r["text"] for r in context["rows"] if r["keep"]] == payload["visual_premises"]  # the draft, not the record's
     assert context["drafted_by"] == "qwen2.5-vl visargs.visual_premises v1"
-    stored = task.validate_annotation(item.data, task.form_to_payload(values), {})  # Enter
+    stored = workflow.validate_annotation(ItemContext(item.data), workflow.form_to_payload(values))  # Enter
     assert stored == kind.as_answer(payload, item)
-    assert task.suggestion_outcome(kind.suggestion_kind, payload, stored, item.data) == "accepted"
-    assert task.compare(kind.as_answer(payload, item), stored) == 1.0
-    assert task.compare(kind.as_answer(payload, item), {"visual_premises": drafted[1:], "discard": False}) < 1.0
+    assert workflow.suggestion_outcome(ItemContext(item.data), kind.suggestion_kind, payload, stored) == "accepted"
+    assert workflow.compare(kind.as_answer(payload, item), stored) == 1.0
+    assert workflow.compare(kind.as_answer(payload, item), {"visual_premises": drafted[1:], "discard": False}) < 1.0
 
     for premises, reason in [(["A cone", "a  CONE"], "Visual premises 1 and 2 are the same"), (["A cone", "  "], "Visual premise 2 is empty")]:
         with pytest.raises(DraftInvalid, match=reason):
@@ -167,7 +168,7 @@ def test_visargs_visual_premises_fill_the_rows_and_enter_keeps_them():
 
 
 def test_visargs_argument_in_the_release_step_syntax_checked_by_the_tree_parser():
-    kind, task = KINDS["visargs.argument"], get_task("visargs.structure")
+    kind, workflow = KINDS["visargs.argument"], get_workflow("visargs.structure")
     item = parsed("visargs", VISARGS, RESULTS)
     prompt = render(kind, item)
     assert "VP1: A melting ice cream cone\nVP2: The sun in the corner" in prompt and "(VP1, CP2 -> IC1)" in prompt
@@ -179,13 +180,13 @@ def test_visargs_argument_in_the_release_step_syntax_checked_by_the_tree_parser(
     payload = kind.to_payload(answer(kind, model), item)
     assert payload["reasoning_steps"] == ["(VP1, VP2, CP1 -> IC1): The heat melts the ice cream", "(IC1, CP2 -> C): Buy our freezer."]
 
-    values = task.initial_values(item.data, {}, results=RESULTS, suggestions=shown(kind.suggestion_kind, payload))
+    values = workflow.initial_values(ItemContext(item.data, results=RESULTS, suggestions=shown(kind.suggestion_kind, payload)))
     posted = {k: v if isinstance(v, list) else str(v) for k, v in values.items()}
-    stored = task.validate_annotation(item.data, task.form_to_payload(posted), {}, RESULTS)  # Enter
+    stored = workflow.validate_annotation(ItemContext(item.data, results=RESULTS), workflow.form_to_payload(posted))  # Enter
     assert stored == kind.as_answer(payload, item) == {**payload, "discard": False}
-    assert task.suggestion_outcome(kind.suggestion_kind, payload, stored, item.data) == "accepted"
-    assert task.compare(kind.as_answer(payload, item), stored) == 1.0
-    assert task.compare(kind.as_answer(payload, item), {**stored, "conclusion": "Keep ice cream cold."}) < 1.0
+    assert workflow.suggestion_outcome(ItemContext(item.data), kind.suggestion_kind, payload, stored) == "accepted"
+    assert workflow.compare(kind.as_answer(payload, item), stored) == 1.0
+    assert workflow.compare(kind.as_answer(payload, item), {**stored, "conclusion": "Keep ice cream cold."}) < 1.0
 
     # A premise the tree leaves out is a warning (A adds it on the screen); broken trees are refused.
     unused = kind.to_payload(answer(kind, {**model, "reasoning_steps": ["(VP1, CP1, CP2 -> C): Buy it."]}), item)
@@ -202,7 +203,7 @@ def test_visargs_argument_in_the_release_step_syntax_checked_by_the_tree_parser(
 
 
 def test_visargs_boxes_in_normalised_coordinates_become_pixel_boxes_the_grounding_screen_suggests():
-    kind, task = KINDS["visargs.premise_boxes"], get_task("visargs.grounding")
+    kind, workflow = KINDS["visargs.premise_boxes"], get_workflow("visargs.grounding")
     item = parsed("visargs", VISARGS, RESULTS, images={"/image": png_bytes(size=(200, 100))})
     assert "VP2: The sun in the corner" in render(kind, item) and "normalised" in kind.schema["properties"]["boxes"]["description"]
     model = {"boxes": [
@@ -212,16 +213,16 @@ def test_visargs_boxes_in_normalised_coordinates_become_pixel_boxes_the_groundin
     payload = kind.to_payload(answer(kind, model), item)
     assert payload == {"boxes": [{"vp": 0, "startX": 20, "startY": 20, "w": 80, "h": 40}, {"vp": 1, "startX": 100, "startY": 0, "w": 100, "h": 50}]}
 
-    context = task.screen_context(item.data, {}, assets={}, results=RESULTS, suggestions=shown(kind.suggestion_kind, payload), values={})
+    context = workflow.screen_context(ItemContext(item.data, results=RESULTS, suggestions=shown(kind.suggestion_kind, payload)), {})
     assert [p["suggested"] for p in context["premises"]] == [{k: b[k] for k in ("startX", "startY", "w", "h")} for b in payload["boxes"]]
     # Shift+A takes every suggested box; Enter.
     taken = {"b_box": [p["suggested"] for p in context["premises"]]}
-    stored = task.validate_annotation(item.data, taken, {}, RESULTS)
+    stored = workflow.validate_annotation(ItemContext(item.data, results=RESULTS), taken)
     assert stored == kind.as_answer(payload, item)
-    assert task.suggestion_outcome(kind.suggestion_kind, payload, stored, item.data) == "accepted"
-    assert task.compare(kind.as_answer(payload, item), stored) == 1.0
+    assert workflow.suggestion_outcome(ItemContext(item.data), kind.suggestion_kind, payload, stored) == "accepted"
+    assert workflow.compare(kind.as_answer(payload, item), stored) == 1.0
     moved = {"b_box": [{**stored["b_box"][0], "startX": 60}, stored["b_box"][1]]}
-    assert task.compare(kind.as_answer(payload, item), moved) < 1.0
+    assert workflow.compare(kind.as_answer(payload, item), moved) < 1.0
     # A box for one premise only: a suggestion, not an answer.
     one = kind.to_payload(answer(kind, {"boxes": model["boxes"][1:]}), item)
     assert one == {"boxes": payload["boxes"][:1]} and kind.as_answer(one, item) is None
@@ -240,7 +241,7 @@ def test_visargs_boxes_in_normalised_coordinates_become_pixel_boxes_the_groundin
 
 
 # -- VOLDOGER ---------------------------------------------------------------------------------
-CHECK = get_task("voldoger.verify")
+CHECK = get_workflow("voldoger.verify")
 
 
 def voldoger_item(original, stylised, task, k=0) -> ItemInput:
@@ -255,14 +256,14 @@ def test_voldoger_check_preselects_the_decisions_and_keeps_the_reason_for_the_ch
     payload = kind.to_payload(answer(kind, {**model, "label": "no"}), item)
     assert payload == {"image": "keep", "label": "no", "paraphrase": "Is the ball painted red?", "reason": "The ball is blue in the painting."}
 
-    values = CHECK.initial_values(item.data, {}, results={}, suggestions=shown(kind.suggestion_kind, payload))
+    values = CHECK.initial_values(ItemContext(item.data, suggestions=shown(kind.suggestion_kind, payload)))
     assert values == {"image": "keep", "label": "no", "paraphrase": "edit", "text": "Is the ball painted red?", "note": payload["reason"]}
-    context = CHECK.screen_context(item.data, {}, assets={}, results={}, suggestions=shown(kind.suggestion_kind, payload), values=values)
+    context = CHECK.screen_context(ItemContext(item.data, suggestions=shown(kind.suggestion_kind, payload)), values)
     assert context["check"]["reason"] == payload["reason"] and context["check"]["label_name"] == "no"
-    stored = CHECK.validate_annotation(item.data, CHECK.form_to_payload(values), {})  # Enter
+    stored = CHECK.validate_annotation(ItemContext(item.data), CHECK.form_to_payload(values))  # Enter
     assert stored == kind.as_answer(payload, item)
     assert stored["note"] == payload["reason"]  # the check log's comment
-    assert CHECK.suggestion_outcome(kind.suggestion_kind, payload, stored, item.data) == "accepted"
+    assert CHECK.suggestion_outcome(ItemContext(item.data), kind.suggestion_kind, payload, stored) == "accepted"
     assert CHECK.compare(kind.as_answer(payload, item), stored) == 1.0
     assert CHECK.compare(kind.as_answer(payload, item), {**stored, "label": "yes"}) < 1.0
 
@@ -286,7 +287,7 @@ def test_voldoger_entailment_labels_by_name_and_captions_have_none():
     assert "Premise: A man with a long-sleeve" in prompt and "Label on the photo: neutral" in prompt and '"contradiction"' in prompt
     payload = kind.to_payload(answer(kind, {"keeps_content": "yes", "label": "contradiction", "paraphrase": "A man in red stands smiling on the beach.", "reason": "r"}), ve)
     assert payload["label"] == "2"
-    assert CHECK.validate_annotation(ve.data, CHECK.form_to_payload(CHECK.initial_values(ve.data, {}, results={}, suggestions=shown(kind.suggestion_kind, payload))), {})["label"] == "2"
+    assert CHECK.validate_annotation(ItemContext(ve.data), CHECK.form_to_payload(CHECK.initial_values(ItemContext(ve.data, suggestions=shown(kind.suggestion_kind, payload)))))["label"] == "2"
     cap = voldoger_item(CAP_ORIGINAL, CAP_STYLISED, "cap")
     assert "Caption: A tennis player taking a swing at a ball" in render(kind, cap) and '"none"' in render(kind, cap)
     drafted = kind.to_payload(answer(kind, {"keeps_content": "yes", "label": "yes", "paraphrase": "A tennis player swings at a ball.", "reason": ""}), cap)
@@ -297,23 +298,23 @@ def test_voldoger_entailment_labels_by_name_and_captions_have_none():
 COLORSWAP = pair()
 
 def test_colorswap_pair_from_one_caption_checked_by_the_swap_check():
-    kind, task, item = KINDS["colorswap.caption_pair"], get_task("colorswap.recaption"), parsed("colorswap", COLORSWAP)
+    kind, workflow, item = KINDS["colorswap.caption_pair"], get_workflow("colorswap.recaption"), parsed("colorswap", COLORSWAP)
     assert render(kind, item).startswith("Caption: a red cat in a grey jacket\n") and kind.images == ()
     model = {"caption_1": "A fluffy red cat wearing a grey wool jacket", "caption_2": "A fluffy grey cat wearing a red  wool jacket"}
     payload = kind.to_payload(answer(kind, model), item)
     assert payload == {"caption_1": model["caption_1"], "caption_2": "A fluffy grey cat wearing a red wool jacket"}
 
     results = {"colorswap.filter": {"choice_1": 0, "choice_2": 1}}
-    values = task.initial_values(item.data, {}, results=results, suggestions=shown(kind.suggestion_kind, payload))
+    values = workflow.initial_values(ItemContext(item.data, results=results, suggestions=shown(kind.suggestion_kind, payload)))
     assert values == payload
-    context = task.screen_context(item.data, {}, assets={}, results=results, suggestions=shown(kind.suggestion_kind, payload), values=values)
+    context = workflow.screen_context(ItemContext(item.data, results=results, suggestions=shown(kind.suggestion_kind, payload)), values)
     assert context["drafted_by"] == "qwen2.5-vl colorswap.caption_pair v1"
-    stored = task.validate_annotation(item.data, task.form_to_payload(values), {}, results)  # Enter (rule-based: must change, and does)
+    stored = workflow.validate_annotation(ItemContext(item.data, results=results), workflow.form_to_payload(values))  # Enter (rule-based: must change, and does)
     assert stored == kind.as_answer(payload, item)
-    assert task.live_check(item.data, values, {}, results)["check"].ok
-    assert task.suggestion_outcome(kind.suggestion_kind, payload, stored, item.data) == "accepted"
-    assert task.compare(kind.as_answer(payload, item), stored) == 1.0
-    assert task.compare(kind.as_answer(payload, item), {"caption_1": COLORSWAP["caption_1"], "caption_2": COLORSWAP["caption_2"]}) < 1.0
+    assert workflow.live_check(ItemContext(item.data, results=results), values)["check"].ok
+    assert workflow.suggestion_outcome(ItemContext(item.data), kind.suggestion_kind, payload, stored) == "accepted"
+    assert workflow.compare(kind.as_answer(payload, item), stored) == 1.0
+    assert workflow.compare(kind.as_answer(payload, item), {"caption_1": COLORSWAP["caption_1"], "caption_2": COLORSWAP["caption_2"]}) < 1.0
 
     for pair, reason in [
         ({"caption_1": "a red cat in a grey jacket", "caption_2": "a red dog in a grey jacket"}, "differ in more than colour words"),
@@ -328,13 +329,13 @@ def test_colorswap_pair_from_one_caption_checked_by_the_swap_check():
 
 
 def test_artwork_explanation_with_the_papers_instruction_scored_by_entities_against_the_section():
-    kind, task, item = KINDS["artwork.drafted_explanation"], get_task("artwork.explanation"), parsed("artwork", ARTWORK)
+    kind, workflow, item = KINDS["artwork.drafted_explanation"], get_workflow("artwork.explanation"), parsed("artwork", ARTWORK)
     assert render(kind, item) == "Explain the Theft regarding the History of this artwork, Mona Lisa."
     text = "Vincenzo Peruggia stole the painting from the Louvre in 1911; it came back to Paris in 1913."
     payload = kind.to_payload(answer(kind, {"explanation": f"  {text}\n"}), item)
     assert payload == {"explanation": text, "metrics": scores(ARTWORK["entities"], ARTWORK["text"], text)}
 
-    context = task.screen_context(item.data, {}, assets={}, results={}, suggestions=shown(kind.suggestion_kind, payload), values={})
+    context = workflow.screen_context(ItemContext(item.data, suggestions=shown(kind.suggestion_kind, payload)), {})
     assert context["drafted"]["explanation"] == text and context["drafted"]["metrics"]["entity_f1"] == 1.0
     assert kind.as_answer(payload, item) is None  # an explanation is not an expert's score
     assert reference_score(payload, item.data) == scores(ARTWORK["entities"], ARTWORK["text"], text)["entity_f1"] == 1.0
@@ -359,7 +360,7 @@ DEMO_ANSWERS = {
 
 
 def test_every_screen_and_history_show_a_drafted_suggestion(client, app, settings, tmp_path, subtests):
-    """One app for every stage task (its setup is what costs): an item in the stage, each kind's draft of it
+    """One app for every workflow (its setup is what costs): an item in the stage, each kind's draft of it
     stored under a new prompt version as the drafting job stores one (with the item's images and earlier finals)."""
     make_user(app.state.sessions, "ann")
     make_user(app.state.sessions, "rita", "reviewer")

@@ -1,11 +1,11 @@
-"""Every annotation screen of every registered task, in Chromium: it opens with no script error,
+"""Every annotation screen of every registered workflow, in Chromium: it opens with no script error,
 Enter on a focused Skip skips and on a focused header link navigates, and neither stores an answer."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
-from app.datasets import all_tasks
+from app.datasets import all_workflows
 from app.db import transaction
 from app.models import Annotation
 from tests.conftest import PASSWORD, make_user
@@ -14,9 +14,9 @@ from tests.staged import item_at
 
 
 def test_enter_on_skip_or_a_link_stores_nothing_on_every_screen(page, committed, settings, storage, tmp_path):
-    tasks = sorted(t.name for t in all_tasks())
+    workflows = sorted(t.name for t in all_workflows())
     stages = {}
-    for name in tasks:
+    for name in workflows:
         folder = tmp_path / name
         folder.mkdir()
         stages[name] = item_at(committed, settings, storage, folder, name, review=False)[0]
@@ -25,7 +25,7 @@ def test_enter_on_skip_or_a_link_stores_nothing_on_every_screen(page, committed,
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     log_in(page, "every", PASSWORD)
 
-    for name in tasks:
+    for name in workflows:
         stage_id = stages[name]
         start_stage(page, stage_id)
         page.wait_for_url("**/assignments/*")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from app.datasets import all_tasks
+from app.datasets import all_workflows
 from app.db import transaction
 from app.models import Annotation
 from app.services.annotation import annotation
@@ -20,7 +20,7 @@ from tests.conftest import PASSWORD, make_user, png_bytes
 from tests.e2e.conftest import log_in, shoot, start_stage
 from tests.staged import ANSWERS, demo_record, item_at
 
-TASKS = sorted(t.name for t in all_tasks())
+WORKFLOWS = sorted(t.name for t in all_workflows())
 WORDS = "a small blue bird sits on the branch of an old tree near the river while a dog watches".split()
 LONG = " ".join(WORDS[i % len(WORDS)] for i in range(1440)) + "."
 HEBREW = "ציפור כחולה קטנה יושבת על ענף של עץ ישן ליד הנהר, וכלב מביט בה."
@@ -63,29 +63,29 @@ RTL_TEXT = {
 }
 
 
-def _with_text(task: str, record: dict, state: str) -> tuple[dict, dict]:
+def _with_text(workflow: str, record: dict, state: str) -> tuple[dict, dict]:
     """The record with its text in the state's kind (long, Hebrew, Arabic), and the answers of the
     stages before (whose output the screen shows)."""
     record, answers = copy.deepcopy(record), {}
     text = TEXTS[state]
-    if task == "generic.choice":
+    if workflow == "generic.choice":
         record["question"] = text
-    elif task.startswith("colorswap."):
+    elif workflow.startswith("colorswap."):
         record["caption_1"], record["caption_2"] = PAIRS[state]
-    elif task == "wikido.verify":
+    elif workflow == "wikido.verify":
         record["caption"] = record["orig_cap"] = text
-    elif task == "visargs.equivalence":
+    elif workflow == "visargs.equivalence":
         record["conclusion_a"] = record["conclusion_b"] = text
-    elif task.startswith("visargs."):
+    elif workflow.startswith("visargs."):
         text = text[:1000]  # the longest premise or conclusion an annotator may write
         record["candidate_premises"] = [text, "A person holding an umbrella"]
         record["candidate_commonsense"] = [text]
         record["candidate_conclusion"] = text
         answers["visargs.premises"] = {"visual_premises": [text], "discard": False}
         answers["visargs.structure"] = {**ANSWERS["visargs.structure"][0], "commonsense_premises": [text], "conclusion": text}
-    elif task == "voldoger.verify":
+    elif workflow == "voldoger.verify":
         record["original"]["question"] = record["stylised"]["question"] = text
-    elif task.startswith("artwork."):
+    elif workflow.startswith("artwork."):
         record["text"] = record["explanation"] = text
     return record, answers
 
@@ -103,26 +103,26 @@ def _sixteen(record: dict, folder) -> dict:
 
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
-    """Each task's demo record, its images written once for the module: {task: (folder, record)}."""
+    """Each workflow's demo record, its images written once for the module: {workflow: (folder, record)}."""
     made = {}
-    for task in TASKS:
-        folder = tmp_path_factory.mktemp(task)
-        made[task] = (folder, demo_record(task, folder))
+    for workflow in WORKFLOWS:
+        folder = tmp_path_factory.mktemp(workflow)
+        made[workflow] = (folder, demo_record(workflow, folder))
     return made
 
 
-def _stages(committed, settings, storage, demos, tasks: list[str], state: str, *, review: bool) -> dict[str, tuple[int, int]]:
-    """Each task's item in the state, waiting for annotators or for review: {task: (stage id, item id)}."""
+def _stages(committed, settings, storage, demos, workflows: list[str], state: str, *, review: bool) -> dict[str, tuple[int, int]]:
+    """Each workflow's item in the state, waiting for annotators or for review: {workflow: (stage id, item id)}."""
     annotators = (make_user(committed, "ann-a"), make_user(committed, "ann-b"))
     made = {}
-    for task in tasks:
-        folder, record = demos[task]
+    for workflow in workflows:
+        folder, record = demos[workflow]
         answers = {}
         if state in TEXTS:
-            record, answers = _with_text(task, record, state)
+            record, answers = _with_text(workflow, record, state)
         elif state == "16 candidates":  # and long captions: the most a pair shows
-            record = _sixteen(_with_text(task, record, "long")[0], folder)
-        made[task] = item_at(committed, settings, storage, folder, task, review=review, record=record, answers=answers,
+            record = _sixteen(_with_text(workflow, record, "long")[0], folder)
+        made[workflow] = item_at(committed, settings, storage, folder, workflow, review=review, record=record, answers=answers,
                              annotators=annotators)[:2]
     return made
 
@@ -196,34 +196,34 @@ STATES = ["typical", "long", "refused", "hebrew", "arabic"]
 
 @pytest.mark.parametrize("state", STATES + ["16 candidates"])
 def test_every_annotation_screen_fits_the_window(page, committed, settings, storage, demos, state):
-    tasks = ["colorswap.filter"] if state == "16 candidates" else TASKS
+    workflows = ["colorswap.filter"] if state == "16 candidates" else WORKFLOWS
     # A refused answer on the longest item: the banner, the long caption (and the 16 candidates) all take room.
     refused = state in ("refused", "16 candidates")
-    stages = _stages(committed, settings, storage, demos, tasks, "long" if state == "refused" else state, review=False)
+    stages = _stages(committed, settings, storage, demos, workflows, "long" if state == "refused" else state, review=False)
     user_id = make_user(committed, "fit", "annotator", PASSWORD)
     with transaction(committed) as s:  # held for the annotator at once: one page load per screen
-        assignments = {task: annotation.claim(s, stage_id, user_id).assignment_id for task, (stage_id, _) in stages.items()}
+        assignments = {workflow: annotation.claim(s, stage_id, user_id).assignment_id for workflow, (stage_id, _) in stages.items()}
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     log_in(page, "fit", PASSWORD)
     problems = {}
-    for task in tasks:
-        page.goto(f"/assignments/{assignments[task]}")
+    for workflow in workflows:
+        page.goto(f"/assignments/{assignments[workflow]}")
         if refused:
             with page.expect_response(lambda r: r.url.endswith("/submit")) as answered:
-                page.evaluate(REFUSE, SPOIL.get(task, ""))
-            assert answered.value.status == 422, (task, answered.value.status)
+                page.evaluate(REFUSE, SPOIL.get(workflow, ""))
+            assert answered.value.status == 422, (workflow, answered.value.status)
             page.wait_for_selector(".error[role=alert]")
-        if task == "wikido.verify" and not refused:
+        if workflow == "wikido.verify" and not refused:
             page.keyboard.press("h")  # the corrector opens: the longest state of the screen
-        controls = CONTROLS[task] + (["#caption", "[data-tokens]"] if task == "wikido.verify" else [])
+        controls = CONTROLS[workflow] + (["#caption", "[data-tokens]"] if workflow == "wikido.verify" else [])
         found = _measure(page, [*controls, "#submit-button", "#skip-button"])
-        if state in ("hebrew", "arabic") and _direction(page, RTL_TEXT[task]) != "rtl":
-            found.append(f"{RTL_TEXT[task]} is laid out left to right")
+        if state in ("hebrew", "arabic") and _direction(page, RTL_TEXT[workflow]) != "rtl":
+            found.append(f"{RTL_TEXT[workflow]} is laid out left to right")
         if found:
-            problems[task] = found
-        shoot(page, f"fit-{task}-{state.replace(' ', '-')}")
-    assert not problems, "\n".join(f"{task}: {'; '.join(found)}" for task, found in problems.items())
+            problems[workflow] = found
+        shoot(page, f"fit-{workflow}-{state.replace(' ', '-')}")
+    assert not problems, "\n".join(f"{workflow}: {'; '.join(found)}" for workflow, found in problems.items())
     assert not errors, errors
     with transaction(committed) as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(Annotation).where(Annotation.annotator_id == user_id)) == 0
@@ -231,19 +231,19 @@ def test_every_annotation_screen_fits_the_window(page, committed, settings, stor
 
 @pytest.mark.parametrize("state", ["typical", "long", "hebrew"])
 def test_the_review_screen_fits_the_window(page, committed, settings, storage, demos, state):
-    items = _stages(committed, settings, storage, demos, TASKS, state, review=True)
+    items = _stages(committed, settings, storage, demos, WORKFLOWS, state, review=True)
     make_user(committed, "rita", "reviewer", PASSWORD)
     log_in(page, "rita", PASSWORD)
     problems = {}
-    for task, (stage_id, item_id) in items.items():
+    for workflow, (stage_id, item_id) in items.items():
         page.goto(f"/stages/{stage_id}/review/{item_id}")
         found = _measure(page, ["button[name=accept]", "#edit-first", "#comment", "#send-back"])
         if state == "hebrew" and "rtl" not in page.eval_on_selector_all(".review-item [dir=auto]", "els => els.map(e => getComputedStyle(e).direction)"):
             found.append("the item's text is laid out left to right")
         if found:
-            problems[task] = found
-        shoot(page, f"review-{task}-{state}")
-    assert not problems, "\n".join(f"{task}: {'; '.join(found)}" for task, found in problems.items())
+            problems[workflow] = found
+        shoot(page, f"review-{workflow}-{state}")
+    assert not problems, "\n".join(f"{workflow}: {'; '.join(found)}" for workflow, found in problems.items())
 
 
 def test_a_hebrew_caption_reads_right_to_left_and_the_word_struck_by_keyboard_is_the_one_seen(page, committed, settings, storage, demos):

@@ -297,7 +297,7 @@ def test_every_route_answers_out_of_range_ids_with_a_4xx(app, world):
 
 
 # Odd values for every form field and query parameter of the pages; the annotation and review forms'
-# fields are the tasks' own, so the common ones are named here.
+# fields are the workflows' own, so the common ones are named here.
 ODD = ["", "-1", "99999999999999999999", "abc", "x" * 20_000, "[[[[", "☃"]
 FORM_FIELDS = ["choice", "verdict", "caption", "comment", "start", "opened_at", "idempotency_key", "format", "version",
                "target", "ratios", "counts", "seed", "role", "username", "is_active", "name", "password"]

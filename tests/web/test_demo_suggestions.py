@@ -9,7 +9,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from app.datasets import all_datasets, get_task, producers
+from app.datasets import all_datasets, get_workflow, producers
 from app.datasets.colorswap.filter import preselect
 from app.datasets.dataset import DEMO_MODEL
 from app.db import transaction
@@ -64,7 +64,7 @@ def test_every_demo_stage_that_reads_suggestions_has_them_and_the_worker_has_non
     with transaction(app.state.sessions) as s:
         # Kinds a producer computes; drafted kinds (a vision-language model's) come only from a prompt run.
         produced = set(producers())
-        stages = [st for st in s.scalars(sa.select(Stage).order_by(Stage.id)) if produced & set(get_task(st.workflow).suggestion_kinds)]
+        stages = [st for st in s.scalars(sa.select(Stage).order_by(Stage.id)) if produced & set(get_workflow(st.workflow).suggestion_kinds)]
         assert {st.workflow for st in stages} == {"colorswap.filter", "wikido.verify", "visargs.grounding"}
         for st in stages:
             models = s.scalars(sa.select(Suggestion.model).where(Suggestion.stage_id == st.id)).all()

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from app.datasets import draft_kinds, get_task
+from app.datasets import draft_kinds, get_workflow
 from app.db import transaction
 from app.models import Prompt, Stage, Suggestion
 from tests import factories
@@ -246,7 +246,7 @@ def test_every_datasets_kinds_save_their_default_prompt_from_the_page(app, clien
         factories.user(s, "boss", "admin")
         stages = {}
         for w in workflows:
-            before = get_task(w).requires  # a task that builds on another comes after it
+            before = get_workflow(w).requires  # a workflow that builds on another comes after it
             _, stage_ids = factories.project(s, [before, w] if before else [w])
             stages[w] = stage_ids[-1]
     login(client, "boss")

@@ -1,4 +1,4 @@
-"""Reviewers see an item as its annotators saw it, and each answer as its task renders it, never as JSON."""
+"""Reviewers see an item as its annotators saw it, and each answer as its workflow renders it, never as JSON."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from html import unescape
 import pytest
 import sqlalchemy as sa
 
-from app.datasets import all_tasks
+from app.datasets import all_workflows
+from app.datasets.workflow import ItemContext
 from app.db import transaction
 from app.models import Item
 from app.services.imports import imports
@@ -32,16 +33,16 @@ def _no_json(html: str) -> None:
     assert "&#34;:" not in html and '":' not in html
 
 
-@pytest.mark.parametrize("task_name", [t.name for t in all_tasks()])
-def test_every_task_shows_its_item_and_answers_to_reviewers(client, app, settings, tmp_path, task_name):
-    stage_id, item_id, assets = item_at(app.state.sessions, settings, app.state.storage, tmp_path, task_name)
+@pytest.mark.parametrize("workflow", [t.name for t in all_workflows()])
+def test_every_workflow_shows_its_item_and_answers_to_reviewers(client, app, settings, tmp_path, workflow):
+    stage_id, item_id, assets = item_at(app.state.sessions, settings, app.state.storage, tmp_path, workflow)
     with transaction(app.state.sessions) as s:
         record = s.get(Item, item_id).data
     make_user(app.state.sessions, "rita", "reviewer")
     login(client, "rita")
     text = text_shown(record)
     image = f"/assets/{next(iter(assets.values()))}/thumb" if assets else record.get("image")
-    _, _, shown = ANSWERS[task_name]
+    _, _, shown = ANSWERS[workflow]
 
     screen = client.get(f"/stages/{stage_id}/review/{item_id}").text
     assert text in _words(screen) and image in screen
@@ -79,16 +80,16 @@ def test_markup_in_an_items_and_an_answers_text_is_shown_as_text(client, app, se
         assert "&lt;b&gt;" in page and "&lt;i&gt;cat&lt;/i&gt; &amp; a dog." in page and "here" in page
 
 
-@pytest.mark.parametrize("task_name, kind, payload, shown", [
+@pytest.mark.parametrize("workflow, kind, payload, shown", [
     ("colorswap.filter", "colorswap.itm", {"scores": [[0.9, 0.1], [0.2, 0.3], [0.1, 0.8], [0.3, 0.2], [0.2, 0.1], [0.1, 0.2]]},
      "The model&#39;s preselection"),
     ("wikido.verify", "wikido.unsupported", {"spans": [[3, 6]]}, '<u title="not supported by the reference text">pale</u>'),
     ("visargs.grounding", "visargs.boxes", {"boxes": [{"vp": 0, "startX": 5, "startY": 6, "w": 70, "h": 30}]}, "70 × 30"),
 ])
-def test_the_history_shows_suggestions_as_their_task_renders_them(client, app, settings, tmp_path, task_name, kind, payload, shown):
+def test_the_history_shows_suggestions_as_their_workflow_renders_them(client, app, settings, tmp_path, workflow, kind, payload, shown):
     from app.services.annotation import suggestions
 
-    stage_id, item_id, _ = item_at(app.state.sessions, settings, app.state.storage, tmp_path, task_name)
+    stage_id, item_id, _ = item_at(app.state.sessions, settings, app.state.storage, tmp_path, workflow)
     with transaction(app.state.sessions) as s:
         suggestions.store(s, item_id, stage_id, kind, "model-x", payload, model_version="1")
     make_user(app.state.sessions, "rita", "reviewer")
@@ -99,16 +100,13 @@ def test_the_history_shows_suggestions_as_their_task_renders_them(client, app, s
 
 
 def test_a_task_without_a_view_shows_its_fields_as_readable_text():
-    from app.datasets.task import Task
+    from app.datasets.workflow import Workflow
     from app.web.templating import templates
 
-    view = Task().view_item(
-        {"id": "x", "image": "https://example.org/a.png", "caption": "A <b>dog</b>", "tags": ["one", "two"], "meta": {"n": 3, "ok": True}},
-        {}, assets={}, results={}, sizes={},
-    )
+    view = Workflow().view_item(ItemContext({"id": "x", "image": "https://example.org/a.png", "caption": "A <b>dog</b>", "tags": ["one", "two"], "meta": {"n": 3, "ok": True}}))
     assert [i["src"]["full"] for i in view["images"]] == ["https://example.org/a.png"] and "image" not in view["fields"]
     macros = templates.env.get_template("datasets/_view.html").module
-    html = str(macros.item(view)) + str(macros.answer(Task().view_answer({"labels": ["a", "b"], "note": None}, {}, {}, assets={}, results={}, sizes={})))
+    html = str(macros.item(view)) + str(macros.answer(Workflow().view_answer(ItemContext({}), {"labels": ["a", "b"], "note": None})))
     assert "A &lt;b&gt;dog&lt;/b&gt;" in html and '<li dir="auto">one</li><li dir="auto">two</li>' in html and '<dd dir="auto">yes</dd>' in html
     assert '<li dir="auto">a</li><li dir="auto">b</li>' in html and "—" in html
     assert "{" not in html and "[" not in html and "&#34;" not in html

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from app.datasets import dataset_of, get_task
+from app.datasets import dataset_of, get_workflow
+from app.datasets.workflow import ItemContext
 from app.db import transaction
 from app.models import Item
 from app.services.annotation.pipeline import results_by_stage
@@ -147,11 +148,8 @@ def test_a_reviewer_settles_a_structure_in_the_structure_editor(client, app):
     assert f'hx-post="{check_url}"' in editor and 'value="Keep ice cream cold."' in editor
     assert 'value="The heat melts the ice cream"' in editor and 'value="Heat melts ice cream"' in editor
     token = csrf_from(editor)
-    values = get_task("visargs.structure").payload_values(
-        {"commonsense_premises": ["Heat melts ice cream"], "conclusion": "Keep ice cream frozen.",
-         "reasoning_steps": ["(VP1, VP2, CP1 -> IC1): The heat melts the ice cream", "(IC1 -> C): Keep ice cream frozen."]},
-        item.data, {}, {},
-    )
+    values = get_workflow("visargs.structure").payload_values(ItemContext(item.data), {"commonsense_premises": ["Heat melts ice cream"], "conclusion": "Keep ice cream frozen.",
+         "reasoning_steps": ["(VP1, VP2, CP1 -> IC1): The heat melts the ice cream", "(IC1 -> C): Keep ice cream frozen."]})
     form = {**values, "csrf_token": token}
     live = client.post(check_url, data=form, headers={"X-CSRF-Token": token})
     assert live.status_code == 200 and "Keep ice cream frozen." in live.text

@@ -113,7 +113,9 @@ def test_an_unreadable_image_fails_only_its_item(settings, tiny_clip):
     items[1].images["/candidates/2/image"] = b"\x89PNG\r\n\x1a\n not a png at all"
     results = colorswap_itm(items, cfg, backends)
     assert isinstance(results[0], Produced) and isinstance(results[2], Produced)
-    assert results[1] == Failed(11, "item 11: the image /candidates/2/image cannot be read (not an image Pillow can read (corrupt, or an unsupported format))")
+    model = backends.image_text_for(cfg)
+    assert results[1] == Failed(11, "item 11: the image /candidates/2/image cannot be read (not an image Pillow can read (corrupt, or an unsupported format))",
+                                "tiny-clip", model.version)  # the model that tried, recorded with the failure
 
     good = draw_poster("SAVE WATER", "circle", (40, 80, 220), 1)
     posters = [ItemInput(i, {"id": str(i)}, {"/image": data}, {"visargs.premises": {"visual_premises": ["The words SAVE WATER"]}})
@@ -121,6 +123,7 @@ def test_an_unreadable_image_fails_only_its_item(settings, tiny_clip):
     ocr, truncated = visargs_boxes(posters, settings, backends)
     assert isinstance(ocr, Produced) and ocr.item_id == 0 and ocr.payload["lines"] == 1
     assert truncated.item_id == 1 and truncated.reason.startswith("item 1: the image cannot be read (")
+    assert (truncated.model, truncated.model_version) == backends.OCR_MODEL
     assert "truncated" in truncated.reason.lower() or "broken" in truncated.reason.lower(), truncated.reason
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from app.datasets.visargs.demo import visargs_records
+from app.datasets.workflow import ItemContext
 from app.db import transaction
 from app.models import Item, JobRun, Suggestion
 from app.services.annotation import annotation
@@ -57,12 +58,12 @@ def test_colorswap_scores_are_stored_once_and_preselect(committed, settings, sto
         assert all(len(r.payload["scores"]) == 4 and len(r.payload["scores"][0]) == 2 for r in rows)
         assert jobs.missing_batches(s, cfg, project_id=project_id) == []
         screen_item = s.get(Item, batches[0].item_ids[0])
-    from app.datasets import get_task
+    from app.datasets import get_workflow
     from app.services.annotation import suggestions
 
     with transaction(committed) as s:
         found = suggestions.for_item(s, screen_item.id, filter_id)
-    values = get_task("colorswap.filter").initial_values(screen_item.data, {}, results={}, suggestions=found)
+    values = get_workflow("colorswap.filter").initial_values(ItemContext(screen_item.data, suggestions=found))
     assert set(values) == {"choice_1", "choice_2"} and values["choice_1"] != values["choice_2"]
 
 

@@ -24,7 +24,7 @@ class ExpArt(Dataset):
     description = "Keep the section texts that explain an artwork; judge models' explanations of them against the text."
     item_schema = ArtworkSection
     image_fields = ("/image",)
-    tasks = (ArtworkSections, ArtworkExplanation)
+    workflows = (ArtworkSections, ArtworkExplanation)
     breakdown = ("section",)
     demos = demo.DEMOS
     drafts = DRAFTS

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.agreement.entities import generated_entities, scores, tokens, unique
 from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, SECTIONS, section_path, section_view, segments
-from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.workflow import Consolidation, Workflow, image_urls
 from app.datasets.wikido.tokenedits import tokenize
 
 # The rubric shown on screen, by score.
@@ -56,7 +56,7 @@ def metrics_of(item: dict[str, Any]) -> dict[str, float | None]:
     return scores(item.get("entities") or [], item.get("text") or "", item.get("explanation") or "", item.get("explanation_entities"))
 
 
-class ArtworkExplanation(Task):
+class ArtworkExplanation(Workflow):
     name = EXPLANATION
     title = "ExpArt: judge a model's explanation of an artwork section"
     description = "Strike the unsupported or wrong words of a model's explanation and score it 1–5 against the reference section."
@@ -70,13 +70,13 @@ class ArtworkExplanation(Task):
     # the one being judged with its entity metrics; it is not an answer, so no outcome is recorded for it.
     suggestion_kinds = (DRAFTED_KIND,)
 
-    def validate_annotation(self, item, payload, config, results=None):
-        clean = super().validate_annotation(item, payload, config, results)
+    def validate_annotation(self, ctx, payload):
+        clean = super().validate_annotation(ctx, payload)
         clean["struck"] = spans_of(indices_of(clean["struck"]))
         return clean
 
-    def check(self, item, payload, config, results):
-        n = len(tokenize(item.get("explanation") or ""))
+    def check(self, ctx, payload):
+        n = len(tokenize(ctx.item.get("explanation") or ""))
         if any(a < 0 or b > n or a >= b for a, b in payload.struck):
             return [f"Struck words must be words of the explanation (it has {n})."]
         return []
@@ -93,7 +93,7 @@ class ArtworkExplanation(Task):
             payload["score"] = form.get("score")
         return payload
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         values: dict[str, Any] = {"struck": [i for i in sorted(indices_of(payload.get("struck")))]}
         if payload.get("score") is not None:
             values["score"] = payload["score"]
@@ -105,7 +105,7 @@ class ArtworkExplanation(Task):
     def facet_values(self, payload):
         return {"score": payload.get("score"), "struck tokens": [list(s) for s in payload.get("struck") or []]}
 
-    def consolidate(self, payloads, config):
+    def consolidate(self, ctx, payloads):
         """Majority score; a word is struck when most annotators struck it. A tie on either goes to review."""
         if not payloads:
             return Consolidation(final=None, needs_review=True)
@@ -118,15 +118,15 @@ class ArtworkExplanation(Task):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final={"score": ranked[0][0], "struck": spans_of({i for i, c in counts.items() if c * 2 > n})})
 
-    def applies(self, item, results, config):
+    def applies(self, ctx):
         """Kept sections that carry a model's explanation."""
-        kept = (results.get(SECTIONS) or {}).get("decision", "keep") == "keep"
-        return kept and bool(item.get("explanation"))
+        kept = (ctx.results.get(SECTIONS) or {}).get("decision", "keep") == "keep"
+        return kept and bool(ctx.item.get("explanation"))
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        reference, explanation = item.get("text") or "", item.get("explanation") or ""
-        ref_ents = unique(item.get("entities") or [])
-        gen_ents = generated_entities(ref_ents, explanation, item.get("explanation_entities"))
+    def screen_context(self, ctx, values):
+        reference, explanation = ctx.item.get("text") or "", ctx.item.get("explanation") or ""
+        ref_ents = unique(ctx.item.get("entities") or [])
+        gen_ents = generated_entities(ref_ents, explanation, ctx.item.get("explanation_entities"))
         ref_keys = {tuple(tokens(e)) for e in ref_ents}
         gen_keys = {tuple(tokens(e)) for e in gen_ents}
 
@@ -144,8 +144,8 @@ class ArtworkExplanation(Task):
         struck = {int(i) for i in _as_list(values.get("struck")) if str(i).isdigit()}
         toks = tokenize(explanation)
         return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
-            "path": section_path(item),
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
+            "path": section_path(ctx.item),
             "reference": segments(reference, ref_ents, ref_kind),
             "tokens": [
                 {
@@ -158,15 +158,15 @@ class ArtworkExplanation(Task):
             ],
             "missing": [e for e in ref_ents if ref_kind(e) == "missing"],
             "extra": [e for e in gen_ents if gen_kind(e) == "extra"],
-            "metrics": metrics_of(item),
+            "metrics": metrics_of(ctx.item),
             "rubric": RUBRIC,
-            "drafted": _drafted(suggestions.get(DRAFTED_KIND)),
+            "drafted": _drafted(ctx.suggestions.get(DRAFTED_KIND)),
         }
 
-    def view_item(self, item, config, *, assets, results, sizes):
-        return {**section_view(item, assets), "model": item.get("model") or "", "explanation": item.get("explanation") or ""}
+    def view_item(self, ctx):
+        return {**section_view(ctx.item, ctx.assets), "model": ctx.item.get("model") or "", "explanation": ctx.item.get("explanation") or ""}
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         if kind == DRAFTED_KIND:
             text = str(payload.get("explanation") or "")
             f1 = (payload.get("metrics") or {}).get("entity_f1")
@@ -174,7 +174,7 @@ class ArtworkExplanation(Task):
                 "score": None, "note": "Drafted explanation" + (f" · entity F1 {f1:.3f}" if isinstance(f1, (int, float)) else ""),
                 "tokens": [{"text": t.text, "space": t.end < len(text) and text[t.end].isspace(), "struck": False} for t in tokenize(text)],
             }
-        explanation = item.get("explanation") or ""
+        explanation = ctx.item.get("explanation") or ""
         struck = indices_of(payload.get("struck"))
         return {
             "score": payload.get("score"),

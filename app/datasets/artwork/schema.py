@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from app.datasets.dataset import ItemBase
-from app.datasets.task import image_urls
+from app.datasets.workflow import image_urls
 
 SECTIONS = "artwork.sections"
 EXPLANATION = "artwork.explanation"
@@ -68,7 +68,7 @@ TEMPLATES_NT = (
 
 
 def section_view(item: Mapping[str, Any], assets: Mapping[str, str]) -> dict[str, Any]:
-    """A section as reviewers and histories show it (both tasks): image, title, path, entities marked."""
+    """A section as reviewers and histories show it (both workflows): image, title, path, entities marked."""
     return {
         "image": image_urls(item.get("image"), assets.get("/image")),
         "title": item.get("title") or "",

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from app.datasets.artwork.schema import SECTIONS, section_path, section_view, segments
-from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.workflow import Consolidation, Workflow, image_urls
 
 # (value, digit key, label) of the reasons to drop a section.
 REASONS = (
@@ -49,7 +49,7 @@ class SectionAnnotation(BaseModel):
     reason: Literal[REASON_VALUES] | None = None  # type: ignore[valid-type]
 
 
-class ArtworkSections(Task):
+class ArtworkSections(Workflow):
     name = SECTIONS
     title = "ExpArt: keep the sections that explain the artwork"
     description = "Keep a section text that explains its artwork, or drop it with a reason."
@@ -59,13 +59,13 @@ class ArtworkSections(Task):
     keys_help = "K keep · D drop · 1–5 the reason to drop · Enter submits · S skips"
     facets = {"decision": "nominal", "reason": "nominal"}
 
-    def validate_annotation(self, item, payload, config, results=None):
-        clean = super().validate_annotation(item, payload, config, results)
+    def validate_annotation(self, ctx, payload):
+        clean = super().validate_annotation(ctx, payload)
         if clean["decision"] == "keep":
             clean["reason"] = None
         return clean
 
-    def check(self, item, payload, config, results):
+    def check(self, ctx, payload):
         if payload.decision == "drop" and not payload.reason:
             return ["Say why the section is dropped: choose a reason (keys 1–5)."]
         return []
@@ -78,7 +78,7 @@ class ArtworkSections(Task):
             payload.pop("reason", None)
         return payload
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         return {k: payload[k] for k in ("decision", "reason") if payload.get(k) is not None}
 
     def is_discard(self, payload):
@@ -87,7 +87,7 @@ class ArtworkSections(Task):
     def facet_values(self, payload):
         return {"decision": payload.get("decision"), "reason": payload.get("reason") if payload.get("decision") == "drop" else None}
 
-    def consolidate(self, payloads, config):
+    def consolidate(self, ctx, payloads):
         """Majority on keep / drop, then on the reason among those who dropped; a tie goes to review."""
         if not payloads:
             return Consolidation(final=None, needs_review=True)
@@ -101,26 +101,26 @@ class ArtworkSections(Task):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final={"decision": "drop", "reason": reason}, discard=True)
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        rule = omitted_name(item)
+    def screen_context(self, ctx, values):
+        rule = omitted_name(ctx.item)
         return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
-            "path": section_path(item),
-            "segments": segments(item.get("text") or "", item.get("entities") or [], lambda e: "entity"),
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
+            "path": section_path(ctx.item),
+            "segments": segments(ctx.item.get("text") or "", ctx.item.get("entities") or [], lambda e: "entity"),
             "reasons": REASONS,
             "rule": rule,
         }
 
-    def view_item(self, item, config, *, assets, results, sizes):
-        return section_view(item, assets)
+    def view_item(self, ctx):
+        return section_view(ctx.item, ctx.assets)
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         reasons = {value: label for value, _, label in REASONS}
         reason = payload.get("reason")
         return {"decision": payload.get("decision"), "reason": reasons.get(reason, reason) if payload.get("decision") == "drop" else None}
 
-    def initial_values(self, item, config, *, results, suggestions):
-        if omitted_name(item):
+    def initial_values(self, ctx):
+        if omitted_name(ctx.item):
             return {"decision": "drop", "reason": "not_about_artwork"}
         return {}
 

@@ -35,7 +35,7 @@ class ColorSwap(Dataset):
     title = "ColorSwap"
     description = "Caption pairs with swapped colour words: choose an image per caption, then re-caption the pair."
     item_schema = ColorSwapItem
-    tasks = (ColorSwapFilter, ColorSwapRecaption)
+    workflows = (ColorSwapFilter, ColorSwapRecaption)
     demos = demo.DEMOS
     breakdown = ("caption_source", "image_source")
     producers = producers.PRODUCERS

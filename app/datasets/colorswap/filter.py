@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.colorswap.schema import FILTER, ITM_KIND, ItmSuggestion, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs
-from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
+from app.datasets.workflow import Consolidation, Workflow, consolidate_fields, image_urls
 from app.errors import Invalid
 
 DEFAULT_MARGIN = 0.01
@@ -75,7 +75,7 @@ def _label(value: int | None) -> str:
     return "none fits" if value is None else f"image {value + 1}"
 
 
-class ColorSwapFilter(Task):
+class ColorSwapFilter(Workflow):
     name = FILTER
     title = "ColorSwap: choose the image for each caption"
     description = "See all candidate images of a caption pair; pick the best image per caption, or discard the pair."
@@ -91,17 +91,17 @@ class ColorSwapFilter(Task):
         "N: none fits · Z: undo · arrows + F: an image full size · Enter submits · S skips"
     )
 
-    def validate_annotation(self, item, payload, config, results=None):
+    def validate_annotation(self, ctx, payload):
         missing = [n for n in (1, 2) if f"choice_{n}" not in payload]
         if missing:
             raise Invalid(
                 "The annotation is not complete.",
                 [f"Choose an image for caption {n}, or mark “none fits” (N)." for n in missing],
             )
-        return super().validate_annotation(item, payload, config, results)
+        return super().validate_annotation(ctx, payload)
 
-    def check(self, item, payload, config, results):
-        n = len(item.get("candidates") or [])
+    def check(self, ctx, payload):
+        n = len(ctx.item.get("candidates") or [])
         problems = []
         for k in (1, 2):
             choice = getattr(payload, f"choice_{k}")
@@ -117,7 +117,7 @@ class ColorSwapFilter(Task):
     def form_to_payload(self, form):
         return {k: _form_choice(v) for k, v in form.items() if k in ("choice_1", "choice_2")}
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         return {k: "none" if payload.get(k) is None else str(payload[k]) for k in ("choice_1", "choice_2") if k in payload}
 
     def is_discard(self, payload):
@@ -126,7 +126,7 @@ class ColorSwapFilter(Task):
     def facet_values(self, payload):
         return {"image for caption 1": _label(payload.get("choice_1")), "image for caption 2": _label(payload.get("choice_2"))}
 
-    def consolidate(self, payloads, config):
+    def consolidate(self, ctx, payloads):
         if not payloads:
             return Consolidation(final=None, needs_review=True)
         final = consolidate_fields(payloads, ("choice_1", "choice_2"))
@@ -137,72 +137,72 @@ class ColorSwapFilter(Task):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final=final, discard=self.is_discard(final))
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        vocab = Vocabulary.from_config(config)
-        itm = suggestions.get(ITM_KIND)
+    def screen_context(self, ctx, values):
+        vocab = Vocabulary.from_config(ctx.config)
+        itm = ctx.suggestions.get(ITM_KIND)
         scores = (itm.payload.get("scores") if itm else None) or []
-        if len(scores) != len(item["candidates"]):
+        if len(scores) != len(ctx.item["candidates"]):
             scores, itm = [], None
-        pre = preselect(scores, float(config.get("suggestion_margin", DEFAULT_MARGIN))) if scores else None
+        pre = preselect(scores, float(ctx.config.get("suggestion_margin", DEFAULT_MARGIN))) if scores else None
         candidates = [
             {
                 "index": i,
                 "number": i + 1,
-                "src": image_urls(c["image"], assets.get(candidate_pointer(i))),
+                "src": image_urls(c["image"], ctx.assets.get(candidate_pointer(i))),
                 "from_caption": c["from_caption"],
                 "generator": c.get("generator") or "",
                 "scores": scores[i] if scores else None,
             }
-            for i, c in enumerate(item["candidates"])
+            for i, c in enumerate(ctx.item["candidates"])
         ]
         return {
-            "captions": [caption_runs(item["caption_1"], vocab), caption_runs(item["caption_2"], vocab)],
+            "captions": [caption_runs(ctx.item["caption_1"], vocab), caption_runs(ctx.item["caption_2"], vocab)],
             "candidates": candidates,
             "suggestion": {"model": itm.model, "version": itm.model_version, "pre": pre} if itm and pre else None,
         }
 
-    def view_item(self, item, config, *, assets, results, sizes):
-        vocab = Vocabulary.from_config(config)
+    def view_item(self, ctx):
+        vocab = Vocabulary.from_config(ctx.config)
         return {
-            "captions": [caption_runs(item["caption_1"], vocab), caption_runs(item["caption_2"], vocab)],
+            "captions": [caption_runs(ctx.item["caption_1"], vocab), caption_runs(ctx.item["caption_2"], vocab)],
             "candidates": [
-                {"number": i + 1, "src": image_urls(c["image"], assets.get(candidate_pointer(i))), "from_caption": c["from_caption"]}
-                for i, c in enumerate(item["candidates"])
+                {"number": i + 1, "src": image_urls(c["image"], ctx.assets.get(candidate_pointer(i))), "from_caption": c["from_caption"]}
+                for i, c in enumerate(ctx.item["candidates"])
             ],
         }
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         """The image under each caption: an annotator's choice, or the model's preselection."""
         note = None
         if kind == ITM_KIND:
-            pre = preselect(payload.get("scores") or [], float(config.get("suggestion_margin", DEFAULT_MARGIN)))
+            pre = preselect(payload.get("scores") or [], float(ctx.config.get("suggestion_margin", DEFAULT_MARGIN)))
             if pre is None:
                 return {"picks": [], "note": "No preselection: the scores do not fit the candidates."}
             payload = {"choice_1": pre.choice_1, "choice_2": pre.choice_2}
             note = "The model's preselection" + (f" ({'; '.join(pre.flags)})" if pre.flags else "")
-        vocab = Vocabulary.from_config(config)
-        candidates = item["candidates"]
+        vocab = Vocabulary.from_config(ctx.config)
+        candidates = ctx.item["candidates"]
         picks = []
         for n in (1, 2):
             index = payload.get(f"choice_{n}")
             valid = isinstance(index, int) and 0 <= index < len(candidates)
             picks.append({
                 "caption": n,
-                "runs": caption_runs(item[f"caption_{n}"], vocab),
+                "runs": caption_runs(ctx.item[f"caption_{n}"], vocab),
                 "number": index + 1 if valid else None,
-                "src": image_urls(candidates[index]["image"], assets.get(candidate_pointer(index))) if valid else None,
+                "src": image_urls(candidates[index]["image"], ctx.assets.get(candidate_pointer(index))) if valid else None,
             })
         return {"picks": picks, "note": note}
 
-    def initial_values(self, item, config, *, results, suggestions):
-        itm = suggestions.get(ITM_KIND)
+    def initial_values(self, ctx):
+        itm = ctx.suggestions.get(ITM_KIND)
         scores = (itm.payload.get("scores") if itm else None) or []
-        if len(scores) != len(item["candidates"]):
+        if len(scores) != len(ctx.item["candidates"]):
             return {}
-        pre = preselect(scores, float(config.get("suggestion_margin", DEFAULT_MARGIN)))
+        pre = preselect(scores, float(ctx.config.get("suggestion_margin", DEFAULT_MARGIN)))
         return {"choice_1": str(pre.choice_1), "choice_2": str(pre.choice_2)} if pre else {}
 
-    def suggestion_outcome(self, kind, suggestion, payload, item):
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
         if kind != ITM_KIND:
             return None
         pre = preselect(suggestion.get("scores") or [])

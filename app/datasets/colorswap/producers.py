@@ -18,7 +18,7 @@ def colorswap_itm(items: list[ItemInput], settings, backends) -> list[Produced |
         pointers = [candidate_pointer(i) for i in range(len(item.data["candidates"]))]
         missing = [p for p in pointers if p not in item.images]
         if missing:
-            failed[item.id] = not_stored(item, f"the image {missing[0]}")
+            failed[item.id] = not_stored(item, f"the image {missing[0]}", (model.name, model.version))
             continue
         plans.append((item, len(sources), pointers))
         sources += [item.images[p] for p in pointers]
@@ -32,7 +32,7 @@ def colorswap_itm(items: list[ItemInput], settings, backends) -> list[Produced |
         scores = [(next(cosines), next(cosines)) for _ in pointers]
         bad = next((k for k in range(len(pointers)) if first + k in images.errors), None)
         if bad is not None:
-            failed[item.id] = image_failure(item, f"the image {pointers[bad]}", images.errors[first + bad])
+            failed[item.id] = image_failure(item, f"the image {pointers[bad]}", images.errors[first + bad], (model.name, model.version))
             continue
         ranked = sorted((s[0] for s in scores), reverse=True)
         margin = ranked[0] - ranked[1] if len(ranked) > 1 else None

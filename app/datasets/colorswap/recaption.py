@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.datasets.colorswap.schema import FILTER, PAIR_KIND, RECAPTION, PairSuggestion, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs, check_swap
-from app.datasets.task import Consolidation, Task, consolidate_fields, image_urls
+from app.datasets.workflow import Consolidation, Workflow, consolidate_fields, image_urls
 
 DEFAULT_RECAPTION_SOURCES = ("rule-based",)
 
@@ -57,7 +57,7 @@ def _unchanged(item: Mapping[str, Any], caption_1: str, caption_2: str) -> list[
     ]
 
 
-class ColorSwapRecaption(Task):
+class ColorSwapRecaption(Workflow):
     name = RECAPTION
     title = "ColorSwap: rewrite a caption pair"
     description = "See the two chosen images; rewrite both captions naturally, keeping them a colour-swap pair."
@@ -76,16 +76,16 @@ class ColorSwapRecaption(Task):
         "a click on an image shows it full size · S skips (outside the text fields)"
     )
 
-    def applies(self, item, results, config):
-        return caption_source(item, config) in config.get("sources", DEFAULT_RECAPTION_SOURCES)
+    def applies(self, ctx):
+        return caption_source(ctx.item, ctx.config) in ctx.config.get("sources", DEFAULT_RECAPTION_SOURCES)
 
-    def check(self, item, payload, config, results):
-        result = check_swap(payload.caption_1, payload.caption_2, Vocabulary.from_config(config))
+    def check(self, ctx, payload):
+        result = check_swap(payload.caption_1, payload.caption_2, Vocabulary.from_config(ctx.config))
         problems = list(result.problems)
-        if _recaption_required(item, config):
-            for n in _unchanged(item, payload.caption_1, payload.caption_2):
+        if _recaption_required(ctx.item, ctx.config):
+            for n in _unchanged(ctx.item, payload.caption_1, payload.caption_2):
                 problems.append(
-                    f"Caption {n} is unchanged: captions from the source “{caption_source(item, config)}” must be "
+                    f"Caption {n} is unchanged: captions from the source “{caption_source(ctx.item, ctx.config)}” must be "
                     "rewritten into natural, more specific ones."
                 )
         return problems
@@ -93,42 +93,42 @@ class ColorSwapRecaption(Task):
     def facet_values(self, payload):
         return {f"caption {n}": one_line(payload.get(f"caption_{n}", "")).lower() for n in (1, 2)}
 
-    def consolidate(self, payloads, config):
+    def consolidate(self, ctx, payloads):
         if not payloads:
             return Consolidation(final=None, needs_review=True)
         final = consolidate_fields(payloads, ("caption_1", "caption_2"), key=lambda v: one_line(v or "").lower())
-        if final is None or not check_swap(final["caption_1"], final["caption_2"], Vocabulary.from_config(config)).ok:
+        if final is None or not check_swap(final["caption_1"], final["caption_2"], Vocabulary.from_config(ctx.config)).ok:
             # No majority, or majorities from different people that are not a pair together.
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final=final)
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        chosen = results.get(FILTER) or {}
+    def screen_context(self, ctx, values):
+        chosen = ctx.results.get(FILTER) or {}
         images = []
         for n in (1, 2):
             index = chosen.get(f"choice_{n}")
             images.append(
                 {
                     "caption": n,
-                    "src": image_urls(item["candidates"][index]["image"], assets.get(candidate_pointer(index))) if index is not None else None,
+                    "src": image_urls(ctx.item["candidates"][index]["image"], ctx.assets.get(candidate_pointer(index))) if index is not None else None,
                     "number": index + 1 if index is not None else None,
-                    "original": item[f"caption_{n}"],
+                    "original": ctx.item[f"caption_{n}"],
                 }
             )
-        drafted = suggestions.get(PAIR_KIND)
+        drafted = ctx.suggestions.get(PAIR_KIND)
         return {
             "images": images,
-            "required": _recaption_required(item, config),
+            "required": _recaption_required(ctx.item, ctx.config),
             "drafted_by": f"{drafted.model} {drafted.model_version}".strip() if drafted else None,
         }
 
-    def initial_values(self, item, config, *, results, suggestions):
+    def initial_values(self, ctx):
         """The captions as they came, or the pair a model drafted (Enter stores it)."""
-        drafted = suggestions.get(PAIR_KIND)
-        source = drafted.payload if drafted and all(drafted.payload.get(f"caption_{n}") for n in (1, 2)) else item
+        drafted = ctx.suggestions.get(PAIR_KIND)
+        source = drafted.payload if drafted and all(drafted.payload.get(f"caption_{n}") for n in (1, 2)) else ctx.item
         return {"caption_1": source["caption_1"], "caption_2": source["caption_2"]}
 
-    def suggestion_outcome(self, kind, suggestion, payload, item):
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
         """A drafted pair: accepted when both captions were stored as drafted (case and spacing aside),
         edited when one was, rejected when neither was."""
         if kind != PAIR_KIND:
@@ -136,22 +136,22 @@ class ColorSwapRecaption(Task):
         same = [one_line(payload.get(k) or "").lower() == one_line(suggestion.get(k) or "").lower() for k in ("caption_1", "caption_2")]
         return "accepted" if all(same) else "edited" if any(same) else "rejected"
 
-    def view_item(self, item, config, *, assets, results, sizes):
-        vocab = Vocabulary.from_config(config)
-        shown = self.screen_context(item, config, assets=assets, results=results, suggestions={}, values={})
+    def view_item(self, ctx):
+        vocab = Vocabulary.from_config(ctx.config)
+        shown = self.screen_context(ctx, {})
         return {"images": [{**im, "runs": caption_runs(im["original"], vocab)} for im in shown["images"]]}
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
-        vocab = Vocabulary.from_config(config)
+    def view_answer(self, ctx, payload, kind=None):
+        vocab = Vocabulary.from_config(ctx.config)
         texts = [str(payload.get(f"caption_{n}") or "") for n in (1, 2)]
-        unchanged = _unchanged(item, *texts)
+        unchanged = _unchanged(ctx.item, *texts)
         return {"captions": [{"runs": caption_runs(t, vocab), "unchanged": n in unchanged} for n, t in enumerate(texts, 1)]}
 
-    def live_check(self, item, values, config, results):
-        vocab = Vocabulary.from_config(config)
+    def live_check(self, ctx, values):
+        vocab = Vocabulary.from_config(ctx.config)
         caption_1, caption_2 = str(values.get("caption_1") or ""), str(values.get("caption_2") or "")
         result = check_swap(caption_1, caption_2, vocab)
-        unchanged = _unchanged(item, caption_1, caption_2) if _recaption_required(item, config) else []
+        unchanged = _unchanged(ctx.item, caption_1, caption_2) if _recaption_required(ctx.item, ctx.config) else []
         return {
             "check": result,
             "runs": [caption_runs(caption_1, vocab), caption_runs(caption_2, vocab)],

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.datasets.dataset import ItemBase
-from app.datasets.task import StageConfig
+from app.datasets.workflow import StageConfig
 
 FILTER = "colorswap.filter"
 RECAPTION = "colorswap.recaption"

@@ -4,7 +4,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.datasets.task import StageConfig, Task, image_urls
+from app.datasets.workflow import StageConfig, Workflow, image_urls
 
 CHOICE = "generic.choice"
 
@@ -29,7 +29,7 @@ def item_choices(item: Mapping[str, Any], config: Mapping[str, Any]) -> list[str
     return list(item.get("choices") or config.get("choices") or [])
 
 
-class GenericChoice(Task):
+class GenericChoice(Workflow):
     name = CHOICE
     title = "Image question (choose one answer)"
     description = "Look at an image and pick one of a fixed set of answers."
@@ -39,8 +39,8 @@ class GenericChoice(Task):
     view_template = "datasets/generic/choice_view.html"
     facets = {"choice": "nominal"}
 
-    def check(self, item, payload, config, results):
-        choices = item_choices(item, config)
+    def check(self, ctx, payload):
+        choices = item_choices(ctx.item, ctx.config)
         if payload.choice not in choices:
             return [f"'{payload.choice}' is not one of the choices: {', '.join(choices)}"]
         return []
@@ -48,15 +48,15 @@ class GenericChoice(Task):
     def facet_values(self, payload):
         return {"choice": payload.get("choice")}
 
-    def screen_context(self, item, config, **_):
-        return {"choices": item_choices(item, config)}
+    def screen_context(self, ctx, values):
+        return {"choices": item_choices(ctx.item, ctx.config)}
 
-    def view_item(self, item, config, *, assets, results, sizes):
+    def view_item(self, ctx):
         return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
-            "question": item.get("question") or config.get("question", ""),
-            "choices": item_choices(item, config),
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
+            "question": ctx.item.get("question") or ctx.config.get("question", ""),
+            "choices": item_choices(ctx.item, ctx.config),
         }
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         return {"choice": payload.get("choice")}

@@ -40,5 +40,5 @@ class Generic(Dataset):
     description = "Look at an image and pick one of a fixed set of answers."
     item_schema = ChoiceItem
     image_fields = ("/image",)
-    tasks = (GenericChoice,)
+    workflows = (GenericChoice,)
     demos = demo.DEMOS

@@ -79,7 +79,7 @@ class VisArgs(Dataset):
     description = "Visual arguments: visual premises, reasoning tree and conclusion, and a box per premise."
     item_schema = VisArgsItem
     image_fields = ("/image",)
-    tasks = (VisArgsPremises, VisArgsStructure, VisArgsGrounding)
+    workflows = (VisArgsPremises, VisArgsStructure, VisArgsGrounding)
     demos = demo.DEMOS
     producers = producers.PRODUCERS
     drafts = DRAFTS
@@ -116,4 +116,4 @@ class VisArgsConclusions(Dataset):
     description = "Pairs of annotators' conclusions, judged equivalent or not (for agreement studies)."
     item_schema = EquivalenceItem
     image_fields = ("/image",)  # optional: the judge sees the image the conclusions are about
-    tasks = (VisArgsEquivalence,)
+    workflows = (VisArgsEquivalence,)

@@ -95,7 +95,7 @@ DEMOS = (
         "Demo: VisArgs",
         "Six drawn posters with a slogan and shapes, and a model's draft of their argument: fix the visual "
         "premises, build the reasoning tree, then box each premise.",
-        tuple(DemoStage(task, name, text) for task, name, text in zip(
+        tuple(DemoStage(workflow, name, text) for workflow, name, text in zip(
             ("visargs.premises", "visargs.structure", "visargs.grounding"), ("premises", "structure", "grounding"), VISARGS_GUIDELINES
         )),
         lambda folder: visargs_records(folder),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.dataset import ItemBase
-from app.datasets.task import StageConfig, Task, image_urls
+from app.datasets.workflow import StageConfig, Workflow, image_urls
 from app.datasets.visargs.schema import EQUIVALENCE
 
 
@@ -27,7 +27,7 @@ class EquivalenceAnnotation(BaseModel):
     equivalent: bool
 
 
-class VisArgsEquivalence(Task):
+class VisArgsEquivalence(Workflow):
     name = EQUIVALENCE
     title = "VisArgs: do two conclusions say the same?"
     description = "Judge whether two annotators' conclusions are equivalent (for agreement studies)."
@@ -45,17 +45,17 @@ class VisArgsEquivalence(Task):
         value = str(form.get("equivalent", "")).lower()
         return {"equivalent": value in ("yes", "true", "on", "1")} if value else {}
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         return {"equivalent": "yes" if payload["equivalent"] else "no"} if "equivalent" in payload else {}
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        return {"image": image_urls(item.get("image"), assets.get("/image")) if item.get("image") else None}
+    def screen_context(self, ctx, values):
+        return {"image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")) if ctx.item.get("image") else None}
 
-    def view_item(self, item, config, *, assets, results, sizes):
+    def view_item(self, ctx):
         return {
-            "image": image_urls(item.get("image"), assets.get("/image")) if item.get("image") else None,
-            "a": item.get("conclusion_a") or "", "b": item.get("conclusion_b") or "",
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")) if ctx.item.get("image") else None,
+            "a": ctx.item.get("conclusion_a") or "", "b": ctx.item.get("conclusion_b") or "",
         }
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         return {"equivalent": bool(payload.get("equivalent"))}

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Task, image_urls
+from app.datasets.workflow import Workflow, image_urls
 from app.datasets.visargs.schema import (
     BOX_KIND,
     DRAFTED_BOX_KIND,
@@ -35,7 +35,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-class VisArgsGrounding(Task):
+class VisArgsGrounding(Workflow):
     name = GROUNDING
     title = "VisArgs: one box per visual premise"
     description = "Draw one tight box around what each visual premise describes."
@@ -59,10 +59,10 @@ class VisArgsGrounding(Task):
             boxes.append({k: _int(form.get(f"{f}_{i}")) for k, f in (("startX", "x"), ("startY", "y"), ("w", "w"), ("h", "h"))})
         return {"b_box": boxes}
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         return box_values(payload.get("b_box") or [])
 
-    def validate_annotation(self, item, payload, config, results=None):
+    def validate_annotation(self, ctx, payload):
         boxes = payload.get("b_box")
         if isinstance(boxes, list):
             missing = [n for n, b in enumerate(boxes, 1) if not isinstance(b, dict) or None in b.values()]
@@ -71,17 +71,17 @@ class VisArgsGrounding(Task):
                     "The annotation is not complete.",
                     [f"Visual premise {n} has no box yet: pick it ({n}) and press B, or drag on the image." for n in missing],
                 )
-        return super().validate_annotation(item, payload, config, results)
+        return super().validate_annotation(ctx, payload)
 
-    def check(self, item, payload, config, results):
-        vps = premises_of(results)
+    def check(self, ctx, payload):
+        vps = premises_of(ctx.results)
         if len(payload.b_box) != len(vps):
             return [f"Give exactly one box per visual premise: {len(vps)} premises, {len(payload.b_box)} boxes."]
         return []
 
-    def suggestion_outcome(self, kind, suggestion, payload, item):
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
         """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
-        from app.agreement.boxes import iou  # with numpy, which registering the dataset need not load (app.datasets.task)
+        from app.agreement.boxes import iou  # with numpy, which registering the dataset need not load (app.datasets.workflow)
 
         if kind not in self.suggestion_kinds:
             return None
@@ -102,13 +102,13 @@ class VisArgsGrounding(Task):
     def facet_values(self, payload):
         return {"boxes": payload.get("b_box")}
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        vps = premises_of(results)
+    def screen_context(self, ctx, values):
+        vps = premises_of(ctx.results)
         suggested: dict[int, dict] = {}
         models = []
         # OCR boxes first (they are exact for quoted text), then a vision-language model's, then image-text region matches.
         for kind in self.suggestion_kinds:
-            hint = suggestions.get(kind)
+            hint = ctx.suggestions.get(kind)
             before = len(suggested)
             for box in (hint.payload.get("boxes") if hint else None) or []:
                 try:
@@ -127,27 +127,27 @@ class VisArgsGrounding(Task):
         # Work starts on the first premise still without a box.
         current = next((p["index"] for p in premises if not p["has_box"]), 0)
         return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
             "premises": premises,
             "current": current,
             "suggestion_model": ", ".join(models) or None,
         }
 
-    def initial_values(self, item, config, *, results, suggestions):
+    def initial_values(self, ctx):
         # Boxes drafted with the record (a published annotation being re-checked) start in place.
-        vps = premises_of(results)
-        drafts = item.get("candidate_boxes") or []
+        vps = premises_of(ctx.results)
+        drafts = ctx.item.get("candidate_boxes") or []
         values = {}
-        if len(drafts) == len(vps) and premises_of(results) == item.get("candidate_premises"):
+        if len(drafts) == len(vps) and premises_of(ctx.results) == ctx.item.get("candidate_premises"):
             values = box_values(drafts)
         return values
 
-    def view_item(self, item, config, *, assets, results, sizes):
-        return {"image": image_urls(item.get("image"), assets.get("/image")), "vps": premises_of(results)}
+    def view_item(self, ctx):
+        return {"image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")), "vps": premises_of(ctx.results)}
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         """The boxes on the stored image (its size known), numbered by premise; a suggestion's too."""
-        vps = premises_of(results)
+        vps = premises_of(ctx.results)
         if kind is None:
             given = [(i, b) for i, b in enumerate(payload.get("b_box") or [])]
             note = None
@@ -160,7 +160,7 @@ class VisArgsGrounding(Task):
             for i, b in given
             if isinstance(b, dict) and all(isinstance(b.get(k), int) for k in ("startX", "startY", "w", "h"))
         ]
-        return {"image": image_urls(item.get("image"), assets.get("/image")), "size": sizes.get("/image"), "boxes": boxes, "note": note}
+        return {"image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")), "size": ctx.sizes.get("/image"), "boxes": boxes, "note": note}
 
 
 

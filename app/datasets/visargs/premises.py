@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Consolidation, StageConfig, Task, image_urls
+from app.datasets.workflow import Consolidation, StageConfig, Workflow, image_urls
 from app.datasets.visargs.schema import (
     MAX_PREMISES,
     PREMISES,
@@ -47,7 +47,7 @@ def premise_rows(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-class VisArgsPremises(Task):
+class VisArgsPremises(Workflow):
     name = PREMISES
     title = "VisArgs: choose and fix the visual premises"
     description = "Keep, edit, split, add and order the visual premises a model drafted; discard unusable images."
@@ -69,13 +69,13 @@ class VisArgsPremises(Task):
         kept = [clean(r["text"]) for r in premise_rows(form) if r["keep"] and clean(r["text"])]
         return {"visual_premises": kept, "discard": truthy(form.get("discard"))}
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         values: dict[str, Any] = {"discard": "on"} if payload.get("discard") else {}
         for i, text in enumerate(payload.get("visual_premises") or []):
             values.update({f"text_{i}": text, f"pos_{i}": str(i), f"keep_{i}": "on"})
         return values
 
-    def check(self, item, payload, config, results):
+    def check(self, ctx, payload):
         if payload.discard:
             return []
         problems = []
@@ -97,7 +97,7 @@ class VisArgsPremises(Task):
     def facet_values(self, payload):
         return {"discard": bool(payload.get("discard")), "visual premises": None if payload.get("discard") else payload.get("visual_premises")}
 
-    def consolidate(self, payloads, config):
+    def consolidate(self, ctx, payloads):
         if not payloads:
             return Consolidation(final=None, needs_review=True)
         keys = [(bool(p.get("discard")), frozenset(clean(t).lower() for t in p.get("visual_premises") or [])) for p in payloads]
@@ -107,25 +107,25 @@ class VisArgsPremises(Task):
             return Consolidation(final=final, discard=self.is_discard(final))
         return Consolidation(final=None, needs_review=True)
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
+    def screen_context(self, ctx, values):
         rows = premise_rows(values)
         next_index = max([r["index"] for r in rows], default=-1) + 1
         # Spare rows are for additions: they start dropped, and typing in one keeps it.
         spares = [{"index": i, "text": "", "keep": False, "pos": 1000 + i} for i in range(next_index, next_index + SPARE_ROWS)]
-        drafted = suggestions.get(PREMISES_KIND)
+        drafted = ctx.suggestions.get(PREMISES_KIND)
         return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
             "rows": rows + spares,
             "drafted_by": f"{drafted.model} {drafted.model_version}".strip() if drafted and drafted.payload.get("visual_premises") else None,
         }
 
-    def initial_values(self, item, config, *, results, suggestions):
+    def initial_values(self, ctx):
         # Drafts start kept: most are right, and dropping one is one key (Alt+K) or a click. A model's
         # drafted premises come first; the record's candidates otherwise.
-        accept = bool(config.get("accept_candidates", True))
+        accept = bool(ctx.config.get("accept_candidates", True))
         values: dict[str, Any] = {}
-        drafted = suggestions.get(PREMISES_KIND)
-        texts = (drafted.payload.get("visual_premises") if drafted else None) or item.get("candidate_premises") or []
+        drafted = ctx.suggestions.get(PREMISES_KIND)
+        texts = (drafted.payload.get("visual_premises") if drafted else None) or ctx.item.get("candidate_premises") or []
         for i, text in enumerate(texts):
             values[f"text_{i}"] = text
             values[f"pos_{i}"] = str(i)
@@ -133,7 +133,7 @@ class VisArgsPremises(Task):
                 values[f"keep_{i}"] = "on"
         return values
 
-    def suggestion_outcome(self, kind, suggestion, payload, item):
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
         """Drafted premises: accepted when exactly those were kept (case and spacing aside), edited when
         some were, rejected when none were or the image was discarded."""
         if kind != PREMISES_KIND or not suggestion.get("visual_premises"):
@@ -144,8 +144,8 @@ class VisArgsPremises(Task):
             return "accepted"
         return "edited" if kept & drafted else "rejected"
 
-    def view_item(self, item, config, *, assets, results, sizes):
-        return {"image": image_urls(item.get("image"), assets.get("/image")), "drafts": list(item.get("candidate_premises") or [])}
+    def view_item(self, ctx):
+        return {"image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")), "drafts": list(ctx.item.get("candidate_premises") or [])}
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         return {"discard": bool(payload.get("discard")), "premises": list(payload.get("visual_premises") or [])}

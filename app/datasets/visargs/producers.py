@@ -28,7 +28,7 @@ def visargs_boxes(items: list[ItemInput], settings, backends) -> list[Produced |
     out = {}
     for k, item in enumerate(usable):
         if k in errors:
-            out[item.id] = image_failure(item, "the image", errors[k])
+            out[item.id] = image_failure(item, "the image", errors[k], (name, version))
             continue
         boxes = []
         for vp, text in enumerate(premises_of(item.results)):
@@ -41,7 +41,7 @@ def visargs_boxes(items: list[ItemInput], settings, backends) -> list[Produced |
             boxes.append({"vp": vp, "startX": x0, "startY": y0, "w": max(1, x1 - x0), "h": max(1, y1 - y0),
                           "text": " ".join(b.text for b in hits)})
         out[item.id] = Produced(item.id, name, version, {"boxes": boxes, "lines": len(found[k])}, float(len(boxes)))
-    return [out.get(i.id) or not_stored(i, "the image") for i in items]
+    return [out.get(i.id) or not_stored(i, "the image", (name, version)) for i in items]
 
 
 def windows(width: int, height: int) -> list[tuple[int, int, int, int]]:
@@ -60,12 +60,13 @@ def visargs_regions(items: list[ItemInput], settings, backends) -> list[Produced
     """Each item's image is decoded once (on the thread pool); the windows of all the job's items
     then go to the model in one stream of batches, and each distinct premise is embedded once."""
     model = backends.image_text_for(settings)
+    by = (model.name, model.version)
     usable = [i for i in items if "/image" in i.images]
     decoded, errors = backends.prepare.run_all([i.images["/image"] for i in usable], backends.open_image)
     out, plans, crops = {}, [], []
     for k, item in enumerate(usable):
         if k in errors:
-            out[item.id] = image_failure(item, "the image", errors[k])
+            out[item.id] = image_failure(item, "the image", errors[k], by)
             continue
         regions, premises = windows(*decoded[k].size), premises_of(item.results)
         if not premises:
@@ -81,7 +82,7 @@ def visargs_regions(items: list[ItemInput], settings, backends) -> list[Produced
         scores = [[next(cosines) for _ in premises] for _ in regions]
         bad = next((r for r in range(len(regions)) if first + r in images.errors), None)
         if bad is not None:
-            out[item.id] = image_failure(item, f"the window {regions[bad]} of the image", images.errors[first + bad])
+            out[item.id] = image_failure(item, f"the window {regions[bad]} of the image", images.errors[first + bad], by)
             continue
         boxes = []
         for vp in range(len(premises)):
@@ -89,7 +90,7 @@ def visargs_regions(items: list[ItemInput], settings, backends) -> list[Produced
             x, y, w, h = regions[best]
             boxes.append({"vp": vp, "startX": x, "startY": y, "w": w, "h": h, "score": round(scores[best][vp], 5)})
         out[item.id] = Produced(item.id, model.name, model.version, {"boxes": boxes}, None)
-    return [out.get(i.id) or not_stored(i, "the image") for i in items]
+    return [out.get(i.id) or not_stored(i, "the image", by) for i in items]
 
 
 PRODUCERS = (

@@ -1,4 +1,4 @@
-"""The VisArgs record (an image with drafted premises, conclusion, steps and boxes), the task names,
+"""The VisArgs record (an image with drafted premises, conclusion, steps and boxes), the workflow names,
 and the form helpers the VisArgs screens share."""
 
 from __future__ import annotations

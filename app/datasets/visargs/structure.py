@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.datasets.task import Equivalence, StageConfig, Task, image_urls
+from app.datasets.workflow import Equivalence, StageConfig, Workflow, image_urls
 from app.datasets.visargs.argtree import (
     parse_steps,
     print_step,
@@ -101,7 +101,7 @@ def _trailing_dropped(rows: list[dict[str, Any]], empty) -> list[dict[str, Any]]
     return rows
 
 
-class VisArgsStructure(Task):
+class VisArgsStructure(Workflow):
     name = STRUCTURE
     title = "VisArgs: commonsense premises, conclusion and reasoning tree"
     description = "Write the commonsense premises, check the conclusion, and build the reasoning tree."
@@ -128,18 +128,18 @@ class VisArgsStructure(Task):
     def form_to_payload(self, form):
         return structure_from_form(form)
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         return structure_values(
             payload.get("commonsense_premises") or [], payload.get("conclusion") or "",
             payload.get("reasoning_steps") or [], discard=bool(payload.get("discard")),
         )
 
-    def check(self, item, payload, config, results):
+    def check(self, ctx, payload):
         if payload.discard:
             return []
-        vps = premises_of(results)
+        vps = premises_of(ctx.results)
         problems = [] if payload.conclusion else ["Write the conclusion, or mark it wrong to discard the image."]
-        _, messages, tree = _structure_problems(vps, payload.model_dump(), config)
+        _, messages, tree = _structure_problems(vps, payload.model_dump(), ctx.config)
         return problems + messages + tree.errors
 
     def is_discard(self, payload):
@@ -148,8 +148,8 @@ class VisArgsStructure(Task):
     def facet_values(self, payload):
         return {"discard": bool(payload.get("discard")), "conclusion (same words)": clean(payload.get("conclusion")).lower() or None}
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        vps = premises_of(results)
+    def screen_context(self, ctx, values):
+        vps = premises_of(ctx.results)
         # A refused form posts its empty spare rows back: trailing empty rows are dropped before the
         # spares are added again, so the rows (and the IC chips) do not grow with every refusal.
         cp_rows = _trailing_dropped(
@@ -179,11 +179,11 @@ class VisArgsStructure(Task):
         focus = concludes_c[0] if concludes_c else next((st["index"] for st in step_rows if not st["inputs"]), step_rows[0]["index"])
         if not clean(values.get("conclusion")):
             focus = "conclusion"
-        drafted = suggestions.get(ARGUMENT_KIND)
+        drafted = ctx.suggestions.get(ARGUMENT_KIND)
         return {
             "drafted_by": f"{drafted.model} {drafted.model_version}".strip() if drafted else None,
             "focus": focus,
-            "image": image_urls(item.get("image"), assets.get("/image")),
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
             "vps": vps,
             "cp_rows": cp_rows,
             "step_rows": step_rows,
@@ -191,16 +191,16 @@ class VisArgsStructure(Task):
             "ics": [f"IC{k}" for k in range(1, n_ic + 1)],
         }
 
-    def initial_values(self, item, config, *, results, suggestions):
-        drafted = suggestions.get(ARGUMENT_KIND)
+    def initial_values(self, ctx):
+        drafted = ctx.suggestions.get(ARGUMENT_KIND)
         if drafted:
             p = drafted.payload
             return structure_values(p.get("commonsense_premises") or [], p.get("conclusion") or "", p.get("reasoning_steps") or [])
         return structure_values(
-            item.get("candidate_commonsense") or [], item.get("candidate_conclusion") or "", item.get("candidate_steps") or []
+            ctx.item.get("candidate_commonsense") or [], ctx.item.get("candidate_conclusion") or "", ctx.item.get("candidate_steps") or []
         )
 
-    def suggestion_outcome(self, kind, suggestion, payload, item):
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
         """A drafted argument: accepted when stored as drafted (spacing aside), rejected when the image was
         discarded or nothing of it was kept, edited otherwise."""
         if kind != ARGUMENT_KIND:
@@ -214,10 +214,10 @@ class VisArgsStructure(Task):
         kept = set(_folded(payload.get("commonsense_premises"))) & set(_folded(suggestion.get("commonsense_premises")))
         return "edited" if any(same) or kept else "rejected"
 
-    def live_check(self, item, values, config, results):
-        vps = premises_of(results)
+    def live_check(self, ctx, values):
+        vps = premises_of(ctx.results)
         payload = structure_from_form(values)
-        steps, messages, tree = _structure_problems(vps, payload, config)
+        steps, messages, tree = _structure_problems(vps, payload, ctx.config)
         return {
             "messages": messages + tree.errors,
             "warnings": tree.warnings,
@@ -228,16 +228,16 @@ class VisArgsStructure(Task):
             "printed": [print_step(s) for s in steps],
         }
 
-    def view_item(self, item, config, *, assets, results, sizes):
-        return {"image": image_urls(item.get("image"), assets.get("/image")), "vps": premises_of(results)}
+    def view_item(self, ctx):
+        return {"image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")), "vps": premises_of(ctx.results)}
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         cps = list(payload.get("commonsense_premises") or [])
         steps, _ = parse_steps(list(payload.get("reasoning_steps") or []))
         return {
             "discard": bool(payload.get("discard")),
             "conclusion": payload.get("conclusion") or "",
             "cps": cps,
-            "tree": render_tree(steps, premises_of(results), cps),
+            "tree": render_tree(steps, premises_of(ctx.results), cps),
             "steps": list(payload.get("reasoning_steps") or []),
         }

@@ -78,7 +78,7 @@ class Voldoger(Dataset):
     description = "Check stylised (cartoon, pencil, oil) captioning / VQA / VE data: the image, the LLM's label and its paraphrase."
     item_schema = VoldogerItem
     image_fields = ("/original_image", "/stylised_image")
-    tasks = (VoldogerVerify,)
+    workflows = (VoldogerVerify,)
     breakdown = ("task", "style")
     demos = demo.DEMOS
     drafts = DRAFTS

@@ -20,12 +20,13 @@ from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_inst
 from app.datasets.suggest import ItemInput
 from app.datasets.voldoger.release import LABELS, STYLE_NAMES, TASK_NAMES, TEXT_FIELD, label_text, labels
 from app.datasets.voldoger.verify import CHECK_KIND, VERIFY, VoldogerVerify, check_values
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
 NO_LABEL = "none"
 MAX_PARAPHRASE, MAX_REASON = 5000, 2000  # characters: the screen's text and comment take 5,000
 LABEL_WORDS = ("yes", "no", "entailment", "neutral", "contradiction", NO_LABEL)
-_TASK = VoldogerVerify()
+_WORKFLOW = VoldogerVerify()
 
 SCHEMA = answer_schema({
     "keeps_content": {"type": "string", "enum": ["yes", "no"], "description": "yes or no: does the stylised image keep the photo's content"},
@@ -98,7 +99,7 @@ def to_payload(answer: dict[str, Any], item: ItemInput) -> dict[str, Any]:
 def as_answer(payload: Mapping[str, Any], item: ItemInput) -> dict[str, Any] | None:
     """The answer the screen stores when its preselected decisions are submitted as they are."""
     try:
-        return _TASK.validate_annotation(item.data, check_values(dict(payload), item.data), {})
+        return _WORKFLOW.validate_annotation(ItemContext(item.data), check_values(dict(payload), item.data))
     except Invalid:
         return None
 

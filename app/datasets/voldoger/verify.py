@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.task import Consolidation, StageConfig, Task, consolidate_fields, image_urls
+from app.datasets.workflow import Consolidation, StageConfig, Workflow, consolidate_fields, image_urls
 from app.datasets.voldoger.release import (
     LABEL_FIELD,
     LABELS,
@@ -86,7 +86,7 @@ def check_values(check: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-class VoldogerVerify(Task):
+class VoldogerVerify(Workflow):
     name = VERIFY
     title = "VOLDOGER: check a stylised image, its label and its paraphrase"
     description = "Keep or discard the stylised image; LLM's / original / another label; keep or edit the paraphrase."
@@ -103,24 +103,24 @@ class VoldogerVerify(Task):
     )
 
     # -- annotations ---------------------------------------------------------------
-    def validate_annotation(self, item, payload, config, results=None):
-        clean = super().validate_annotation(item, payload, config, results)
+    def validate_annotation(self, ctx, payload):
+        clean = super().validate_annotation(ctx, payload)
         if clean["image"] == "discard":
             clean.update(label=None, paraphrase=None, text=None)
         else:
-            if item.get("task") not in LABEL_FIELD:
+            if ctx.item.get("task") not in LABEL_FIELD:
                 clean["label"] = None
-            if item.get("task") == "ve" and clean["label"] is not None:
+            if ctx.item.get("task") == "ve" and clean["label"] is not None:
                 clean["label"] = label_text("ve", clean["label"])
             if clean["paraphrase"] != "edit":
                 clean["text"] = None
         return clean
 
-    def check(self, item, payload, config, results):
+    def check(self, ctx, payload):
         if payload.image == "discard":
             return []
         problems = []
-        task = item.get("task")
+        task = ctx.item.get("task")
         allowed = [v for v, _ in LABELS.get(task, ())]
         if allowed:
             label = label_text(task, payload.label) if payload.label is not None else None
@@ -133,7 +133,7 @@ class VoldogerVerify(Task):
         elif payload.paraphrase == "edit":
             if not (payload.text or "").strip():
                 problems.append("An edited paraphrase needs its text.")
-            elif _words(payload.text) == _words(llm_text(item)):
+            elif _words(payload.text) == _words(llm_text(ctx.item)):
                 problems.append("The edited paraphrase is the same as the LLM's: choose P if it keeps the meaning.")
         return problems
 
@@ -146,7 +146,7 @@ class VoldogerVerify(Task):
             payload.pop("text", None)
         return payload
 
-    def payload_values(self, payload, item, config, results):
+    def payload_values(self, ctx, payload):
         return {k: v for k, v in payload.items() if k in _FIELDS and v is not None}
 
     def is_discard(self, payload):
@@ -161,7 +161,7 @@ class VoldogerVerify(Task):
             "paraphrase kept": payload.get("paraphrase") if keep else None,
         }
 
-    def consolidate(self, payloads, config):
+    def consolidate(self, ctx, payloads):
         """Majority per field: the image, then (of those keeping it) the label, the paraphrase
         decision and the edited text (by words); a tie anywhere goes to review. Comments are joined."""
         if not payloads:
@@ -187,16 +187,16 @@ class VoldogerVerify(Task):
             text = next(p["text"] for p in edits if _words(p.get("text")) == ranked[0][0])
         return Consolidation(final={"image": "keep", **fields, "text": text, "note": note})
 
-    def applies(self, item, results, config):
+    def applies(self, ctx):
         """Route `flipped`: only items whose label the LLM changed need a person."""
-        if (config or {}).get("route", "all") == "flipped":
-            return flipped(item.get("task"), item.get("original") or {}, item.get("stylised") or {})
+        if (ctx.config or {}).get("route", "all") == "flipped":
+            return flipped(ctx.item.get("task"), ctx.item.get("original") or {}, ctx.item.get("stylised") or {})
         return True
 
     # -- screen ------------------------------------------------------------------
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
-        task = item.get("task")
-        original, stylised = item.get("original") or {}, item.get("stylised") or {}
+    def screen_context(self, ctx, values):
+        task = ctx.item.get("task")
+        original, stylised = ctx.item.get("original") or {}, ctx.item.get("stylised") or {}
         before, after = labels(task, original, stylised)
         names = dict(LABELS.get(task, ()))
         text_field = TEXT_FIELD.get(task)
@@ -207,13 +207,13 @@ class VoldogerVerify(Task):
         return {
             "task": task,
             "task_name": TASK_NAMES.get(task, task),
-            "style_name": STYLE_NAMES.get(item.get("style"), item.get("style")),
-            "original_image": image_urls(item.get("original_image"), assets.get("/original_image")),
-            "stylised_image": image_urls(item.get("stylised_image"), assets.get("/stylised_image")),
+            "style_name": STYLE_NAMES.get(ctx.item.get("style"), ctx.item.get("style")),
+            "original_image": image_urls(ctx.item.get("original_image"), ctx.assets.get("/original_image")),
+            "stylised_image": image_urls(ctx.item.get("stylised_image"), ctx.assets.get("/stylised_image")),
             "premise": original.get("premise") if task == "ve" else None,
             "original_texts": original_texts,
             "caption_number": stylised.get("caption_number") if task == "cap" else None,
-            "llm_text": llm_text(item),
+            "llm_text": llm_text(ctx.item),
             "text_name": {"cap": "caption", "vqa": "question", "ve": "hypothesis"}.get(task, "text"),
             "labels": [{"value": v, "name": n, "key": str(i)} for i, (v, n) in enumerate(LABELS.get(task, ()), 1)],
             "original_label": before,
@@ -221,7 +221,7 @@ class VoldogerVerify(Task):
             "original_label_name": names.get(before, before),
             "llm_label_name": names.get(after, after),
             "flipped": flipped(task, original, stylised),
-            "check": self._check_view(suggestions.get(CHECK_KIND), item, names),
+            "check": self._check_view(ctx.suggestions.get(CHECK_KIND), ctx.item, names),
         }
 
     @staticmethod
@@ -238,37 +238,37 @@ class VoldogerVerify(Task):
             "reason": p.get("reason") or "",
         }
 
-    def initial_values(self, item, config, *, results, suggestions):
+    def initial_values(self, ctx):
         """The LLM's work is the suggestion: its label, its paraphrase kept (the text ready to edit). A
         vision-language model's check, where one was drafted, preselects all three decisions instead."""
-        if CHECK_KIND in suggestions:
-            return check_values(suggestions[CHECK_KIND].payload, item)
-        task = item.get("task")
-        values = {"paraphrase": "keep", "text": llm_text(item)}
-        _, after = labels(task, item.get("original") or {}, item.get("stylised") or {})
+        if CHECK_KIND in ctx.suggestions:
+            return check_values(ctx.suggestions[CHECK_KIND].payload, ctx.item)
+        task = ctx.item.get("task")
+        values = {"paraphrase": "keep", "text": llm_text(ctx.item)}
+        _, after = labels(task, ctx.item.get("original") or {}, ctx.item.get("stylised") or {})
         if after is not None:
             values["label"] = after
         return values
 
     # -- review views ------------------------------------------------------------------
-    def view_item(self, item, config, *, assets, results, sizes):
-        return self.screen_context(item, config, assets=assets, results=results, suggestions={}, values={})
+    def view_item(self, ctx):
+        return self.screen_context(ctx, {})
 
-    def suggestion_outcome(self, kind, suggestion, payload, item):
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
         """A drafted check: accepted when the answer makes its three decisions, rejected when it keeps or
         discards the image otherwise, edited in between."""
         if kind != CHECK_KIND:
             return None
-        drafted, given = self.facet_values(check_values(suggestion, item)), self.facet_values(payload)
+        drafted, given = self.facet_values(check_values(suggestion, ctx.item)), self.facet_values(payload)
         if drafted == given:
             return "accepted"
         return "rejected" if drafted["image kept"] != given["image kept"] else "edited"
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
+    def view_answer(self, ctx, payload, kind=None):
         if kind == CHECK_KIND:
-            payload = {**check_values(payload, item), "note": f"Reason: {payload.get('reason') or '—'}"}
-        task = item.get("task")
-        before, after = labels(task, item.get("original") or {}, item.get("stylised") or {})
+            payload = {**check_values(payload, ctx.item), "note": f"Reason: {payload.get('reason') or '—'}"}
+        task = ctx.item.get("task")
+        before, after = labels(task, ctx.item.get("original") or {}, ctx.item.get("stylised") or {})
         label = payload.get("label")
         source = ", ".join(n for n, v in (("the LLM's", after), ("the original", before)) if label is not None and v == label)
         return {

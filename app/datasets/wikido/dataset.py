@@ -43,7 +43,7 @@ class WikiDO(Dataset):
     description = "Check model-written captions against their image and reference text; correct made-up words."
     item_schema = WikiDOItem
     image_fields = ("/image",)
-    tasks = (WikiDOVerify,)
+    workflows = (WikiDOVerify,)
     demos = demo.DEMOS
     figures = {
         VERIFY: AnswerFigures(

@@ -9,7 +9,7 @@
   payload the MiniLM producer writes. A phrase that is not in the caption is refused.
 
 `as_answer` turns either into the answer the screen would store when an annotator takes the draft
-as it is, checked by the task itself, so a prompt version is scored with `wikido.verify`'s compare.
+as it is, checked by the workflow itself, so a prompt version is scored with `wikido.verify`'s compare.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_inst
 from app.datasets.suggest import ItemInput
 from app.datasets.wikido.tokenedits import Token, tokenize, words
 from app.datasets.wikido.verify import CAPTION_KIND, UNSUPPORTED_KIND, VERIFY, WikiDOVerify
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
 MAX_CAPTION = 5000  # the screen's field and the annotation schema take no more
 # wikido.js joins kept tokens this way: no space before closing punctuation or after an opening mark.
 _CLOSING = re.compile(r"[,.;:!?)\]}%'’”]")
 _OPENING = re.compile(r"[(\[{“$]$")
-_TASK = WikiDOVerify()
+_WORKFLOW = WikiDOVerify()
 
 
 def fields(item: ItemInput) -> dict[str, str]:
@@ -45,9 +46,9 @@ PLACEHOLDERS = ("wikipedia_caption", "caption", "page_title", "topic")
 
 
 def _answer(item: ItemInput, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """The answer as wikido.verify stores it (edits computed), or None where the task refuses it."""
+    """The answer as wikido.verify stores it (edits computed), or None where the workflow refuses it."""
     try:
-        return _TASK.validate_annotation(item.data, payload, {})
+        return _WORKFLOW.validate_annotation(ItemContext(item.data), payload)
     except Invalid:
         return None
 

@@ -38,10 +38,10 @@ def wikido_itm(items: list[ItemInput], settings, backends) -> list[Produced | Fa
     out = {}
     for k, item in enumerate(usable):
         if k in images.errors:
-            out[item.id] = image_failure(item, "the image", images.errors[k])
+            out[item.id] = image_failure(item, "the image", images.errors[k], (model.name, model.version))
         else:
             out[item.id] = Produced(item.id, model.name, model.version, {"score": round(sims[k], 5)}, sims[k])
-    return [out.get(i.id) or not_stored(i, "the image") for i in items]
+    return [out.get(i.id) or not_stored(i, "the image", (model.name, model.version)) for i in items]
 
 
 def phrases(caption: str) -> list[tuple[int, int]]:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.datasets.task import Consolidation, Task, image_urls
+from app.datasets.workflow import Consolidation, Workflow, image_urls
 from app.datasets.wikido.tokenedits import edit_ops, levenshtein, summarize, tokenize, words
 from app.errors import Invalid
 
@@ -59,7 +59,7 @@ def _norm(text: str | None) -> tuple[str, ...]:
     return tuple(words(text or ""))
 
 
-class WikiDOVerify(Task):
+class WikiDOVerify(Workflow):
     name = VERIFY
     title = "WikiDO: check a caption for made-up content, and correct it"
     description = "Correct / Hallucinated / Wrong for a model-written caption, with a deletion-first editor."
@@ -76,22 +76,22 @@ class WikiDOVerify(Task):
         "Enter submits · S skips"
     )
 
-    def validate_annotation(self, item, payload, config, results=None):
+    def validate_annotation(self, ctx, payload):
         if "edits" in payload:
             raise Invalid("The annotation is not valid.", ["'edits' are computed by the server; do not send them."])
-        clean = super().validate_annotation(item, payload, config, results)
+        clean = super().validate_annotation(ctx, payload)
         if clean["verdict"] == "hallucinated":
-            clean["edits"] = summarize(item["caption"], clean["caption"]).as_dict()
+            clean["edits"] = summarize(ctx.item["caption"], clean["caption"]).as_dict()
         else:
             clean["caption"] = None
         return clean
 
-    def check(self, item, payload, config, results):
+    def check(self, ctx, payload):
         if payload.verdict != "hallucinated":
             return []
         if not payload.caption or not words(payload.caption):
             return ["A hallucinated caption needs its corrected text: strike the made-up words (or write the caption)."]
-        if _norm(payload.caption) == _norm(item.get("caption")):
+        if _norm(payload.caption) == _norm(ctx.item.get("caption")):
             return ["The corrected caption is the same as the model's: strike the made-up words, or choose Correct."]
         return []
 
@@ -112,7 +112,7 @@ class WikiDOVerify(Task):
             deleted = [[op["i1"], op["i2"]] for op in (payload.get("edits") or {}).get("ops", []) if op["op"] != "insert"]
         return {"verdict": payload.get("verdict"), "deleted words": deleted}
 
-    def consolidate(self, payloads, config):
+    def consolidate(self, ctx, payloads):
         if not payloads:
             return Consolidation(final=None, needs_review=True)
         ranked = Counter(p["verdict"] for p in payloads).most_common()
@@ -134,22 +134,22 @@ class WikiDOVerify(Task):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final=corrected[cost.index(best)])
 
-    def screen_context(self, item, config, *, assets, results, suggestions, values):
+    def screen_context(self, ctx, values):
         unsupported: set[int] = set()
-        hint = suggestions.get(UNSUPPORTED_KIND)
-        tokens = tokenize(item["caption"])
+        hint = ctx.suggestions.get(UNSUPPORTED_KIND)
+        tokens = tokenize(ctx.item["caption"])
         if hint:
             for span in hint.payload.get("spans") or []:
                 if isinstance(span, list) and len(span) == 2:
                     unsupported.update(range(max(0, int(span[0])), min(len(tokens), int(span[1]))))
-        caption = item["caption"]
+        caption = ctx.item["caption"]
         # Words (not punctuation) are numbered from 1: a digit key jumps to a word by its number.
         numbers = {}
         for i, t in enumerate(tokens):
             if re.match(r"\w", t.text):
                 numbers[i] = len(numbers) + 1
         model = f"{hint.model} {hint.model_version}".strip() if hint else None
-        drafted = suggestions.get(CAPTION_KIND)
+        drafted = ctx.suggestions.get(CAPTION_KIND)
         return {
             "tokens": [
                 {
@@ -166,11 +166,11 @@ class WikiDOVerify(Task):
             # Nothing in the caption is supported: the model suggests Wrong rather than striking it all.
             "unrelated_model": model if hint and not unsupported and hint.payload.get("unrelated") else None,
             "fit": (
-                {"score": suggestions[ITM_KIND].payload.get("score"), "model": suggestions[ITM_KIND].model}
-                if ITM_KIND in suggestions
+                {"score": ctx.suggestions[ITM_KIND].payload.get("score"), "model": ctx.suggestions[ITM_KIND].model}
+                if ITM_KIND in ctx.suggestions
                 else None
             ),
-            "image": image_urls(item.get("image"), assets.get("/image")),
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
             # A rewritten caption fills the text field; the note says whose it is and whether it changes anything.
             "caption_draft": (
                 {
@@ -183,23 +183,23 @@ class WikiDOVerify(Task):
             ),
         }
 
-    def initial_values(self, item, config, *, results, suggestions):
-        drafted = suggestions.get(CAPTION_KIND)
+    def initial_values(self, ctx):
+        drafted = ctx.suggestions.get(CAPTION_KIND)
         if drafted and drafted.payload.get("caption"):
             return {"caption": drafted.payload["caption"]}
-        return {"caption": item["caption"]}
+        return {"caption": ctx.item["caption"]}
 
-    def view_item(self, item, config, *, assets, results, sizes):
+    def view_item(self, ctx):
         return {
-            "image": image_urls(item.get("image"), assets.get("/image")),
-            "reference": item.get("orig_cap") or "",
-            "title": item.get("page_title") or "",
-            "topic": item.get("topic") or "",
-            "caption": item["caption"],
+            "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),
+            "reference": ctx.item.get("orig_cap") or "",
+            "title": ctx.item.get("page_title") or "",
+            "topic": ctx.item.get("topic") or "",
+            "caption": ctx.item["caption"],
         }
 
-    def view_answer(self, payload, item, config, *, assets, results, sizes, kind=None):
-        caption = item["caption"]
+    def view_answer(self, ctx, payload, kind=None):
+        caption = ctx.item["caption"]
         if kind == UNSUPPORTED_KIND:
             flagged = {i for span in payload.get("spans") or [] if isinstance(span, list) and len(span) == 2 for i in range(int(span[0]), int(span[1]))}
             runs = [{**t, "op": "unsupported" if t["index"] in flagged else None} for t in _token_runs(caption)]
@@ -217,13 +217,13 @@ class WikiDOVerify(Task):
             shown["summary"] = f"{edits['deleted']} deleted, {edits['inserted']} inserted, {edits['substituted']} substituted"
         return shown
 
-    def suggestion_outcome(self, kind, suggestion, payload, item):
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
         """Unsupported spans: accepted when exactly those words were struck, edited when some were;
         an unrelated caption: accepted when the verdict is Wrong. A rewritten caption: accepted when
         stored as it was (or, when it changes nothing, when the verdict is Correct), edited when
         corrected otherwise, rejected by a Correct verdict; Wrong says nothing of it."""
         if kind == CAPTION_KIND:
-            return _caption_outcome(suggestion, payload, item)
+            return _caption_outcome(suggestion, payload, ctx.item)
         if kind != UNSUPPORTED_KIND:
             return None
         if suggestion.get("unrelated"):  # the hint was "nothing is supported: Wrong?"

@@ -14,7 +14,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import queue
-from app.datasets import get_task
+from app.datasets import get_workflow
+from app.datasets.workflow import ItemContext
 from app.decision import Decision, decide
 from app.errors import Conflict, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
@@ -124,19 +125,19 @@ def submit(
 ) -> SubmitResult:
     """Store one annotation; the same (user, idempotency key) always yields the same annotation, however
     often and concurrently it is posted. With `form`, `payload` is what an annotation page posted, turned
-    into the answer by the stage's task once the assignment is locked (the page learns it in the same trip)."""
+    into the answer by the stage's workflow once the assignment is locked (the page learns it in the same trip)."""
     read, params = read_for_submit(session, assignment_id, user_id, idempotency_key)
-    lock, task = read.lock, get_task(read.lock["workflow"])
-    payload = task.form_to_payload(payload) if form else payload
+    lock, workflow = read.lock, get_workflow(read.lock["workflow"])
+    payload = workflow.form_to_payload(payload) if form else payload
     if read.ctx["earlier"] is not None:
-        return _replay(read, task, payload, assignment_id, user_id)
+        return _replay(read, workflow, payload, assignment_id, user_id)
     if lock["item_status"] == ItemStatus.gold and lock["item_stage"] == lock["stage_id"]:
-        return _score_gold(session, read, task, payload, assignment_id, idempotency_key, seconds_spent)
+        return _score_gold(session, read, workflow, payload, assignment_id, idempotency_key, seconds_spent)
     decision = Decision(lock["item_status"], lock["item_stage"], _slots_for(lock))
-    clean = task.validate_annotation(lock["data"], payload, lock["config"], read.results)
+    clean = workflow.validate_annotation(read.item_context, payload)
     outcomes = []
     if lock["assignment_status"] != AssignmentStatus.submitted:  # a first submit, not a revision
-        outcomes = _outcomes(task, read.ctx["shown"], clean, lock["data"])
+        outcomes = _outcomes(workflow, read.ctx["shown"], clean, read.item_context)
         answers = read.answers(assignment_id, clean)
         decision = decide(read.situation(answers, read.ctx["flagged"] or (), status=decision.status, slots=decision.slots))
         if decision.routed:  # the flagged annotators' work waits for a reviewer
@@ -168,17 +169,17 @@ def _slots_for(lock: Mapping[str, Any]) -> int:
     return slots
 
 
-def _outcomes(task, shown, clean: dict[str, Any], data) -> list[dict[str, Any]]:
-    """How the answer treated each suggestion the screen showed (those the task judges)."""
+def _outcomes(workflow, shown, clean: dict[str, Any], ctx: ItemContext) -> list[dict[str, Any]]:
+    """How the answer treated each suggestion the screen showed (those the workflow judges)."""
     outcomes = []
     for s in shown or ():
-        outcome = task.suggestion_outcome(s["kind"], s["payload"], clean, data)
+        outcome = workflow.suggestion_outcome(ctx, s["kind"], s["payload"], clean)
         if outcome is not None:
             outcomes.append({"id": s["id"], "kind": s["kind"], "model": s["model"], "model_version": s["model_version"], "outcome": outcome})
     return outcomes
 
 
-def _replay(read: SubmitRead, task, payload: dict[str, Any], assignment_id: int, user_id: int) -> SubmitResult:
+def _replay(read: SubmitRead, workflow, payload: dict[str, Any], assignment_id: int, user_id: int) -> SubmitResult:
     """A retry of a stored submit answers what the first post answered."""
     earlier = read.ctx["earlier"]
     if earlier["assignment_id"] != assignment_id:
@@ -186,7 +187,7 @@ def _replay(read: SubmitRead, task, payload: dict[str, Any], assignment_id: int,
     # A retry repeats the answer; another answer under the same key (a page shown again after its
     # submit) must never be dropped silently: it is refused with the way on.
     lock = read.lock
-    if payload != earlier["payload"] and task.validate_annotation(lock["data"], payload, lock["config"], read.results) != earlier["payload"]:
+    if payload != earlier["payload"] and workflow.validate_annotation(read.item_context, payload) != earlier["payload"]:
         raise AlreadySubmitted(
             f"You already submitted this item with another answer (revision {earlier['revision']}); "
             "nothing was changed. Submit again to store this answer as a new revision."
@@ -197,7 +198,7 @@ def _replay(read: SubmitRead, task, payload: dict[str, Any], assignment_id: int,
     return SubmitResult(earlier["id"], earlier["revision"], True, status, lock["stage_id"])
 
 
-def _score_gold(session: Session, read: SubmitRead, task, payload, assignment_id: int, key: str, seconds: float | None) -> SubmitResult:
+def _score_gold(session: Session, read: SubmitRead, workflow, payload, assignment_id: int, key: str, seconds: float | None) -> SubmitResult:
     """A honeypot's answer: scored against the truth, never finalized."""
     lock = read.lock
     item = SimpleNamespace(id=lock["item_id"], data=lock["data"])
@@ -250,6 +251,11 @@ class Screen:
     returned: dict[str, Any] | None = None  # the reviewer's note when the item was sent back (comment, by, at)
     project_name: str = ""
     mine: int = 0  # the annotator's submitted items in the stage ("you did N")
+
+    @property
+    def item_context(self) -> ItemContext:
+        """The item as the workflow's hooks read it."""
+        return ItemContext(self.item.data, self.stage.config, self.results, self.item.assets, self.suggestions)
 
 
 _ASSIGNMENT_STAGE = sa.text("SELECT a.annotator_id, s.id, s.workflow FROM assignments a JOIN stages s ON s.id = a.stage_id WHERE a.id = :assignment")

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app import queue
+from app.datasets.workflow import ItemContext
 from app.decision import Situation, StageSettings
 from app.errors import Invalid, NotFound
 from app.lifecycle import AssignmentStatus
@@ -116,6 +117,11 @@ class SubmitRead:
     @functools.cached_property
     def results(self) -> dict[str, Any]:
         return {f["workflow"]: f["payload"] for f in self.ctx["finals"] or () if self.shows(f["position"])}
+
+    @functools.cached_property
+    def item_context(self) -> ItemContext:
+        """The item as the workflow's hooks read it."""
+        return ItemContext(self.lock["data"], self.lock["config"], self.results)
 
     def answers(self, assignment_id: int, clean: dict[str, Any]) -> list[dict[str, Any]]:
         """The stage's answers with this one, in assignment order (the order consolidation reads them in)."""

@@ -36,7 +36,7 @@ def ensure_project(session: Session, settings: Settings, storage: Storage, demo:
     if session.scalar(sa.select(Project.id).where(Project.name == demo.name)):
         return False
     specs = [
-        projects.StageSpec(workflow=s.task, name=s.name, guidelines=s.guidelines, config=dict(s.config), overlap=s.overlap)
+        projects.StageSpec(workflow=s.workflow, name=s.name, guidelines=s.guidelines, config=dict(s.config), overlap=s.overlap)
         for s in demo.stages
     ]
     project = projects.create_project(session, demo.name, specs, description=demo.description)

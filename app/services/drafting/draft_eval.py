@@ -2,9 +2,9 @@
 finished in the stage (or with the truth of its gold items), and what the drafts cost.
 
 A draft is shaped as the stage's answer by its kind (`DraftKind.as_answer`) and compared with the
-item's final with the stage task's own measure: where every facet of the task is a label
-(`Task.facets` all nominal), Cohen's kappa between drafts and finals per facet; otherwise the mean
-of `task.compare(draft, final)` over items. Both come with seeded bootstrap intervals over items
+item's final with the workflow's own measure: where every facet of the workflow is a label
+(`Workflow.facets` all nominal), Cohen's kappa between drafts and finals per facet; otherwise the mean
+of `workflow.compare(draft, final)` over items. Both come with seeded bootstrap intervals over items
 (`app.agreement`), the share of items where draft and final agree fully beside kappa. Each version
 also gets the share of its shown drafts that annotators accepted unchanged, its schema-valid share,
 latency percentiles and mean token counts. The per-item rows go to Parquet for a closer look.
@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from app.agreement import categorical
 from app.agreement.bootstrap import Interval, bootstrap, mean_from, mean_stats, resample_weights
-from app.datasets import draft_kinds, get_task
+from app.datasets import draft_kinds, get_workflow
 from app.datasets.suggest import ItemInput
 from app.errors import Invalid
 from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, Stage, Suggestion, SuggestionOutcome
@@ -208,10 +208,10 @@ def _costs(session: Session, prompt_ids: list[int]) -> dict[int, tuple[float | N
     return {p: tuple(None if v is None else float(v) for v in rest) for p, *rest in rows}
 
 
-def _kappas(task, pairs: list[tuple[dict, dict]], weights: np.ndarray) -> list[Figure]:
+def _kappas(workflow, pairs: list[tuple[dict, dict]], weights: np.ndarray) -> list[Figure]:
     """Cohen's kappa between drafts and finals for each facet the drafts speak to, with its interval."""
     figures = []
-    for facet in task.facets:
+    for facet in workflow.facets:
         raw = [
             [None if d.get(facet) is None else nominal_label(d[facet]), None if f.get(facet) is None else nominal_label(f[facet])]
             for d, f in pairs
@@ -223,7 +223,7 @@ def _kappas(task, pairs: list[tuple[dict, dict]], weights: np.ndarray) -> list[F
         stats = categorical.cohen_stats(ratings[:, 0], ratings[:, 1], k)
         ci = bootstrap(stats, lambda s, k=k: categorical.cohen_from(s, k), weights=weights)
         both = int(((ratings[:, 0] >= 0) & (ratings[:, 1] >= 0)).sum())
-        figures.append(_figure(f"Cohen's kappa · {facet}" if len(task.facets) > 1 else "Cohen's kappa", ci, both))
+        figures.append(_figure(f"Cohen's kappa · {facet}" if len(workflow.facets) > 1 else "Cohen's kappa", ci, both))
     return figures
 
 
@@ -232,9 +232,9 @@ def evaluate(
 ) -> Evaluation:
     """Each prompt version's drafts against the stage's finals (or its gold answers, `gold`)."""
     stage = get_stage(session, stage_id)
-    task = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     chosen = _chosen_prompts(session, stage, prompt_ids)
-    nominal = all(kind == "nominal" for kind in task.facets.values())
+    nominal = all(kind == "nominal" for kind in workflow.facets.values())
     truths = _truths(session, stage, gold)
     drafts = _drafts(session, prompt_ids)
     earlier = _earlier_results(session, stage, sorted({i for d in drafts.values() for i in d if i in truths}))
@@ -247,13 +247,13 @@ def evaluate(
         kind = draft_kinds()[prompt.draft_kind]
         against_reference = kind.score is not None  # a draft that is no answer: scored against the record
         labels = nominal and not against_reference
-        pairs, scores, uncomparable = _scored(task, kind, prompt, drafts.get(prompt.id, {}), truths, earlier, rows)
+        pairs, scores, uncomparable = _scored(workflow, kind, prompt, drafts.get(prompt.id, {}), truths, earlier, rows)
         if scores and len(scores) not in weights:
             weights[len(scores)] = resample_weights(len(scores), samples, seed)
         w = weights.get(len(scores))
         name = (kind.score_name or "score against the reference") if against_reference else (SHARE if labels else MEAN)
         share = _figure(name, bootstrap(mean_stats(np.array(scores)), mean_from, weights=w), len(scores))
-        figures = [*_kappas(task, pairs, w), share] if labels else [share]
+        figures = [*_kappas(workflow, pairs, w), share] if labels else [share]
         run = prompt_service.counts(session, prompt)
         accepted, shown = outcomes.get(prompt.id, (0, 0))
         p50, p95, prompt_tokens, completion_tokens = costs.get(prompt.id, (None, None, None, None))
@@ -281,7 +281,7 @@ def _chosen_prompts(session: Session, stage: Stage, prompt_ids: list[int]) -> li
     return chosen
 
 
-def _scored(task, kind, prompt: Prompt, drafts: dict[int, dict], truths, earlier, rows: list[Compared]):
+def _scored(workflow, kind, prompt: Prompt, drafts: dict[int, dict], truths, earlier, rows: list[Compared]):
     """One version's drafts scored against the truths: (facet pairs for kappa, scores, drafts that could not
     be compared); each compared item's row goes to `rows`."""
     against_reference = kind.score is not None
@@ -302,8 +302,8 @@ def _scored(task, kind, prompt: Prompt, drafts: dict[int, dict], truths, earlier
             if answer is None:
                 uncomparable += 1
                 continue
-            score = float(task.compare(answer, final))
-            pairs.append((task.facet_values(answer), task.facet_values(final)))
+            score = float(workflow.compare(answer, final))
+            pairs.append((workflow.facet_values(answer), workflow.facet_values(final)))
         scores.append(score)
         rows.append(Compared(item_id, external_id, prompt.id, prompt.version, payload, final, score))
     return pairs, scores, uncomparable

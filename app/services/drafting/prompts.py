@@ -30,7 +30,7 @@ SAMPLING_KEYS = {"max_tokens": int, "temperature": float, "seed": int}
 
 
 def kinds_for(stage: Stage) -> list[DraftKind]:
-    """The draft kinds that write suggestions this stage's task reads."""
+    """The draft kinds that write suggestions this stage's workflow reads."""
     return [k for k in draft_kinds().values() if stage.workflow in k.workflows]
 
 

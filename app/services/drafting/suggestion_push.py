@@ -1,6 +1,6 @@
 """Suggestions pushed from outside (a model run in a notebook): a batch of rows keyed by the item's
 external id, checked against the stage's suggestion kinds and each kind's payload schema (as the
-worker's drafts are, `Task.check_suggestion`), stored idempotently by model version."""
+worker's drafts are, `Workflow.check_suggestion`), stored idempotently by model version."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.datasets import get_task
+from app.datasets import get_workflow
 from app.errors import Invalid
 from app.models import Item, Suggestion
 from app.services.projects.projects import get_stage
@@ -24,8 +24,8 @@ def push(session: Session, stage_id: int, rows: list[dict[str, Any]]) -> tuple[i
     version replaces the earlier one only if its payload or score differ, so a batch pushed twice
     changes nothing the second time."""
     stage = get_stage(session, stage_id)
-    task = get_task(stage.workflow)
-    kinds = task.suggestion_kinds
+    workflow = get_workflow(stage.workflow)
+    kinds = workflow.suggestion_kinds
     ids = session.execute(
         sa.select(Item.external_id, Item.id).where(
             Item.project_id == stage.project_id,
@@ -42,7 +42,7 @@ def push(session: Session, stage_id: int, rows: list[dict[str, Any]]) -> tuple[i
         if row["external_id"] not in item_of:
             errors.append(f"{where}: no item with id {row['external_id']!r} in this project")
             continue
-        if problems := task.check_suggestion(row["kind"], row["payload"], prefix=f"{where}."):
+        if problems := workflow.check_suggestion(row["kind"], row["payload"], prefix=f"{where}."):
             errors.extend(problems)
             continue
         key = (row["external_id"], row["kind"], row["model"], row["model_version"])

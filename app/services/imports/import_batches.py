@@ -30,9 +30,9 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from app.datasets import dataset_of, get_task
+from app.datasets import dataset_of, get_workflow
 from app.datasets.dataset import Dataset
-from app.datasets.task import Task, is_external
+from app.datasets.workflow import Workflow, is_external
 from app.decision import first_applying
 from app.errors import Invalid, format_validation_error
 from app.images import CheckedImage, ImageRejected, check_image
@@ -99,11 +99,11 @@ class Batches:
         self.routes = [SimpleNamespace(id=s.id, workflow=s.workflow, config=s.config) for s in stages]
         self.slots = {s.id: sampling.entry_slots(s) for s in stages}
         self.done_in = stages[-1].id
-        # Shortcuts where the dataset and the first stage's task keep the base class's behaviour: a
-        # task that does not override `applies` takes every item, and the base `image_refs` reads
+        # Shortcuts where the dataset and the first stage's workflow keep the base class's behaviour: a
+        # workflow that does not override `applies` takes every item, and the base `image_refs` reads
         # the image fields of the dumped item, which `add` has at hand (dumping twice was measured
         # at a tenth of a push's server time, routing at another).
-        self.every_item = type(get_task(self.first.workflow)).applies is Task.applies
+        self.every_item = type(get_workflow(self.first.workflow)).applies is Workflow.applies
         self.refs_of_dump = type(self.dataset).image_refs is Dataset.image_refs
         self.raw = session.connection().connection.driver_connection
         self.copying = ExitStack()  # the COPY the server may still be taking in
@@ -143,7 +143,7 @@ class Batches:
         self.batch.append(Entry(self.read, where, item.id, item.group_id, to_json(data).decode(), refs, self._entry(data), source))
 
     def _entry(self, data: dict[str, Any]) -> tuple[int, str, int]:
-        """Where an imported item starts: the first stage whose task applies to it (the pipeline's
+        """Where an imported item starts: the first stage whose workflow applies to it (the pipeline's
         routing), or done at once when none does (stage, status, open slots)."""
         stage = self.routes[0] if self.every_item else first_applying(self.routes, data, {})
         if stage is None:

@@ -32,7 +32,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import leakage
-from app.datasets.task import StageConfig
+from app.datasets.workflow import StageConfig
 from app.errors import Conflict, NotFound
 from app.lifecycle import ItemStatus
 from app.models import Asset, ImageHash, Item, ItemSplit, LeakReport, SplitDefinition, Stage

@@ -64,10 +64,10 @@ def stage_specs_for(
 
 def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[str, Any]]:
     """One configuration for a whole pipeline, cut into each stage's share: a stage gets the keys its
-    task reads; a key that no stage reads stays with the first, whose check then refuses it."""
-    from app.datasets import get_task
+    workflow reads; a key that no stage reads stays with the first, whose check then refuses it."""
+    from app.datasets import get_workflow
 
-    known = [set(get_task(w).config_keys()) if _is_task(w) else set() for w in names]
+    known = [set(get_workflow(w).config_schema.descriptions()) if _is_workflow(w) else set() for w in names]
     read_somewhere = set().union(*known)
     return [
         {k: v for k, v in config.items() if k in keys or (i == 0 and k not in read_somewhere)}
@@ -75,11 +75,11 @@ def _shared_config(names: Sequence[str], config: dict[str, Any]) -> list[dict[st
     ]
 
 
-def _is_task(name: str) -> bool:
-    from app.datasets import get_task
+def _is_workflow(name: str) -> bool:
+    from app.datasets import get_workflow
 
     try:
-        get_task(name)
+        get_workflow(name)
     except Invalid:
         return False
     return True
@@ -122,24 +122,24 @@ def create_project(
 def _check_stages(stages: list[StageSpec]) -> None:
     """The stages of one dataset, each after the stage it builds on, with a valid config (set on the
     spec as validated) and two or more annotators where it samples for agreement."""
-    from app.datasets import dataset_of, get_task
+    from app.datasets import dataset_of, get_workflow
 
     if not stages:
         raise Invalid("A project needs at least one stage.")
     earlier: list[str] = []
     dataset = dataset_of(stages[0].workflow)  # raises Invalid naming the known workflows
     for spec in stages:
-        needed = get_task(spec.workflow).requires
+        needed = get_workflow(spec.workflow).requires
         if dataset_of(spec.workflow) is not dataset:
             raise Invalid(
                 f"The stage '{spec.workflow}' belongs to another dataset than '{stages[0].workflow}': "
-                f"a project curates one dataset ({dataset.name}: {', '.join(t.name for t in dataset.tasks)})."
+                f"a project curates one dataset ({dataset.name}: {', '.join(t.name for t in dataset.workflows)})."
             )
         if needed and needed not in earlier:
             raise Invalid(f"The stage '{spec.workflow}' builds on '{needed}', which must come before it.")
         earlier.append(spec.workflow)
         try:
-            spec.config = get_task(spec.workflow).validate_config(spec.config)
+            spec.config = get_workflow(spec.workflow).config_schema.check_stage(spec.config, spec.workflow)
         except Invalid as exc:
             raise Invalid(f"Stage {len(earlier)} ({spec.name or spec.workflow}): {exc.message}", exc.errors) from None
         if spec.sample_size is not None and spec.overlap < 2:

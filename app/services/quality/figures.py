@@ -1,4 +1,4 @@
-"""Project figures: kept and discarded items by item fields, and tasks' answer shares and edit means."""
+"""Project figures: kept and discarded items by item fields, and workflows' answer shares and edit means."""
 
 from __future__ import annotations
 

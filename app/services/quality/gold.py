@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from app import jsontext
 from app.agreement import gold as scoring
-from app.datasets import get_task
-from app.datasets.task import StageConfig
+from app.datasets import get_workflow
+from app.datasets.workflow import ItemContext, StageConfig
 from app.errors import Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, target, transition
 from app.models import (
@@ -134,7 +134,7 @@ def _validated_answers(
 ) -> list[tuple[Item, dict[str, Any]]]:
     """Each named item (locked) with its answer validated as the stage's submit validates it; items
     missing or discarded, and invalid answers, go to `problems`."""
-    task = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     ids = [external for _, external, _ in parsed]
     items = {
         i.external_id: i
@@ -152,7 +152,7 @@ def _validated_answers(
             problems.append(f"line {n}: item {external!r} is discarded")
             continue
         try:
-            clean.append((item, task.validate_annotation(item.data, answer, stage.config, earlier_results(session, item.id, stage))))
+            clean.append((item, workflow.validate_annotation(ItemContext(item.data, stage.config, earlier_results(session, item.id, stage)), answer)))
         except Invalid as exc:
             problems += [f"line {n}: {p}" for p in (exc.errors or [exc.message])]
     return clean
@@ -215,7 +215,7 @@ def submit_answer(
 ) -> GoldSubmit:
     """Store an annotator's answer to a gold item (validated as any annotation; an expired lease
     still counts, since a gold item has no slots); score it and update the annotator's flag."""
-    clean = get_task(stage.workflow).validate_annotation(item.data, payload, stage.config, earlier_results(session, item.id, stage))
+    clean = get_workflow(stage.workflow).validate_annotation(ItemContext(item.data, stage.config, earlier_results(session, item.id, stage)), payload)
     revision = (
         session.scalar(sa.select(sa.func.max(Annotation.revision)).where(Annotation.assignment_id == assignment.id)) or 0
     ) + 1
@@ -256,7 +256,7 @@ class GoldAnswer:
 
 def scored_answers(session: Session, stage: Stage, annotator_id: int | None = None) -> list[GoldAnswer]:
     """Each annotator's latest submitted answer to each gold item of the stage, scored against the truth."""
-    task = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     latest = (
         sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
         .join(GoldItem, sa.and_(GoldItem.item_id == Annotation.item_id, GoldItem.stage_id == Annotation.stage_id))
@@ -277,7 +277,7 @@ def scored_answers(session: Session, stage: Stage, annotator_id: int | None = No
         .order_by(Annotation.id)
     )
     return [
-        GoldAnswer(uid, name, item_id, scoring.answer_score(task.facets, task.facet_values(truth), task.facet_values(payload)), at,
+        GoldAnswer(uid, name, item_id, scoring.answer_score(workflow.facets, workflow.facet_values(truth), workflow.facet_values(payload)), at,
                    annotation_id)
         for uid, name, item_id, payload, truth, at, annotation_id in rows
     ]

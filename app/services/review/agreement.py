@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.agreement import boxes, categorical, sets
 from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_weights
 from app.agreement.pairs import facet_score
-from app.datasets import get_task
+from app.datasets import get_workflow
 from app.models import AgreementReport, Stage
 from app.services.annotation.pipeline import submitted_annotations
 from app.services.projects.projects import get_stage
@@ -60,7 +60,7 @@ def stage_report(
     """The stage's agreement figures. With `embed` (texts -> unit vectors, the worker's MiniLM),
     set facets also get Jaccard soft-matched by text similarity."""
     stage: Stage = get_stage(session, stage_id)
-    workflow = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     seconds: dict[str, list[float]] = {}
     everything = stage_annotations(session, stage_id, seconds)
     by_item = {i: a for i, a in everything.items() if len(a) >= 2}

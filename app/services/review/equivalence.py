@@ -1,8 +1,8 @@
 """Equivalence judgements: do two annotators' free-text answers say the same thing?
 
-A task whose answers are free text (VisArgs' conclusion) declares `equivalence`: the field, and
-the task that judges pairs. For every item two or more annotators answered, each pair of answers
-worded differently becomes an item of a companion project with one stage of that judging task, where reviewers judge Y/N; pairs worded the same (after case and space
+A workflow whose answers are free text (VisArgs' conclusion) declares `equivalence`: the field, and
+the workflow that judges pairs. For every item two or more annotators answered, each pair of answers
+worded differently becomes an item of a companion project with one stage of that judging workflow, where reviewers judge Y/N; pairs worded the same (after case and space
 normalisation) count as equivalent without a judgement. The stage's agreement report then
 gives the equivalence rate: equivalent pairs / judged-or-identical pairs, per item averaged
 and bootstrapped like the other figures, with how many pairs still wait for a judgement.
@@ -20,8 +20,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.agreement.sets import normalize
-from app.datasets import get_task
-from app.datasets.task import Equivalence
+from app.datasets import get_workflow
+from app.datasets.workflow import Equivalence
 from app.errors import Invalid
 from app.lifecycle import ITEM_START
 from app.models import Item, ItemResult, Project, Stage
@@ -49,8 +49,8 @@ class Pair:
 
 
 def declared(stage: Stage) -> Equivalence:
-    """The stage task's declared equivalence judgement."""
-    equivalence = get_task(stage.workflow).equivalence
+    """The workflow's declared equivalence judgement."""
+    equivalence = get_workflow(stage.workflow).equivalence
     if equivalence is None:
         raise Invalid(f"The workflow {stage.workflow} has no free-text answer to judge for equivalence.")
     return equivalence
@@ -58,7 +58,7 @@ def declared(stage: Stage) -> Equivalence:
 
 def answer_pairs(session: Session, stage: Stage) -> list[Pair]:
     """Each pair of annotators' answers on each item (discarded answers and empty ones left out)."""
-    field, workflow = declared(stage).field, get_task(stage.workflow)
+    field, workflow = declared(stage).field, get_workflow(stage.workflow)
     by_item: dict[int, list] = defaultdict(list)
     gold_items = gold.gold_item_ids(session, stage.id)  # answers to gold items are scored, never agreement
     for a in submitted_annotations(session, None, stage.id):

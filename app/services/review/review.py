@@ -17,8 +17,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.datasets import get_task
-from app.datasets.task import StageConfig
+from app.datasets import get_workflow
+from app.datasets.workflow import ItemContext, StageConfig
 from app.errors import Conflict, Forbidden, Invalid, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemEvent, ItemStatus, transition
 from app.models import (
@@ -83,7 +83,7 @@ def review_queue(session: Session, stage_id: int, limit: int = 500, reviewer_id:
     """Items of the stage waiting for review, the ones annotators disagree on most, or whose flagged
     annotator is least accurate, first; with `reviewer_id`, only those that reviewer may decide."""
     stage = get_stage(session, stage_id)
-    workflow = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     query = sa.select(Item.id, Item.external_id).where(Item.stage_id == stage_id, Item.status == ItemStatus.review)
     if reviewer_id is not None and StageConfig.read(stage.config, "forbid_self_review"):
         query = query.where(~_own_work(stage, reviewer_id))
@@ -110,6 +110,11 @@ class ReviewScreen:
     results: dict[str, dict[str, Any]]
     suggestions: dict[str, Any] = field(default_factory=dict)  # by kind, for the editor (filled on demand)
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)  # asset pointer -> stored image's (width, height)
+
+    @property
+    def item_context(self) -> ItemContext:
+        """The item as the workflow's hooks read it (the editor's suggestions, once filled)."""
+        return ItemContext(self.item.data, self.stage.config, self.results, self.item.assets, self.suggestions, self.sizes)
 
 
 def open_review(session: Session, stage_id: int, item_id: int) -> ReviewScreen:
@@ -150,14 +155,14 @@ def resolve(
     if item.status != ItemStatus.review:
         raise Conflict("This item is no longer waiting for review; someone resolved it already.")
     _refuse_own_work(session, stage, item_id, reviewer_id)
-    workflow = get_task(stage.workflow)
+    workflow = get_workflow(stage.workflow)
     if accept_annotation_id is not None:
         chosen = next((a for a in submitted_annotations(session, item_id, stage_id) if a.annotation_id == accept_annotation_id), None)
         if chosen is None:
             raise Invalid("That annotation is not one of this item's annotations in this stage.")
         final, how = chosen.payload, f"accepted annotation {accept_annotation_id}"
     elif payload is not None:
-        final = workflow.validate_annotation(item.data, payload, stage.config, results_by_stage(session, item_id))
+        final = workflow.validate_annotation(ItemContext(item.data, stage.config, results_by_stage(session, item_id)), payload)
         how = "edited"
     else:
         raise Invalid("Accept one annotation or give the final version.")

@@ -9,12 +9,13 @@ import pytest
 from pydantic import ValidationError
 
 from app.agreement.pairs import facet_score
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
 DATASET = get_dataset("artwork")
-SECTIONS = get_task("artwork.sections")
-EXPLAIN = get_task("artwork.explanation")
+SECTIONS = get_workflow("artwork.sections")
+EXPLAIN = get_workflow("artwork.explanation")
 RECORD = {
     "id": "0001_03",
     "title": "Mona Lisa",
@@ -47,42 +48,42 @@ def test_records_import_and_bad_ones_are_refused_by_field():
 
 def test_the_rule_drops_omitted_sections_on_screen():
     refs = item({**RECORD, "section": "See Also", "subsection": None})
-    assert SECTIONS.initial_values(refs, {}, results={}, suggestions={}) == {"decision": "drop", "reason": "not_about_artwork"}
-    ctx = SECTIONS.screen_context(refs, {}, assets={}, results={}, suggestions={}, values={})
+    assert SECTIONS.initial_values(ItemContext(refs)) == {"decision": "drop", "reason": "not_about_artwork"}
+    ctx = SECTIONS.screen_context(ItemContext(refs), {})
     assert ctx["rule"] == "See Also"
-    assert SECTIONS.initial_values(item(), {}, results={}, suggestions={}) == {}
-    ctx = SECTIONS.screen_context(item(), {}, assets={}, results={}, suggestions={}, values={})
+    assert SECTIONS.initial_values(ItemContext(item())) == {}
+    ctx = SECTIONS.screen_context(ItemContext(item()), {})
     assert ctx["rule"] is None and ctx["path"] == ["History", "Theft"]
     assert [s["text"] for s in ctx["segments"] if s["kind"]] == ["Louvre", "Vincenzo Peruggia", "Paris"]
     for name in ("Bibliografía", "notes and references", "List by location", "External  links"):
-        assert SECTIONS.initial_values(item({**RECORD, "section": name}), {}, results={}, suggestions={})
+        assert SECTIONS.initial_values(ItemContext(item({**RECORD, "section": name})))
 
 
 def test_section_payloads():
     data = item()
-    assert SECTIONS.validate_annotation(data, {"decision": "keep", "reason": "other"}, {}) == {"decision": "keep", "reason": None}
-    assert SECTIONS.is_discard(SECTIONS.validate_annotation(data, {"decision": "drop", "reason": "too_short"}, {}))
+    assert SECTIONS.validate_annotation(ItemContext(data), {"decision": "keep", "reason": "other"}) == {"decision": "keep", "reason": None}
+    assert SECTIONS.is_discard(SECTIONS.validate_annotation(ItemContext(data), {"decision": "drop", "reason": "too_short"}))
     with pytest.raises(Invalid) as err:
-        SECTIONS.validate_annotation(data, {"decision": "drop"}, {})
+        SECTIONS.validate_annotation(ItemContext(data), {"decision": "drop"})
     assert "choose a reason" in err.value.errors[0]
     assert SECTIONS.form_to_payload({"decision": "Keep", "reason": "other"}) == {"decision": "keep"}
 
 
 def test_explanation_payloads_merge_struck_words_into_spans():
     data = item(EXPLAINED)
-    out = EXPLAIN.validate_annotation(data, EXPLAIN.form_to_payload({"score": "2", "struck": ["8", "9", "5"]}), {})
+    out = EXPLAIN.validate_annotation(ItemContext(data), EXPLAIN.form_to_payload({"score": "2", "struck": ["8", "9", "5"]}))
     assert out == {"score": 2, "struck": [[5, 6], [8, 10]]}
     assert EXPLAIN.form_to_payload({"score": "3", "struck": "4"}) == {"score": "3", "struck": [[4, 5]]}
     with pytest.raises(Invalid, match="not valid") as err:
-        EXPLAIN.validate_annotation(data, {"score": 3, "struck": [[10, 40]]}, {})
+        EXPLAIN.validate_annotation(ItemContext(data), {"score": 3, "struck": [[10, 40]]})
     assert "words of the explanation" in err.value.errors[0]
     with pytest.raises(Invalid):
-        EXPLAIN.validate_annotation(data, {"score": 6, "struck": []}, {})
+        EXPLAIN.validate_annotation(ItemContext(data), {"score": 6, "struck": []})
 
 
 def test_explanation_screen_marks_shared_missing_and_extra_entities():
     data = item({**EXPLAINED, "explanation_entities": ["Louvre", "Rome"]})
-    ctx = EXPLAIN.screen_context(data, {}, assets={}, results={}, suggestions={}, values={"struck": ["1"]})
+    ctx = EXPLAIN.screen_context(ItemContext(data), {"struck": ["1"]})
     assert ctx["missing"] == ["Vincenzo Peruggia", "Paris"] and ctx["extra"] == ["Rome"]
     kinds = {t["text"]: t["kind"] for t in ctx["tokens"]}
     assert kinds["Louvre"] == "shared" and kinds["Rome"] == "extra" and kinds["stolen"] is None
@@ -92,9 +93,9 @@ def test_explanation_screen_marks_shared_missing_and_extra_entities():
 
 def test_routing_takes_kept_sections_with_an_explanation():
     data = item(EXPLAINED)
-    assert EXPLAIN.applies(data, {"artwork.sections": {"decision": "keep", "reason": None}}, {})
-    assert not EXPLAIN.applies(data, {"artwork.sections": {"decision": "drop", "reason": "other"}}, {})
-    assert not EXPLAIN.applies(item(), {"artwork.sections": {"decision": "keep", "reason": None}}, {})
+    assert EXPLAIN.applies(ItemContext(data, results={"artwork.sections": {"decision": "keep", "reason": None}}))
+    assert not EXPLAIN.applies(ItemContext(data, results={"artwork.sections": {"decision": "drop", "reason": "other"}}))
+    assert not EXPLAIN.applies(ItemContext(item(), results={"artwork.sections": {"decision": "keep", "reason": None}}))
 
 
 def test_agreement_facets_on_planted_disagreements():
@@ -111,15 +112,15 @@ def test_agreement_facets_on_planted_disagreements():
 
 def test_consolidation_by_majority_and_ties_to_review():
     keep, drop_a, drop_b = {"decision": "keep", "reason": None}, {"decision": "drop", "reason": "too_short"}, {"decision": "drop", "reason": "other"}
-    assert SECTIONS.consolidate([keep, keep, drop_a], {}).final == keep
-    out = SECTIONS.consolidate([drop_a, drop_a, keep], {})
+    assert SECTIONS.consolidate(ItemContext({}), [keep, keep, drop_a]).final == keep
+    out = SECTIONS.consolidate(ItemContext({}), [drop_a, drop_a, keep])
     assert out.final == drop_a and out.discard
-    assert SECTIONS.consolidate([keep, drop_a], {}).needs_review
-    assert SECTIONS.consolidate([drop_a, drop_b, keep], {}).needs_review  # reason tied
+    assert SECTIONS.consolidate(ItemContext({}), [keep, drop_a]).needs_review
+    assert SECTIONS.consolidate(ItemContext({}), [drop_a, drop_b, keep]).needs_review  # reason tied
     p = [{"score": 4, "struck": [[0, 2]]}, {"score": 4, "struck": [[1, 2]]}, {"score": 3, "struck": [[1, 3]]}]
-    assert EXPLAIN.consolidate(p, {}).final == {"score": 4, "struck": [[1, 2]]}
-    assert EXPLAIN.consolidate(p[:1] + [{"score": 3, "struck": [[0, 2]]}], {}).needs_review
-    assert EXPLAIN.consolidate([{"score": 4, "struck": [[0, 1]]}, {"score": 4, "struck": []}], {}).needs_review
+    assert EXPLAIN.consolidate(ItemContext({}), p).final == {"score": 4, "struck": [[1, 2]]}
+    assert EXPLAIN.consolidate(ItemContext({}), p[:1] + [{"score": 3, "struck": [[0, 2]]}]).needs_review
+    assert EXPLAIN.consolidate(ItemContext({}), [{"score": 4, "struck": [[0, 1]]}, {"score": 4, "struck": []}]).needs_review
 
 
 def test_export_adds_the_paper_s_instructions_and_logs_judgements():

@@ -7,12 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.datasets.colorswap.filter import preselect
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
-FILTER = get_task("colorswap.filter")
-RECAPTION = get_task("colorswap.recaption")
+FILTER = get_workflow("colorswap.filter")
+RECAPTION = get_workflow("colorswap.recaption")
 COLORSWAP = get_dataset("colorswap")
 
 
@@ -80,9 +81,9 @@ def test_sources_may_be_absent_and_routing_then_uses_the_stage_default():
     bare = {k: v for k, v in pair().items() if k not in ("caption_source", "image_source")}
     data = COLORSWAP.parse_item(bare, {}).model_dump(mode="json")
     assert data["caption_source"] is None and data["image_source"] is None
-    assert not RECAPTION.applies(data, {}, {})
-    assert RECAPTION.applies(data, {}, {"missing_source": "rule-based"})
-    assert RECAPTION.applies({**data, "caption_source": "rule-based"}, {}, {})
+    assert not RECAPTION.applies(ItemContext(data))
+    assert RECAPTION.applies(ItemContext(data, {"missing_source": "rule-based"}))
+    assert RECAPTION.applies(ItemContext({**data, "caption_source": "rule-based"}))
 
 
 def test_the_published_layout_needs_both_images():
@@ -95,17 +96,17 @@ def test_the_published_layout_needs_both_images():
 
 def test_a_filter_payload_names_two_distinct_images_or_discards():
     data = item()
-    assert FILTER.validate_annotation(data, {"choice_1": 2, "choice_2": 1}, {}) == {"choice_1": 2, "choice_2": 1}
+    assert FILTER.validate_annotation(ItemContext(data), {"choice_1": 2, "choice_2": 1}) == {"choice_1": 2, "choice_2": 1}
     assert not FILTER.is_discard({"choice_1": 2, "choice_2": 1})
-    assert FILTER.is_discard(FILTER.validate_annotation(data, {"choice_1": None, "choice_2": 1}, {}))
+    assert FILTER.is_discard(FILTER.validate_annotation(ItemContext(data), {"choice_1": None, "choice_2": 1}))
     with pytest.raises(Invalid) as err:
-        FILTER.validate_annotation(data, {"choice_1": 1, "choice_2": 1}, {})
+        FILTER.validate_annotation(ItemContext(data), {"choice_1": 1, "choice_2": 1})
     assert "cannot fit both captions" in err.value.errors[0]
     with pytest.raises(Invalid) as err:
-        FILTER.validate_annotation(data, {"choice_1": 4, "choice_2": 1}, {})
+        FILTER.validate_annotation(ItemContext(data), {"choice_1": 4, "choice_2": 1})
     assert err.value.errors == ["Caption 1: there is no image 5; this pair has 4 images."]
     with pytest.raises(Invalid) as err:
-        FILTER.validate_annotation(data, {"choice_1": 0}, {})
+        FILTER.validate_annotation(ItemContext(data), {"choice_1": 0})
     assert err.value.errors == ["Choose an image for caption 2, or mark “none fits” (N)."]
 
 
@@ -130,7 +131,7 @@ def test_form_values_become_indices_or_none():
     ],
 )
 def test_filter_consolidation(payloads, final, review):
-    outcome = FILTER.consolidate(payloads, {})
+    outcome = FILTER.consolidate(ItemContext({}), payloads)
     assert outcome.final == final and outcome.needs_review == review
     assert outcome.discard == (final is not None and None in final.values())
 
@@ -138,7 +139,7 @@ def test_filter_consolidation(payloads, final, review):
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=7))
 def test_consolidation_never_invents_an_answer(choices):
     payloads = [{"choice_1": a, "choice_2": b} for a, b in choices]
-    outcome = FILTER.consolidate(payloads, {})
+    outcome = FILTER.consolidate(ItemContext({}), payloads)
     if outcome.final is not None:
         assert outcome.final["choice_1"] in [a for a, _ in choices]
         assert outcome.final["choice_2"] in [b for _, b in choices]
@@ -165,42 +166,42 @@ def test_preselection_takes_the_best_distinct_images_and_flags_doubt():
 
 
 def test_recaption_applies_to_configured_sources():
-    assert RECAPTION.applies({"caption_source": "rule-based"}, {}, {})
-    assert not RECAPTION.applies({"caption_source": "handmade"}, {}, {})
-    assert RECAPTION.applies({"caption_source": "generated"}, {}, {"sources": ["rule-based", "generated"]})
+    assert RECAPTION.applies(ItemContext({"caption_source": "rule-based"}))
+    assert not RECAPTION.applies(ItemContext({"caption_source": "handmade"}))
+    assert RECAPTION.applies(ItemContext({"caption_source": "generated"}, {"sources": ["rule-based", "generated"]}))
 
 
 def test_a_rewrite_must_stay_a_swap_pair_and_rule_based_pairs_must_change():
     data = item()
     good = {"caption_1": "A fluffy red cat wearing a  grey jacket.", "caption_2": "A fluffy grey cat wearing a red jacket"}
-    assert RECAPTION.validate_annotation(data, good, {})["caption_1"] == "A fluffy red cat wearing a grey jacket."
+    assert RECAPTION.validate_annotation(ItemContext(data), good)["caption_1"] == "A fluffy red cat wearing a grey jacket."
     with pytest.raises(Invalid) as err:
-        RECAPTION.validate_annotation(data, {"caption_1": "A fluffy red cat in a grey jacket", "caption_2": "a grey cat in a red coat"}, {})
+        RECAPTION.validate_annotation(ItemContext(data), {"caption_1": "A fluffy red cat in a grey jacket", "caption_2": "a grey cat in a red coat"})
     assert any("more than colour words" in e for e in err.value.errors)
     with pytest.raises(Invalid) as err:
-        RECAPTION.validate_annotation(data, {"caption_1": data["caption_1"], "caption_2": data["caption_2"]}, {})
+        RECAPTION.validate_annotation(ItemContext(data), {"caption_1": data["caption_1"], "caption_2": data["caption_2"]})
     # One sentence per caption, the source named inside it (it read "…unchanged. rule-based captions…").
     assert "Caption 1 is unchanged: captions from the source “rule-based” must be rewritten into natural, more specific ones." in err.value.errors
     handmade = {**data, "caption_source": "handmade"}
     same = {"caption_1": data["caption_1"], "caption_2": data["caption_2"]}
-    assert RECAPTION.validate_annotation(handmade, same, {}) == same
+    assert RECAPTION.validate_annotation(ItemContext(handmade), same) == same
 
 
 def test_recaption_consolidation_checks_the_combined_pair():
     a = {"caption_1": "a red cat in a grey coat", "caption_2": "a grey cat in a red coat"}
     b = {"caption_1": "a red kitten in a grey coat", "caption_2": "a grey kitten in a red coat"}
-    assert RECAPTION.consolidate([a, dict(a), b], {}).final == a
-    assert RECAPTION.consolidate([a, b], {}).needs_review
+    assert RECAPTION.consolidate(ItemContext({}), [a, dict(a), b]).final == a
+    assert RECAPTION.consolidate(ItemContext({}), [a, b]).needs_review
     mixed = [a, {"caption_1": a["caption_1"], "caption_2": b["caption_2"]}, {"caption_1": b["caption_1"], "caption_2": b["caption_2"]}]
     # Majorities: caption 1 from a, caption 2 from b -> not a pair together -> review.
-    assert RECAPTION.consolidate(mixed, {}).needs_review
+    assert RECAPTION.consolidate(ItemContext({}), mixed).needs_review
 
 
 def test_live_check_reports_moves_and_unchanged_captions():
     data = item()
-    live = RECAPTION.live_check(data, {"caption_1": data["caption_1"], "caption_2": "a grey dog in a red jacket"}, {}, {})
+    live = RECAPTION.live_check(ItemContext(data), {"caption_1": data["caption_1"], "caption_2": "a grey dog in a red jacket"})
     assert not live["check"].ok and live["unchanged"] == [1]
-    live = RECAPTION.live_check(data, {"caption_1": "my red cat, grey jacket", "caption_2": "my grey cat, red jacket"}, {}, {})
+    live = RECAPTION.live_check(ItemContext(data), {"caption_1": "my red cat, grey jacket", "caption_2": "my grey cat, red jacket"})
     assert live["check"].ok and live["unchanged"] == []
     assert [(m.before, m.after) for m in live["check"].moves] == [("red", "grey"), ("grey", "red")]
 

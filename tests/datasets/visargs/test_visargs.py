@@ -8,13 +8,14 @@ import pytest
 from pydantic import ValidationError
 
 from app.agreement.boxes import iou
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
-PREMISES = get_task("visargs.premises")
-STRUCTURE = get_task("visargs.structure")
-GROUNDING = get_task("visargs.grounding")
-EQUIVALENCE = get_task("visargs.equivalence")
+PREMISES = get_workflow("visargs.premises")
+STRUCTURE = get_workflow("visargs.structure")
+GROUNDING = get_workflow("visargs.grounding")
+EQUIVALENCE = get_workflow("visargs.equivalence")
 VISARGS = get_dataset("visargs")
 CONCLUSIONS = get_dataset("visargs_equivalence")
 
@@ -79,10 +80,10 @@ def test_premise_rows_follow_their_shown_order():
 
 def test_premise_drafts_start_kept_and_spare_rows_do_not():
     item = published_item()
-    values = PREMISES.initial_values(item, {}, results={}, suggestions={})
+    values = PREMISES.initial_values(ItemContext(item))
     assert [values.get(f"keep_{i}") for i in range(2)] == ["on", "on"]
-    assert "keep_0" not in PREMISES.initial_values(item, {"accept_candidates": False}, results={}, suggestions={})
-    rows = PREMISES.screen_context(item, {}, assets={}, results={}, suggestions={}, values=values)["rows"]
+    assert "keep_0" not in PREMISES.initial_values(ItemContext(item, {"accept_candidates": False}))
+    rows = PREMISES.screen_context(ItemContext(item), values)["rows"]
     assert [(r["text"], r["keep"]) for r in rows] == [
         ("A melting ice cream cone", True), ("The sun in the corner", True), ("", False), ("", False),
     ]
@@ -91,12 +92,12 @@ def test_premise_drafts_start_kept_and_spare_rows_do_not():
 def test_premise_checks():
     item = published_item()
     with pytest.raises(Invalid) as err:
-        PREMISES.validate_annotation(item, {"visual_premises": []}, {})
+        PREMISES.validate_annotation(ItemContext(item), {"visual_premises": []})
     assert err.value.errors == ["Keep or add at least one visual premise, or discard the image."]
     with pytest.raises(Invalid) as err:
-        PREMISES.validate_annotation(item, {"visual_premises": ["A tap", "a  TAP"]}, {})
+        PREMISES.validate_annotation(ItemContext(item), {"visual_premises": ["A tap", "a  TAP"]})
     assert err.value.errors == ["Visual premises 1 and 2 are the same."]
-    assert PREMISES.is_discard(PREMISES.validate_annotation(item, {"visual_premises": [], "discard": True}, {}))
+    assert PREMISES.is_discard(PREMISES.validate_annotation(ItemContext(item), {"visual_premises": [], "discard": True}))
 
 
 def test_premise_agreement_and_consolidation_use_sets():
@@ -106,8 +107,8 @@ def test_premise_agreement_and_consolidation_use_sets():
     # The mean over the facets: discard agrees, the premise sets overlap in 1 of 3.
     assert PREMISES.compare(a, b) == 1.0 and PREMISES.compare(a, c) == pytest.approx((1 + 1 / 3) / 2)
     assert PREMISES.compare(a, {"visual_premises": [], "discard": True}) == 0.0
-    assert PREMISES.consolidate([a, b, c], {}).final == a
-    assert PREMISES.consolidate([a, c], {}).needs_review
+    assert PREMISES.consolidate(ItemContext({}), [a, b, c]).final == a
+    assert PREMISES.consolidate(ItemContext({}), [a, c]).needs_review
 
 
 RESULTS = {"visargs.premises": {"visual_premises": ["A tap", "The words SAVE WATER"], "discard": False}}
@@ -132,38 +133,38 @@ def test_structure_rows_print_the_published_syntax():
         "reasoning_steps": ["(VP1, CP1 -> IC1): The tap wastes water", "(IC1, VP2 -> C): Fix your taps."],
         "discard": False,
     }
-    clean = STRUCTURE.validate_annotation(published_item(), payload, {}, RESULTS)
+    clean = STRUCTURE.validate_annotation(ItemContext(published_item(), results=RESULTS), payload)
     assert clean["reasoning_steps"] == payload["reasoning_steps"]
 
 
 def test_structure_refuses_broken_trees_in_the_annotators_words():
     broken = STRUCTURE.form_to_payload(structure_form(step_in_1=["IC1"]))
     with pytest.raises(Invalid) as err:
-        STRUCTURE.validate_annotation(published_item(), broken, {}, RESULTS)
+        STRUCTURE.validate_annotation(ItemContext(published_item(), results=RESULTS), broken)
     assert err.value.errors == ["VP2 is not used by any step."]
-    assert STRUCTURE.validate_annotation(published_item(), broken, {"unused_premises": "warning"}, RESULTS)
+    assert STRUCTURE.validate_annotation(ItemContext(published_item(), {"unused_premises": "warning"}, results=RESULTS), broken)
     gap = STRUCTURE.form_to_payload(structure_form(cp_0="", cp_1="Water is scarce", step_in_0=["VP1", "CP2"]))
     with pytest.raises(Invalid) as err:
-        STRUCTURE.validate_annotation(published_item(), gap, {}, RESULTS)
+        STRUCTURE.validate_annotation(ItemContext(published_item(), results=RESULTS), gap)
     assert "Commonsense premise 1 is empty: write it, or delete it." in err.value.errors
     no_output = STRUCTURE.form_to_payload(structure_form(step_out_1=""))
     with pytest.raises(Invalid) as err:
-        STRUCTURE.validate_annotation(published_item(), no_output, {}, RESULTS)
+        STRUCTURE.validate_annotation(ItemContext(published_item(), results=RESULTS), no_output)
     assert "is not a node name" in err.value.errors[0]
     discarded = {"commonsense_premises": [], "conclusion": "", "reasoning_steps": [], "discard": True}
-    assert STRUCTURE.is_discard(STRUCTURE.validate_annotation(published_item(), discarded, {}, RESULTS))
+    assert STRUCTURE.is_discard(STRUCTURE.validate_annotation(ItemContext(published_item(), results=RESULTS), discarded))
 
 
 def test_structure_live_check_renders_the_tree():
-    live = STRUCTURE.live_check(published_item(), structure_form(), {}, RESULTS)
+    live = STRUCTURE.live_check(ItemContext(published_item(), results=RESULTS), structure_form())
     assert live["ok"] and live["tree"].node == "C"
     assert [c.node for c in live["tree"].children] == ["IC1", "VP2"]
-    live = STRUCTURE.live_check(published_item(), structure_form(step_out_1="IC2"), {}, RESULTS)
+    live = STRUCTURE.live_check(ItemContext(published_item(), results=RESULTS), structure_form(step_out_1="IC2"))
     assert not live["ok"] and any("No step concludes C" in m for m in live["messages"])
 
 
 def test_structure_drafts_fill_the_rows():
-    values = STRUCTURE.initial_values(published_item(), {}, results=RESULTS, suggestions={})
+    values = STRUCTURE.initial_values(ItemContext(published_item(), results=RESULTS))
     assert values["step_in_0"] == ["VP1", "VP2", "CP1"] and values["step_out_1"] == "C"
     assert values["cp_0"] == "Heat melts ice cream" and values["conclusion"] == "Buy our freezer."
 
@@ -175,28 +176,28 @@ def test_grounding_needs_one_box_per_premise():
     # Numbers no box has (a forged form): no box there, as for an empty field, not a server error.
     odd = GROUNDING.form_to_payload({**form, "x_1": "inf", "y_1": "nan", "w_1": "1e400", "h_1": "-Infinity"})
     assert odd["b_box"][1] == {"startX": None, "startY": None, "w": None, "h": None}
-    assert GROUNDING.validate_annotation(published_item(), payload, {}, RESULTS)["b_box"][0]["w"] == 100
+    assert GROUNDING.validate_annotation(ItemContext(published_item(), results=RESULTS), payload)["b_box"][0]["w"] == 100
     with pytest.raises(Invalid) as err:
-        GROUNDING.validate_annotation(published_item(), GROUNDING.form_to_payload({**form, "w_1": ""}), {}, RESULTS)
+        GROUNDING.validate_annotation(ItemContext(published_item(), results=RESULTS), GROUNDING.form_to_payload({**form, "w_1": ""}))
     assert err.value.errors == ["Visual premise 2 has no box yet: pick it (2) and press B, or drag on the image."]
     with pytest.raises(Invalid) as err:
-        GROUNDING.validate_annotation(published_item(), {"b_box": payload["b_box"][:1]}, {}, RESULTS)
+        GROUNDING.validate_annotation(ItemContext(published_item(), results=RESULTS), {"b_box": payload["b_box"][:1]})
     assert "exactly one box per visual premise: 2 premises, 1 boxes" in err.value.errors[0]
     with pytest.raises(Invalid):
-        GROUNDING.validate_annotation(published_item(), {"b_box": [{"startX": -1, "startY": 0, "w": 5, "h": 5}] * 2}, {}, RESULTS)
+        GROUNDING.validate_annotation(ItemContext(published_item(), results=RESULTS), {"b_box": [{"startX": -1, "startY": 0, "w": 5, "h": 5}] * 2})
 
 
 def test_grounding_starts_on_the_first_premise_without_a_box():
     values = {"x_0": 10, "y_0": 12, "w_0": 100, "h_0": 80}
-    screen = GROUNDING.screen_context(published_item(), {}, assets={}, results=RESULTS, suggestions={}, values=values)
+    screen = GROUNDING.screen_context(ItemContext(published_item(), results=RESULTS), values)
     assert [p["has_box"] for p in screen["premises"]] == [True, False] and screen["current"] == 1
-    screen = GROUNDING.screen_context(published_item(), {}, assets={}, results=RESULTS, suggestions={}, values={})
+    screen = GROUNDING.screen_context(ItemContext(published_item(), results=RESULTS), {})
     assert screen["current"] == 0
 
 
 def test_structure_starts_where_the_work_is():
     def focus(**values):
-        return STRUCTURE.screen_context(published_item(), {}, assets={}, results=RESULTS, suggestions={}, values=values)["focus"]
+        return STRUCTURE.screen_context(ItemContext(published_item(), results=RESULTS), values)["focus"]
 
     assert focus() == "conclusion"
     assert focus(conclusion="Fix taps.") == 0
@@ -213,10 +214,10 @@ def test_box_agreement():
 
 def test_equivalence_payload():
     item = CONCLUSIONS.parse_item({"id": "e1", "conclusion_a": "Buy it.", "conclusion_b": "Purchase it."}, {}).model_dump()
-    assert EQUIVALENCE.validate_annotation(item, EQUIVALENCE.form_to_payload({"equivalent": "yes"}), {}) == {"equivalent": True}
+    assert EQUIVALENCE.validate_annotation(ItemContext(item), EQUIVALENCE.form_to_payload({"equivalent": "yes"})) == {"equivalent": True}
     assert EQUIVALENCE.form_to_payload({"equivalent": "no"}) == {"equivalent": False}
     with pytest.raises(Invalid):
-        EQUIVALENCE.validate_annotation(item, EQUIVALENCE.form_to_payload({}), {})
+        EQUIVALENCE.validate_annotation(ItemContext(item), EQUIVALENCE.form_to_payload({}))
 
 
 def test_what_was_done_with_suggested_boxes():
@@ -224,7 +225,7 @@ def test_what_was_done_with_suggested_boxes():
     near = {"startX": 12, "startY": 10, "w": 20, "h": 20}
     far = {"startX": 100, "startY": 100, "w": 5, "h": 5}
     hint = {"boxes": [{"vp": 0, **box}, {"vp": 1, **box}]}
-    assert GROUNDING.suggestion_outcome("visargs.boxes", hint, {"b_box": [box, box]}, {}) == "accepted"
-    assert GROUNDING.suggestion_outcome("visargs.boxes", hint, {"b_box": [box, near]}, {}) == "edited"
-    assert GROUNDING.suggestion_outcome("visargs.boxes", hint, {"b_box": [far, far]}, {}) == "rejected"
-    assert GROUNDING.suggestion_outcome("visargs.boxes", {"boxes": []}, {"b_box": [box]}, {}) is None
+    assert GROUNDING.suggestion_outcome(ItemContext({}), "visargs.boxes", hint, {"b_box": [box, box]}) == "accepted"
+    assert GROUNDING.suggestion_outcome(ItemContext({}), "visargs.boxes", hint, {"b_box": [box, near]}) == "edited"
+    assert GROUNDING.suggestion_outcome(ItemContext({}), "visargs.boxes", hint, {"b_box": [far, far]}) == "rejected"
+    assert GROUNDING.suggestion_outcome(ItemContext({}), "visargs.boxes", {"boxes": []}, {"b_box": [box]}) is None

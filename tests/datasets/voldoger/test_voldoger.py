@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.datasets.voldoger.release import join, join_files
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 from tests.datasets.voldoger.release_rows import (
     CAP_ORIGINAL,
@@ -20,7 +21,7 @@ from tests.datasets.voldoger.release_rows import (
     VQA_STYLISED,
 )
 
-TASK = get_task("voldoger.verify")
+WORKFLOW = get_workflow("voldoger.verify")
 DATASET = get_dataset("voldoger")
 
 
@@ -78,11 +79,11 @@ def test_a_bad_row_is_refused_with_its_field():
 def test_annotations_are_checked_in_the_annotators_terms():
     vqa, ve, cap = items([join(VQA_ORIGINAL, VQA_STYLISED, "vqa", "oil")[0], join(VE_ORIGINAL, VE_STYLISED, "ve", "cartoon")[1],
                           join(CAP_ORIGINAL, CAP_STYLISED, "cap", "pencil")[0]])
-    ok = TASK.validate_annotation(vqa, {"image": "keep", "label": "No", "paraphrase": "keep", "text": "ignored"}, {})
+    ok = WORKFLOW.validate_annotation(ItemContext(vqa), {"image": "keep", "label": "No", "paraphrase": "keep", "text": "ignored"})
     assert ok == {"image": "keep", "label": "no", "paraphrase": "keep", "text": None, "note": ""}
-    assert TASK.validate_annotation(ve, {"image": "keep", "label": "contradiction", "paraphrase": "keep"}, {})["label"] == "2"
-    assert TASK.validate_annotation(cap, {"image": "keep", "label": "yes", "paraphrase": "keep"}, {})["label"] is None
-    gone = TASK.validate_annotation(vqa, {"image": "discard", "label": "no", "note": "the ball is gone"}, {})
+    assert WORKFLOW.validate_annotation(ItemContext(ve), {"image": "keep", "label": "contradiction", "paraphrase": "keep"})["label"] == "2"
+    assert WORKFLOW.validate_annotation(ItemContext(cap), {"image": "keep", "label": "yes", "paraphrase": "keep"})["label"] is None
+    gone = WORKFLOW.validate_annotation(ItemContext(vqa), {"image": "discard", "label": "no", "note": "the ball is gone"})
     assert gone == {"image": "discard", "label": None, "paraphrase": None, "text": None, "note": "the ball is gone"}
     for payload, message in [
         ({"image": "keep", "paraphrase": "keep"}, "Choose the label"),
@@ -92,7 +93,7 @@ def test_annotations_are_checked_in_the_annotators_terms():
         ({"image": "keep", "label": "yes", "paraphrase": "edit", "text": " "}, "needs its text"),
     ]:
         with pytest.raises(Invalid) as exc:
-            TASK.validate_annotation(vqa, payload, {})
+            WORKFLOW.validate_annotation(ItemContext(vqa), payload)
         assert any(message in e for e in exc.value.errors), exc.value.errors
 
 
@@ -101,39 +102,39 @@ def test_facets_and_consolidation_on_planted_disagreements():
     orig = {**llm, "label": "yes", "note": "still red"}
     edited = {**llm, "paraphrase": "edit", "text": "Is the ball red?"}
     drop = {"image": "discard", "label": None, "paraphrase": None, "text": None, "note": "blurred"}
-    assert TASK.facet_values(llm) == {"image kept": "keep", "label": "no", "paraphrase kept": "keep"}
-    assert TASK.facet_values(drop) == {"image kept": "discard", "label": None, "paraphrase kept": None}
-    assert TASK.compare(llm, dict(llm)) == 1.0
-    assert TASK.compare(llm, orig) == pytest.approx(2 / 3)  # the label differs, image and paraphrase agree
-    assert TASK.compare(llm, edited) == pytest.approx(2 / 3)
-    assert TASK.compare(llm, drop) == 0.0  # image differs; the label and paraphrase only one speaks to
+    assert WORKFLOW.facet_values(llm) == {"image kept": "keep", "label": "no", "paraphrase kept": "keep"}
+    assert WORKFLOW.facet_values(drop) == {"image kept": "discard", "label": None, "paraphrase kept": None}
+    assert WORKFLOW.compare(llm, dict(llm)) == 1.0
+    assert WORKFLOW.compare(llm, orig) == pytest.approx(2 / 3)  # the label differs, image and paraphrase agree
+    assert WORKFLOW.compare(llm, edited) == pytest.approx(2 / 3)
+    assert WORKFLOW.compare(llm, drop) == 0.0  # image differs; the label and paraphrase only one speaks to
     # Majority per field.
-    two_one = TASK.consolidate([llm, orig, {**orig, "note": ""}], {})
+    two_one = WORKFLOW.consolidate(ItemContext({}), [llm, orig, {**orig, "note": ""}])
     assert two_one.final == {"image": "keep", "label": "yes", "paraphrase": "keep", "text": None, "note": "still red"}
     assert not two_one.discard
-    assert TASK.consolidate([drop, drop, llm], {}).discard
+    assert WORKFLOW.consolidate(ItemContext({}), [drop, drop, llm]).discard
     # Ties go to review: image, label, paraphrase decision, edited texts.
-    assert TASK.consolidate([llm, drop], {}).needs_review
-    assert TASK.consolidate([llm, orig], {}).needs_review
-    assert TASK.consolidate([llm, edited], {}).needs_review
-    assert TASK.consolidate([edited, {**edited, "text": "Is the ball  red?"}, llm], {}).final["text"] == "Is the ball red?"
-    assert TASK.consolidate([edited, {**edited, "text": "Is that ball red?"}], {}).needs_review
-    assert TASK.consolidate([llm], {}).final == llm
+    assert WORKFLOW.consolidate(ItemContext({}), [llm, drop]).needs_review
+    assert WORKFLOW.consolidate(ItemContext({}), [llm, orig]).needs_review
+    assert WORKFLOW.consolidate(ItemContext({}), [llm, edited]).needs_review
+    assert WORKFLOW.consolidate(ItemContext({}), [edited, {**edited, "text": "Is the ball  red?"}, llm]).final["text"] == "Is the ball red?"
+    assert WORKFLOW.consolidate(ItemContext({}), [edited, {**edited, "text": "Is that ball red?"}]).needs_review
+    assert WORKFLOW.consolidate(ItemContext({}), [llm]).final == llm
 
 
 def test_route_flipped_applies_only_to_labels_the_llm_changed():
     vqa = items(join(VQA_ORIGINAL, VQA_STYLISED, "vqa", "oil"))
     cap = items(join(CAP_ORIGINAL, CAP_STYLISED, "cap", "pencil"))
-    assert [TASK.applies(i, {}, {"route": "flipped"}) for i in vqa] == [True, False, True]
-    assert not any(TASK.applies(i, {}, {"route": "flipped"}) for i in cap)
-    assert all(TASK.applies(i, {}, {}) for i in vqa + cap)
+    assert [WORKFLOW.applies(ItemContext(i, {"route": "flipped"})) for i in vqa] == [True, False, True]
+    assert not any(WORKFLOW.applies(ItemContext(i, {"route": "flipped"})) for i in cap)
+    assert all(WORKFLOW.applies(ItemContext(i)) for i in vqa + cap)
 
 
 def test_the_screen_starts_from_the_llms_work():
     vqa = items(join(VQA_ORIGINAL, VQA_STYLISED, "vqa", "oil"))[0]
-    values = TASK.initial_values(vqa, {}, results={}, suggestions={})
+    values = WORKFLOW.initial_values(ItemContext(vqa))
     assert values == {"paraphrase": "keep", "text": "Is the ball coloured red? ", "label": "no"}
-    ctx = TASK.screen_context(vqa, {}, assets={"/original_image": "a" * 64}, results={}, suggestions={}, values=values)
+    ctx = WORKFLOW.screen_context(ItemContext(vqa, assets={"/original_image": "a" * 64}), values)
     assert ctx["flipped"] and ctx["original_label"] == "yes" and ctx["llm_label"] == "no"
     assert [(l["key"], l["value"]) for l in ctx["labels"]] == [("1", "yes"), ("2", "no")]
     assert ctx["original_image"]["full"] == "/assets/" + "a" * 64 and ctx["stylised_image"] is None

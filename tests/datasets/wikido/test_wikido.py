@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.datasets import get_dataset, get_task
+from app.datasets import get_dataset, get_workflow
 from app.datasets.wikido.demo import WIKIDO_ADDITIONS
+from app.datasets.workflow import ItemContext
 from app.errors import Invalid
 
-WF = get_task("wikido.verify")
+WF = get_workflow("wikido.verify")
 DATASET = get_dataset("wikido")
 PUBLISHED = {
     "image_id": 48213,
@@ -37,26 +38,26 @@ def test_published_records_import_as_they_are():
 
 def test_the_server_computes_the_edits():
     data = item()
-    out = WF.validate_annotation(data, {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris."}, {})
+    out = WF.validate_annotation(ItemContext(data), {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris."})
     assert out["edits"]["kind"] == "deletion"
     assert [op["old"] for op in out["edits"]["ops"]] == [["Gothic"], [",", "built", "in", "1850"]]
     assert out["edits"]["deleted"] == 5 and out["edits"]["distance"] == 5
     with pytest.raises(Invalid, match="not valid") as err:
-        WF.validate_annotation(data, {"verdict": "hallucinated", "caption": "x", "edits": {"kind": "none"}}, {})
+        WF.validate_annotation(ItemContext(data), {"verdict": "hallucinated", "caption": "x", "edits": {"kind": "none"}})
     assert "computed by the server" in err.value.errors[0]
 
 
 def test_verdict_rules():
     data = item()
-    assert WF.validate_annotation(data, {"verdict": "correct", "caption": "ignored"}, {}) == {"verdict": "correct", "caption": None}
-    assert WF.is_discard(WF.validate_annotation(data, {"verdict": "wrong"}, {}))
+    assert WF.validate_annotation(ItemContext(data), {"verdict": "correct", "caption": "ignored"}) == {"verdict": "correct", "caption": None}
+    assert WF.is_discard(WF.validate_annotation(ItemContext(data), {"verdict": "wrong"}))
     for bad, message in [
         ({"verdict": "hallucinated"}, "needs its corrected text"),
         ({"verdict": "hallucinated", "caption": data["caption"]}, "same as the model's"),
         ({"verdict": "maybe"}, "field 'verdict'"),
     ]:
         with pytest.raises(Invalid) as err:
-            WF.validate_annotation(data, bad, {})
+            WF.validate_annotation(ItemContext(data), bad)
         assert message in " ".join(err.value.errors)
     assert WF.form_to_payload({"verdict": "Correct", "caption": "whatever"}) == {"verdict": "correct"}
 
@@ -78,7 +79,7 @@ def h(caption: str) -> dict:
     ],
 )
 def test_consolidation(payloads, expected):
-    outcome = WF.consolidate(payloads, {})
+    outcome = WF.consolidate(ItemContext({}), payloads)
     if expected == "review":
         assert outcome.needs_review and outcome.final is None
     else:
@@ -88,7 +89,7 @@ def test_consolidation(payloads, expected):
 
 def test_export_record_and_export_log():
     data = item()
-    final = WF.validate_annotation(data, {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris."}, {})
+    final = WF.validate_annotation(ItemContext(data), {"verdict": "hallucinated", "caption": "The nave of Saint Paul's church in Paris."})
     record = DATASET.export_record(data, {"wikido.verify": final})
     assert record == {**PUBLISHED, "image_id": "48213", "page_id": "993", "caption": "The nave of Saint Paul's church in Paris."}
     log = DATASET.export_log(data, {"wikido.verify": final})
@@ -99,17 +100,17 @@ def test_export_record_and_export_log():
 def test_what_was_done_with_unsupported_spans():
     data = item()  # "The Gothic nave of Saint Paul's church in Paris, built in 1850."
     flagged = {"spans": [[1, 2], [9, 13]]}  # "Gothic", ", built in 1850"
-    exact = WF.validate_annotation(data, h("The nave of Saint Paul's church in Paris."), {})
-    partly = WF.validate_annotation(data, h("The nave of Saint Paul's church in Paris, built in 1850."), {})
-    other = WF.validate_annotation(data, h("The Gothic nave of Saint Paul's church, built in 1850."), {})
-    assert WF.suggestion_outcome("wikido.unsupported", flagged, exact, data) == "accepted"
-    assert WF.suggestion_outcome("wikido.unsupported", flagged, partly, data) == "edited"
-    assert WF.suggestion_outcome("wikido.unsupported", flagged, other, data) == "rejected"
-    assert WF.suggestion_outcome("wikido.unsupported", flagged, {"verdict": "correct"}, data) == "rejected"
-    assert WF.suggestion_outcome("wikido.unsupported", {"spans": []}, exact, data) is None
+    exact = WF.validate_annotation(ItemContext(data), h("The nave of Saint Paul's church in Paris."))
+    partly = WF.validate_annotation(ItemContext(data), h("The nave of Saint Paul's church in Paris, built in 1850."))
+    other = WF.validate_annotation(ItemContext(data), h("The Gothic nave of Saint Paul's church, built in 1850."))
+    assert WF.suggestion_outcome(ItemContext(data), "wikido.unsupported", flagged, exact) == "accepted"
+    assert WF.suggestion_outcome(ItemContext(data), "wikido.unsupported", flagged, partly) == "edited"
+    assert WF.suggestion_outcome(ItemContext(data), "wikido.unsupported", flagged, other) == "rejected"
+    assert WF.suggestion_outcome(ItemContext(data), "wikido.unsupported", flagged, {"verdict": "correct"}) == "rejected"
+    assert WF.suggestion_outcome(ItemContext(data), "wikido.unsupported", {"spans": []}, exact) is None
     unrelated = {"spans": [], "unrelated": True}  # "nothing is supported: Wrong?"
-    assert WF.suggestion_outcome("wikido.unsupported", unrelated, {"verdict": "wrong"}, data) == "accepted"
-    assert WF.suggestion_outcome("wikido.unsupported", unrelated, exact, data) == "rejected"
+    assert WF.suggestion_outcome(ItemContext(data), "wikido.unsupported", unrelated, {"verdict": "wrong"}) == "accepted"
+    assert WF.suggestion_outcome(ItemContext(data), "wikido.unsupported", unrelated, exact) == "rejected"
 
 
 def test_underlines_skip_stop_words_and_unrelated_captions():

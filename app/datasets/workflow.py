@@ -1,24 +1,39 @@
-"""The stage-task plugin shape: what one step of a dataset's curation declares and does.
+"""The workflow plugin shape: what one step of a dataset's curation declares and does.
 
-A task (`colorswap.filter`, `wikido.verify`, ...) is what a project stage runs. It owns its
+A workflow (`colorswap.filter`, `wikido.verify`, ...) is what a project stage runs. It owns its
 annotation schema and semantic checks, how a plain form becomes a payload and back, its
 screen (template, keys, context, live check), which suggestion kinds it reads and what an
 annotator did with them, its agreement facets (the one way annotations are compared), how k
 annotations become one final record, and whether an item entering the stage needs it. Facts
 about the whole dataset (item schema, images, stage order, figures, published export) live on
-`app.datasets.dataset.Dataset`. The core calls these hooks and knows no task by name.
+`app.datasets.dataset.Dataset`. The core calls these hooks and knows no workflow by name.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import Invalid, format_validation_error
+
+
+@dataclass(frozen=True, slots=True)
+class ItemContext:
+    """What a workflow's hooks read about one item in one stage, built once by the caller: the
+    item's data, the stage's configuration, the earlier stages' finals by workflow name, the
+    stored images by JSON pointer, the newest suggestion of each kind the screen reads (model,
+    model_version, payload, score), and the stored images' (width, height) by pointer."""
+
+    item: Mapping[str, Any]
+    config: Mapping[str, Any] = field(default_factory=dict)
+    results: Mapping[str, Any] = field(default_factory=dict)
+    assets: Mapping[str, str] = field(default_factory=dict)
+    suggestions: Mapping[str, Any] = field(default_factory=dict)
+    sizes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -32,7 +47,7 @@ class Consolidation:
 
 @dataclass(frozen=True)
 class Equivalence:
-    """A free-text answer whose agreement people judge: the payload field, and the task whose
+    """A free-text answer whose agreement people judge: the payload field, and the workflow whose
     stage (in a companion project) collects the judgements."""
 
     field: str
@@ -40,9 +55,9 @@ class Equivalence:
 
 
 class StageConfig(BaseModel):
-    """A stage's configuration: the keys every stage reads. A task's own schema subclasses it and adds
+    """A stage's configuration: the keys every stage reads. A workflow's own schema subclasses it and adds
     its keys. Unknown keys are refused (a misspelt key would otherwise be ignored without a word), and
-    types are strict (the stored JSON is what the task reads: "false" must not pass as a boolean)."""
+    types are strict (the stored JSON is what the workflow reads: "false" must not pass as a boolean)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -84,15 +99,40 @@ class StageConfig(BaseModel):
         """A stage's value of a key every stage reads: as its stored config says, else the field's default."""
         return (config or {}).get(key, cls.model_fields[key].default)
 
+    @classmethod
+    def descriptions(cls) -> dict[str, str]:
+        """The keys a stage reads and what each does (the project form lists them)."""
+        return {name: f.description or "" for name, f in cls.model_fields.items()}
 
-class Task:
-    """One stage task. Subclasses set the class attributes and override the hooks they need."""
+    @classmethod
+    def check_stage(cls, config: Any, workflow: str) -> dict[str, Any]:
+        """Check a stage configuration of `workflow` against this schema; return it as given (a stage
+        keeps what its admin wrote, without filled-in defaults). Messages name the key and say why."""
+        if not isinstance(config, Mapping):
+            raise Invalid(f"The configuration of a {workflow} stage is a JSON object, e.g. {{}}.")
+        try:
+            cls.model_validate(dict(config))
+        except ValidationError as exc:
+            known = ", ".join(cls.model_fields)
+            problems = []
+            for err in exc.errors():
+                key = ".".join(str(p) for p in err["loc"]) or "configuration"
+                if err["type"] == "extra_forbidden":
+                    problems.append(f"'{key}' is not a setting of {workflow} (it reads: {known}).")
+                else:
+                    problems.append(f"'{key}': {err['msg'].removeprefix('Value error, ')}.")
+            raise Invalid(f"The configuration of the {workflow} stage is not valid.", problems) from None
+        return dict(config)
+
+
+class Workflow:
+    """One workflow. Subclasses set the class attributes and override the hooks they need."""
 
     name: ClassVar[str]
     title: ClassVar[str]
     description: ClassVar[str] = ""
     annotation_schema: ClassVar[type[BaseModel]]
-    # The keys a stage of this task may set in its configuration (checked when a project is created).
+    # The keys a stage of this workflow may set in its configuration (checked when a project is created).
     config_schema: ClassVar[type[StageConfig]] = StageConfig
     template: ClassVar[str]
     keys_help: ClassVar[str] = "digits choose · Enter submits · S skips"
@@ -101,7 +141,7 @@ class Task:
     # The payload of each kind, as the screen reads it: what the worker stores and what is pushed from
     # outside are both checked against it (`check_suggestion`); a kind without one takes any object.
     suggestion_schemas: ClassVar[Mapping[str, type[BaseModel]]] = {}
-    # A task that builds on another one's final names it; it cannot be a project's first stage.
+    # A workflow that builds on another one's final names it; it cannot be a project's first stage.
     requires: ClassVar[str | None] = None
     # What agreement is measured on: facet name -> "nominal" (a label), "set" (texts),
     # "token_set" (token spans) or "boxes". Review order compares annotations by them too.
@@ -109,30 +149,6 @@ class Task:
     # Optional capabilities, declared: a free-text answer judged for equivalence, a live check.
     equivalence: ClassVar[Equivalence | None] = None
     has_live_check: ClassVar[bool] = False
-
-    # -- configuration -------------------------------------------------------------
-    def validate_config(self, config: Any) -> dict[str, Any]:
-        """Check a stage configuration against `config_schema`; return it as given (a stage keeps
-        what its admin wrote, without filled-in defaults). Messages name the key and say why."""
-        if not isinstance(config, Mapping):
-            raise Invalid(f"The configuration of a {self.name} stage is a JSON object, e.g. {{}}.")
-        try:
-            self.config_schema.model_validate(dict(config))
-        except ValidationError as exc:
-            known = ", ".join(self.config_schema.model_fields)
-            problems = []
-            for err in exc.errors():
-                key = ".".join(str(p) for p in err["loc"]) or "configuration"
-                if err["type"] == "extra_forbidden":
-                    problems.append(f"'{key}' is not a setting of {self.name} (it reads: {known}).")
-                else:
-                    problems.append(f"'{key}': {err['msg'].removeprefix('Value error, ')}.")
-            raise Invalid(f"The configuration of the {self.name} stage is not valid.", problems) from None
-        return dict(config)
-
-    def config_keys(self) -> dict[str, str]:
-        """The configuration keys this task reads and what each does (the project form lists them)."""
-        return {name: f.description or "" for name, f in self.config_schema.model_fields.items()}
 
     # -- suggestions ---------------------------------------------------------------
     def check_suggestion(self, kind: str, payload: Any, prefix: str = "") -> list[str]:
@@ -147,27 +163,19 @@ class Task:
         return []
 
     # -- annotations ---------------------------------------------------------------
-    def validate_annotation(
-        self,
-        item: Mapping[str, Any],
-        payload: Mapping[str, Any],
-        config: Mapping[str, Any],
-        results: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    def validate_annotation(self, ctx: ItemContext, payload: Mapping[str, Any]) -> dict[str, Any]:
         """Check shape and meaning of a payload against its item (and the finals of earlier
-        stages, by task name); return the normalized payload."""
+        stages, by workflow name); return the normalized payload."""
         try:
             parsed = self.annotation_schema.model_validate(payload)
         except ValidationError as exc:
             raise Invalid("The annotation is not valid.", format_validation_error(exc)) from None
-        problems = self.check(item, parsed, config, results or {})
+        problems = self.check(ctx, parsed)
         if problems:
             raise Invalid("The annotation is not valid.", problems)
         return parsed.model_dump(mode="json")
 
-    def check(
-        self, item: Mapping[str, Any], payload: BaseModel, config: Mapping[str, Any], results: Mapping[str, Any]
-    ) -> list[str]:
+    def check(self, ctx: ItemContext, payload: BaseModel) -> list[str]:
         """Semantic checks beyond the schema; return messages in the annotator's terms."""
         return []
 
@@ -175,11 +183,9 @@ class Task:
         """Turn a plain HTML form post (no JavaScript) into a payload."""
         return {k: v for k, v in form.items() if k in self.annotation_schema.model_fields}
 
-    def payload_values(
-        self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """The form values that show `payload` on this task's screen, so that
-        `form_to_payload(payload_values(p))` gives `p` back. A reviewer's editor and an item
+    def payload_values(self, ctx: ItemContext, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """The form values that show `payload` on this workflow's screen, so that
+        `form_to_payload(payload_values(ctx, p))` gives `p` back. A reviewer's editor and an item
         sent back to its annotator start from them."""
         return {k: v for k, v in payload.items() if k in self.annotation_schema.model_fields}
 
@@ -200,7 +206,7 @@ class Task:
 
         return mean_agreement(self.facets, self.facet_values(a), self.facet_values(b))
 
-    def consolidate(self, payloads: list[dict[str, Any]], config: Mapping[str, Any]) -> Consolidation:
+    def consolidate(self, ctx: ItemContext, payloads: list[dict[str, Any]]) -> Consolidation:
         """Default: a strict majority of identical payloads wins; otherwise review."""
         if not payloads:
             return Consolidation(final=None, needs_review=True)
@@ -213,46 +219,27 @@ class Task:
             return Consolidation(final=winner, discard=self.is_discard(winner))
         return Consolidation(final=None, needs_review=True)
 
-    def applies(self, item: Mapping[str, Any], results: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-        """Routing: whether an item entering this stage needs it; `results` maps earlier stages'
-        task names to their final records."""
+    def applies(self, ctx: ItemContext) -> bool:
+        """Routing: whether an item entering this stage needs it (`ctx.results`: the earlier
+        stages' finals by workflow name)."""
         return True
 
     # -- screen ------------------------------------------------------------------
-    def screen_context(
-        self,
-        item: Mapping[str, Any],
-        config: Mapping[str, Any],
-        *,
-        assets: Mapping[str, str],
-        results: Mapping[str, Any],
-        suggestions: Mapping[str, Any],
-        values: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        """Extra template context for the annotation screen. `suggestions` maps a suggestion
-        kind to its newest row (model, model_version, payload, score); `values` are the form
-        values shown (a draft, the initial values, or what was posted)."""
+    def screen_context(self, ctx: ItemContext, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Extra template context for the annotation screen. `values` are the form values shown
+        (a draft, the initial values, or what was posted)."""
         return {}
 
-    def initial_values(
-        self,
-        item: Mapping[str, Any],
-        config: Mapping[str, Any],
-        *,
-        results: Mapping[str, Any],
-        suggestions: Mapping[str, Any],
-    ) -> dict[str, Any]:
+    def initial_values(self, ctx: ItemContext) -> dict[str, Any]:
         """Form values a fresh screen starts from (form field -> value) when there is no draft."""
         return {}
 
-    def suggestion_outcome(self, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any], item: Mapping[str, Any]) -> str | None:
+    def suggestion_outcome(self, ctx: ItemContext, kind: str, suggestion: Mapping[str, Any], payload: Mapping[str, Any]) -> str | None:
         """What the submitted payload did with a suggestion's payload: "accepted", "edited",
         "rejected", or None when the suggestion proposed nothing this payload speaks to."""
         return None
 
-    def live_check(
-        self, item: Mapping[str, Any], values: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
+    def live_check(self, ctx: ItemContext, values: Mapping[str, Any]) -> dict[str, Any] | None:
         """Context for the template's `live_check` block, recomputed as the annotator types
         (only called when `has_live_check` is declared)."""
         return None
@@ -263,20 +250,14 @@ class Task:
     # annotations differ). The default shows images, and fields as readable text.
     view_template: ClassVar[str] = "datasets/_view.html"
 
-    def view_item(
-        self, item: Mapping[str, Any], config: Mapping[str, Any], *, assets: Mapping[str, str],
-        results: Mapping[str, Any], sizes: Mapping[str, tuple[int, int]],
-    ) -> dict[str, Any]:
-        """What the `item` macro shows: the item as this task's screen shows it (its images, its
-        texts). `sizes` maps an asset's pointer to the stored image's (width, height)."""
-        images = item_images(item, assets)
-        shown = {p.strip("/") for p in assets} | {i["field"] for i in images}
-        return {"images": images, "fields": {k: v for k, v in item.items() if k not in shown and k not in ("id", "group_id")}}
+    def view_item(self, ctx: ItemContext) -> dict[str, Any]:
+        """What the `item` macro shows: the item as this workflow's screen shows it (its images, its
+        texts; `ctx.sizes` gives the stored images' pixel sizes)."""
+        images = item_images(ctx.item, ctx.assets)
+        shown = {p.strip("/") for p in ctx.assets} | {i["field"] for i in images}
+        return {"images": images, "fields": {k: v for k, v in ctx.item.items() if k not in shown and k not in ("id", "group_id")}}
 
-    def view_answer(
-        self, payload: Mapping[str, Any], item: Mapping[str, Any], config: Mapping[str, Any], *,
-        assets: Mapping[str, str], results: Mapping[str, Any], sizes: Mapping[str, tuple[int, int]], kind: str | None = None,
-    ) -> dict[str, Any]:
+    def view_answer(self, ctx: ItemContext, payload: Mapping[str, Any], kind: str | None = None) -> dict[str, Any]:
         """What the `answer` macro shows for one payload: an annotation or a final (`kind` None),
         or a suggestion of that kind."""
         return {"fields": dict(payload)}
