@@ -1,7 +1,7 @@
 """Instructions the server executes per annotation cycle, counted by valgrind's callgrind: a measure of
 the hot path's CPU cost that does not move with the machine's load (wall-clock rates and CPU times on
 a shared machine move by 20 % and more between runs of the same code; instruction counts repeat to
-well under 1 %).
+within 1 to 2 % between windows).
 
 One `uvicorn app.main:serve_app` process (as `vlcurate serve --workers 1` runs it, uvloop and
 httptools) runs under `valgrind --tool=callgrind --instr-atstart=no` on a scratch database with one
