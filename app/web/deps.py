@@ -26,8 +26,15 @@ async def _turn(request: Request) -> AsyncIterator[sessionmaker[Session]]:
     """A turn at the database for this request, and the factory of its sessions: at most the pool's
     size of requests hold one at once in a process, the others wait on the event loop, so that no
     request opens a connection past the pool (one opened and closed per request under load)."""
-    async with work_limiter(request.app):
+    limiter = work_limiter(request.app)
+    try:
+        limiter.acquire_nowait()  # a free turn is taken without a trip round the event loop
+    except anyio.WouldBlock:
+        await limiter.acquire()
+    try:
         yield request.app.state.sessions
+    finally:
+        limiter.release()
 
 
 # The session factory, within the request's turn, for a route that opens its transaction itself in
