@@ -137,6 +137,18 @@ def image_sizes(session: Session, item: Item) -> dict[str, tuple[int, int]]:
     return {pointer: found[sha] for pointer, sha in item.assets.items() if sha in found}
 
 
+def _waiting_for_review(session: Session, stage_id: int, item_id: int, reviewer_id: int) -> tuple[Stage, Item]:
+    """The stage and the item, locked, once it is sure the item waits for this reviewer's decision."""
+    stage = get_stage(session, stage_id)
+    item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
+    if item is None or item.stage_id != stage_id:
+        raise NotFound("No such item in this stage.")
+    if item.status != ItemStatus.review:
+        raise Conflict("This item is no longer waiting for review; someone resolved it already.")
+    _refuse_own_work(session, stage, item_id, reviewer_id)
+    return stage, item
+
+
 def resolve(
     session: Session,
     stage_id: int,
@@ -148,13 +160,7 @@ def resolve(
     comment: str = "",
 ) -> Item:
     """Finalize a reviewed item with one annotator's annotation or the reviewer's own version."""
-    stage = get_stage(session, stage_id)
-    item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
-    if item is None or item.stage_id != stage_id:
-        raise NotFound("No such item in this stage.")
-    if item.status != ItemStatus.review:
-        raise Conflict("This item is no longer waiting for review; someone resolved it already.")
-    _refuse_own_work(session, stage, item_id, reviewer_id)
+    stage, item = _waiting_for_review(session, stage_id, item_id, reviewer_id)
     workflow = get_workflow(stage.workflow)
     if accept_annotation_id is not None:
         chosen = next((a for a in submitted_annotations(session, item_id, stage_id) if a.annotation_id == accept_annotation_id), None)
@@ -182,13 +188,7 @@ def send_back(session: Session, stage_id: int, item_id: int, reviewer_id: int, c
     comment = comment.strip()
     if not comment:
         raise Invalid("Say what to change: the comment is what the annotators will see.")
-    stage = get_stage(session, stage_id)
-    item = session.scalar(sa.select(Item).where(Item.id == item_id).with_for_update())
-    if item is None or item.stage_id != stage_id:
-        raise NotFound("No such item in this stage.")
-    if item.status != ItemStatus.review:
-        raise Conflict("This item is no longer waiting for review; someone resolved it already.")
-    _refuse_own_work(session, stage, item_id, reviewer_id)
+    stage, item = _waiting_for_review(session, stage_id, item_id, reviewer_id)
     returned = session.execute(
         sa.update(Assignment)
         .where(Assignment.item_id == item_id, Assignment.stage_id == stage_id, Assignment.status == AssignmentStatus.submitted)
