@@ -87,23 +87,30 @@ _RESULTS_JSON = """COALESCE((
 # The newest suggestion of each kind for the item `i` in the stage {stage}.
 _SUGGESTIONS_JSON = """COALESCE((
             SELECT json_agg(json_build_object('id', g.id, 'kind', g.kind, 'model', g.model,
-                                              'model_version', g.model_version, 'payload', g.payload, 'score', g.score)
+                                              'model_version', g.model_version, 'payload', {payload}, 'score', g.score)
                             ORDER BY g.kind)
             FROM (SELECT DISTINCT ON (kind) * FROM suggestions
                   WHERE item_id = i.id AND stage_id = {stage} ORDER BY kind, created_at DESC, id DESC) g), '[]'::json)"""
 
 
-def _item_answer(assignment: str) -> str:
-    """No suggestion in the stage's control arm (app.bias.arms); the queue's pick has the new assignment as `lease`."""
+def _item_answer(assignment: str, payload: str = "g.payload") -> str:
+    """No suggestion in the stage's control arm (app.bias.arms); the queue's pick has the new assignment as `lease`.
+    `payload`: a suggestion's payload as shown (a probe's planted one in place of its kind's)."""
     hidden = f"(SELECT {arms.hidden_sql('st.config', assignment)} FROM stages st WHERE st.id = :stage)"
     return f"""json_build_object(
         'data', i.data, 'assets', i.assets,
         'results', {_RESULTS_JSON},
-        'suggestions', CASE WHEN {hidden} THEN '[]'::json ELSE {_SUGGESTIONS_JSON.format(stage=":stage")} END
+        'suggestions', CASE WHEN {hidden} THEN '[]'::json ELSE {_SUGGESTIONS_JSON.format(stage=":stage", payload=payload)} END
     )::text"""
 
 
 _ITEM_ANSWER = _item_answer("lease.id")
+# A probe's claim, written by the same SQL as every other claim (nothing in its bytes tells it apart):
+# `:planted` maps the probe's kind to its planted payload.
+_PROBE_JSON = sa.text(
+    f"""SELECT {_item_answer(":assignment", "COALESCE(CAST(:planted AS jsonb) -> g.kind, g.payload)")}
+    FROM items i WHERE i.id = :item"""
+)
 # A claim the pick did not answer (a resumed lease, a gold item: with [truth, config, workflow, data] for its probe).
 _CLAIM_JSON = sa.text(
     f"""SELECT {_item_answer(":assignment")},
@@ -118,9 +125,11 @@ def claim_json(session: Session, claimed: queue.Claim, stage_id: int) -> bytes:
     """The claimed assignment as the API answers it (JSON text)."""
     item = claimed.answer
     if item is None:
-        item, probe = session.execute(_CLAIM_JSON, {"item": claimed.item_id, "stage": stage_id, "assignment": claimed.assignment_id}).one()
-        if probe is not None:
-            item = exposure.claim_text(item, claimed.assignment_id, *probe)
+        params = {"item": claimed.item_id, "stage": stage_id, "assignment": claimed.assignment_id}
+        item, probe = session.execute(_CLAIM_JSON, params).one()
+        planted = exposure.claim_planted(item, claimed.assignment_id, *probe) if probe is not None else None
+        if planted is not None:
+            item = session.scalar(_PROBE_JSON, {**params, "planted": json.dumps(planted)})
     lease = claimed.lease_until.isoformat()
     return f'{{"assignment_id": {claimed.assignment_id}, "item_id": {claimed.item_id}, "lease_until": "{lease}", {item[1:]}'.encode()
 
@@ -343,7 +352,7 @@ _SCREEN = sa.text(
            (SELECT payload FROM annotations WHERE assignment_id = a.id ORDER BY revision DESC LIMIT 1) AS previous,
            COALESCE((SELECT submitted FROM annotator_counts WHERE stage_id = s.id AND annotator_id = :user), 0) AS mine,
            {_RESULTS_JSON} AS results,
-           {_SUGGESTIONS_JSON.format(stage="s.id")} AS suggested,
+           {_SUGGESTIONS_JSON.format(stage="s.id", payload="g.payload")} AS suggested,
            CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = s.id) END AS truth,
            {queue.PLAN_ONCE}
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id

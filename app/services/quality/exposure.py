@@ -23,17 +23,16 @@ def of(config: Mapping[str, Any] | None, assignment_id: int, workflow: str, trut
     return probes.exposure(config, assignment_id, probe=probe, truth=truth, data=data, kinds=frozenset(kinds))
 
 
-def claim_text(text: str, assignment_id: int, truth: Mapping[str, Any], config: Mapping[str, Any] | None, workflow: str,
-               data: Mapping[str, Any]) -> str:
-    """A gold item's claim answer (JSON text, built by the database) as its screen shows it: a probe's
-    planted payload in place of the real draft's (the control arm's drafts are already left out)."""
-    answer = json.loads(text)
-    shown = {s["kind"]: s for s in answer["suggestions"]}
+def claim_planted(text: str, assignment_id: int, truth: Mapping[str, Any], config: Mapping[str, Any] | None,
+                  workflow: str, data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A gold item's planted draft ({kind: payload}) for the claim answer `text` (JSON text, built by the
+    database), or None when the assignment is no probe. The caller has the database write the probe's
+    answer with it, so that its bytes look like every other claim's."""
+    shown = {s["kind"] for s in json.loads(text)["suggestions"]}
     seen = of(config, assignment_id, workflow, truth, data, shown)
-    if seen.planted is None:
-        return text
-    answer["suggestions"] = list(probes.shown(seen, shown, lambda s, p: {**s, "payload": p}).values())
-    return json.dumps(answer, separators=(", ", ": "))
+    if seen.planted is None or seen.probe is None or seen.probe.kind not in shown:
+        return None
+    return {seen.probe.kind: seen.planted}
 
 
 def for_gold_answer(session: Session, config: Mapping[str, Any] | None, assignment_id: int, workflow: str, item_id: int,
