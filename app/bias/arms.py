@@ -68,3 +68,13 @@ def active_seconds(value: Any, spent: float | None = None) -> float | None:
         return None
     seconds = min(seconds, MAX_ACTIVE_SECONDS)
     return min(seconds, spent) if spent is not None else seconds
+
+
+# A stage's settings that say how arms, probes and gold items are drawn: an annotator who read them
+# could tell a gold item or a probe, or work out their own arm, so only reviewers and admins see them.
+HIDDEN_PREFIXES = ("draft_control_", "probe_", "gold_")
+
+
+def for_annotators(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The stage configuration without the keys that draw arms, probes and gold items."""
+    return {k: v for k, v in (config or {}).items() if not k.startswith(HIDDEN_PREFIXES)}

@@ -8,6 +8,7 @@ from typing import Literal
 from fastapi import BackgroundTasks, Body, Depends, File, Form, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 
+from app.bias import arms
 from app.datasets import get_workflow
 from app.db import transaction
 from app.exporters import formats_for, project_dataset
@@ -90,15 +91,17 @@ def push_records(
 
 @router.get("/projects/{project_id}/settings", response_model=ProjectSettings)
 def project_settings(project_id: Id, session: Db, user: Principal = Depends(api_user)):
-    """The project's dataset, image fields, export formats and every stage's settings."""
+    """The project's dataset, image fields, export formats and every stage's settings (an annotator's
+    without the keys that draw arms, probes and gold items: app.bias.arms.for_annotators)."""
     project = projects.get_project(session, project_id)
+    shown = (lambda config: config) if user.at_least(Role.reviewer) else arms.for_annotators
     dataset = project_dataset(session, project_id)
     return ProjectSettings(
         id=project.id, name=project.name, description=project.description or "", dataset=dataset.name,
         image_fields=list(dataset.image_fields), formats=formats_for(dataset),
         stages=[
             StageSettings(id=s.id, name=s.name, workflow=s.workflow, position=s.position, overlap=s.overlap, lease_seconds=s.lease_seconds,
-                          sample_size=s.sample_size, sample_seed=s.sample_seed, guidelines=s.guidelines, config=s.config,
+                          sample_size=s.sample_size, sample_seed=s.sample_seed, guidelines=s.guidelines, config=shown(s.config),
                           suggestion_kinds=list(get_workflow(s.workflow).suggestion_kinds))
             for s in projects.stages_of(session, project_id)
         ],

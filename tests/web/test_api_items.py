@@ -93,3 +93,15 @@ def test_a_page_of_images_in_one_zip(client, app, api):
     assert missing.status_code == 404 and missing.json()["detail"] == f"No such image: {'0' * 64}, x"
     assert client.post("/api/v1/images/batch", headers=api["ann"], json={"sha256": [shas[0]] * 1001}).status_code == 422
     assert client.post("/api/v1/images/batch", headers=api["ann"], json={"sha256": []}).status_code == 422
+
+
+def test_settings_show_the_arm_probe_and_gold_keys_to_reviewers_only(client, app):
+    config = {"draft_control_share": 0.3, "draft_control_seed": 77, "probe_share": 0.5, "probe_action": "review",
+              "gold_share": 0.2, "gold_route_to_review": True, "forbid_self_review": False}
+    with transaction(app.state.sessions) as s:
+        pid, _ = factories.project(s, "wikido.verify", config=config)
+        headers = {role: factories.bearer(s, f"settings-{role}", role) for role in ("annotator", "reviewer", "admin")}
+    seen = {role: client.get(f"/api/v1/projects/{pid}/settings", headers=h).json()["stages"][0]["config"]
+            for role, h in headers.items()}
+    assert seen["admin"] == seen["reviewer"] == config
+    assert seen["annotator"] == {"forbid_self_review": False}
