@@ -3,20 +3,23 @@ and deleting projects) and of the annotation table; `vlcurate.models` re-exports
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 __all__ = ["AnnotationRow", "GoldImported", "ProjectUpdate", "RecordIds", "RecordsHidden", "StageUpdate", "SuggestionShown"]
 
 MAX_IDS = 10_000  # external ids one request may name
+# A name as given, without the spaces around it; a blank one is refused (422 naming the field).
+StageName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+ProjectName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
 
 class StageUpdate(BaseModel):
     """What may change in a stage once it runs; left out (null), a setting stays as it is."""
 
     id: int = Field(description="The stage")
-    name: str | None = Field(None, min_length=1, max_length=100)
+    name: StageName | None = None
     lease_seconds: int | None = Field(None, ge=1, le=7 * 24 * 3600)
     guidelines: str | None = Field(None, max_length=100_000)
 
@@ -24,7 +27,7 @@ class StageUpdate(BaseModel):
 class ProjectUpdate(BaseModel):
     """A project's new name, description or stage settings; what is left out stays."""
 
-    name: str | None = Field(None, min_length=1, max_length=200)
+    name: ProjectName | None = None
     description: str | None = Field(None, max_length=100_000)
     stages: list[StageUpdate] = Field(default_factory=list)
 
