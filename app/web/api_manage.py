@@ -40,9 +40,10 @@ def delete_project(project_id: Id, session: Db, confirm: str = Query(..., max_le
 @router.post("/projects/{project_id}/records/delete", response_model=RecordsHidden)
 def delete_records(project_id: Id, body: RecordIds, session: Db, user: Principal = Depends(admin)):
     """Hide the items with these external ids: discarded (out of the queues, finals and exports), the
-    reason in each one's history; their annotations are kept. Hiding them again changes nothing."""
+    reason in each one's history; their annotations are kept. Hiding them again changes nothing; an id
+    the project lacks refuses the call (422 naming it), hiding nothing."""
     done = project_admin.hide_records(session, project_id, body.ids, body.reason, actor_id=user.id)
-    return RecordsHidden(hidden=done.hidden, already=done.already, missing=done.missing)
+    return RecordsHidden(hidden=done.hidden, already=done.already)
 
 
 @router.get("/projects/{project_id}/annotations", response_class=StreamingResponse, responses=ANNOTATION_LINES)

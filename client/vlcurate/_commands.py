@@ -74,8 +74,7 @@ def delete_records(client: Client, args: argparse.Namespace) -> None:
     ids = [line.strip() for i in args.ids for line in (Path(i[1:]).read_text(encoding="utf-8").splitlines() if i.startswith("@") else [i])
            if line.strip()]
     done = client.delete_records(_ref(args.project), ids, reason=args.reason)
-    print(f"Hid {done.hidden:,} items ({done.already:,} hidden before); {len(done.missing):,} ids not found"
-          + (f": {', '.join(done.missing[:10])}" if done.missing else "."))
+    print(f"Hid {done.hidden:,} items ({done.already:,} hidden before).")
 
 
 def suggest(client: Client, args: argparse.Namespace) -> None:

@@ -59,12 +59,11 @@ class AdminOps(Operations):
 
     def _hide_records(self, project: ProjectRef, ids: Iterable[str], reason: str = "") -> Op[RecordsHidden]:
         pid = yield from self._project_id(project)
-        total = RecordsHidden(hidden=0, already=0, missing=[])
+        total = RecordsHidden(hidden=0, already=0)
         for batch in rec.batches(iter(ids), MAX_IDS):
             # Hiding what is hidden changes nothing: safe to send again.
             reply = yield Call("POST", f"/projects/{pid}/records/delete", json={"ids": batch, "reason": reason}, idempotent=True)
             done = RecordsHidden.model_validate(reply.json())
             total.hidden += done.hidden
             total.already += done.already
-            total.missing += done.missing
         return total

@@ -140,7 +140,9 @@ class AsyncClient(AsyncDriver):
 
     async def delete_records(self, project: ProjectRef, ids: Iterable[str], *, reason: str = "") -> RecordsHidden:
         """Hide the items with these external ids: out of the queues, finals and exports, their
-        annotations and history kept (nothing is erased); `reason` goes into their history (admin)."""
+        annotations and history kept (nothing is erased); `reason` goes into their history (admin).
+        An id the project lacks raises Invalid naming it, and that request hides nothing (each request
+        carries up to 10,000 ids; a call with more sends several)."""
         return await self._run(self._hide_records(project, ids, reason))
 
     async def push_suggestions(self, stage: int | str, model: str, version: str, rows: Iterable[dict[str, Any]], *,

@@ -40,7 +40,6 @@ class RecordIds(BaseModel):
 class RecordsHidden(BaseModel):
     hidden: int = Field(description="Items hidden now (out of the queues, finals and exports; their annotations kept)")
     already: int = Field(description="Items hidden before: nothing changed")
-    missing: list[str] = Field(description="Ids the project does not have")
 
 
 class GoldImported(BaseModel):

@@ -60,8 +60,12 @@ def test_records_update_by_external_id_and_hide(live_server, setup):
         assert "A red tram number" in revisions[0].detail["before"]  # the record before is kept
         assert [e.payload["verdict"] for e in after_annotation.history if e.what.startswith("annotation")] == ["correct"]
 
-        hidden = admin.delete_records(pid, [fresh, "nope"], reason="duplicate of another page")
-        assert (hidden.hidden, hidden.already, hidden.missing) == (1, 0, ["nope"])
+        with pytest.raises(Invalid) as unknown:
+            admin.delete_records(pid, [fresh, "nope"], reason="duplicate of another page")
+        assert "'nope'" in unknown.value.message and fresh not in unknown.value.message
+        assert admin.item(rows[fresh]).status != "discarded"  # refused as a whole: nothing hidden
+        hidden = admin.delete_records(pid, [fresh], reason="duplicate of another page")
+        assert (hidden.hidden, hidden.already) == (1, 0)
         assert admin.delete_records(pid, [fresh]).already == 1
         gone = admin.item(rows[fresh])
         assert gone.status == "discarded"

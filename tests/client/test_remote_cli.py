@@ -55,7 +55,9 @@ def test_remote_commands(live_server, committed, tmp_path, capsys, monkeypatch):
     updated = run(capsys, "import", "remote", str(tmp_path / "records.jsonl"), "--images", str(tmp_path / "imgs"), "--update")
     assert updated == (0, "Imported 0 items (4 images, 0 new; 3 already there, 1 updated).\n", "")
     (tmp_path / "ids.txt").write_text("r3\nnope\n")
-    assert run(capsys, "delete-records", "remote", "@" + str(tmp_path / "ids.txt"))[1] == "Hid 1 items (0 hidden before); 1 ids not found: nope\n"
+    status, out, err = run(capsys, "delete-records", "remote", "@" + str(tmp_path / "ids.txt"))
+    assert status != 0 and out == "" and "'nope'" in err and "nothing was hidden" in err  # refused as a whole
+    assert run(capsys, "delete-records", "remote", "r3")[1] == "Hid 1 items (0 hidden before).\n"
     (tmp_path / "hints.jsonl").write_text(json.dumps({"external_id": "r1", "kind": "wikido.itm", "payload": {"score": 0.5}}) + "\n")
     assert run(capsys, "suggest", "remote", "--from", str(tmp_path / "hints.jsonl"), "--model", "clip")[1] == "Stored 1 suggestions (0 unchanged).\n"
 

@@ -63,17 +63,20 @@ def delete_project(session: Session, project_id: int, confirm: str, *, actor_id:
 class Hidden:
     hidden: int
     already: int
-    missing: list[str]
 
 
 def hide_records(session: Session, project_id: int, ids: list[str], reason: str = "", *, actor_id: int | None = None) -> Hidden:
     """Discard the project's items with these external ids (out of the queues, finals and exports), each
     with an audit event in its history; their annotations, results and suggestions stay. Hiding a
-    hidden one changes nothing."""
+    hidden one changes nothing. An id the project lacks refuses the whole call: nothing is hidden."""
     get_project(session, project_id)
     wanted = list(dict.fromkeys(ids))
     found = dict(session.execute(sa.select(Item.external_id, Item.id).where(
         Item.project_id == project_id, Item.external_id == sa.any_(sa.literal(wanted, sa.ARRAY(sa.Text))))).all())
+    unknown = [i for i in wanted if i not in found]
+    if unknown:
+        shown = ", ".join(repr(i) for i in unknown[:20]) + (f" and {len(unknown) - 20:,} more" if len(unknown) > 20 else "")
+        raise Invalid(f"The project has no records with the ids {shown}: nothing was hidden.", field="ids")
     hidden = session.scalars(
         sa.update(Item).where(Item.id.in_(found.values()), Item.status != ItemStatus.discarded)
         .values(status=ItemStatus.discarded, slots_left=0).returning(Item.id)
@@ -81,4 +84,4 @@ def hide_records(session: Session, project_id: int, ids: list[str], reason: str 
     session.add_all(AuditEvent(action=HIDE_ACTION, actor_id=actor_id, target=f"item:{item_id}", detail={"reason": reason})
                     for item_id in hidden)
     session.flush()
-    return Hidden(hidden=len(hidden), already=len(found) - len(hidden), missing=[i for i in wanted if i not in found])
+    return Hidden(hidden=len(hidden), already=len(found) - len(hidden))
