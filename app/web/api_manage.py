@@ -33,7 +33,8 @@ def update_project(project_id: Id, body: ProjectUpdate, session: Db, user: Princ
 @router.delete("/projects/{project_id}", status_code=204, response_class=Response)
 def delete_project(project_id: Id, session: Db, confirm: str = Query(..., max_length=200, description="The project's name"),
                    user: Principal = Depends(admin)) -> None:
-    """Delete the project with its stages, items, annotations and exports; `confirm` must be its name."""
+    """Delete the project with its stages, items, annotations and exports for good (a hard delete, an audit
+    event keeps its name and item count); `confirm` must be its name. To keep annotations, hide records."""
     project_admin.delete_project(session, project_id, confirm, actor_id=user.id)
 
 

@@ -119,7 +119,8 @@ class AsyncClient(AsyncDriver):
         return await self._run(self._update_project(project, {"name": name, "description": description, "stages": stages or []}))
 
     async def delete_project(self, project: ProjectRef, *, confirm: str) -> None:
-        """Delete the project with its items, annotations and exports: `confirm` must be its name (admin)."""
+        """Delete the project with its items, annotations and exports, for good (a hard delete, nothing
+        is kept but an audit event): `confirm` must be its name (admin). To keep annotations, hide records."""
         return await self._run(self._delete_project(project, confirm))
 
     async def settings(self, project: ProjectRef) -> ProjectSettings:

@@ -118,7 +118,8 @@ class Client(SyncDriver):
         return self._run(self._update_project(project, {"name": name, "description": description, "stages": stages or []}))
 
     def delete_project(self, project: ProjectRef, *, confirm: str) -> None:
-        """Delete the project with its items, annotations and exports: `confirm` must be its name (admin)."""
+        """Delete the project with its items, annotations and exports, for good (a hard delete, nothing
+        is kept but an audit event): `confirm` must be its name (admin). To keep annotations, hide records."""
         return self._run(self._delete_project(project, confirm))
 
     def settings(self, project: ProjectRef) -> ProjectSettings:
