@@ -43,8 +43,8 @@ def test_the_database_refuses_to_change_or_delete_an_event_but_a_user_can_still_
 
 
 def test_secrets_are_withheld_at_any_depth():
-    assert scrub({"password_hash": "x", "after": {"api_key": "k", "name": "n"}, "l": [{"secret": 1}]}) == {
-        "password_hash": WITHHELD, "after": {"api_key": WITHHELD, "name": "n"}, "l": [{"secret": WITHHELD}]}
+    assert scrub({"password_hash": "x", "after": {"api_key": "k", "name": "n"}, "l": [{"secret": 1}], "token": "t", "tokens": 9}) == {
+        "password_hash": WITHHELD, "after": {"api_key": WITHHELD, "name": "n"}, "l": [{"secret": WITHHELD}], "token": WITHHELD, "tokens": 9}
     assert changes({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 4}) == {"before": {"b": 2, "c": None}, "after": {"b": 3, "c": 4}}
 
 

@@ -14,7 +14,7 @@ WITHHELD = "[withheld]"
 
 def _secret(key: str) -> bool:
     low = key.lower()
-    return any(mark in low for mark in SECRET_MARKS)
+    return low in ("token", "key") or any(mark in low for mark in SECRET_MARKS)
 
 
 def scrub(value: Any) -> Any:
