@@ -40,6 +40,14 @@ class Box(BaseModel):
     h: int = Field(ge=1)
 
 
+def steps_that_parse(value: list[str]) -> list[str]:
+    """Reasoning steps in the release's syntax, as given; a step that does not parse is refused."""
+    _, errors = parse_steps(value)
+    if errors:
+        raise ValueError("; ".join(errors))
+    return value
+
+
 # The suggestion payloads the VisArgs screens read (`Workflow.suggestion_schemas`): what the worker's
 # producers and drafts store, and what a push from outside must be. Extra keys are kept and ignored.
 PremiseText = Annotated[str, Field(max_length=5000)]
@@ -59,13 +67,7 @@ class ArgumentSuggestion(BaseModel):
     conclusion: str = Field(default="", max_length=2000)
     reasoning_steps: list[PremiseText] = Field(default_factory=list, max_length=MAX_PREMISES)
 
-    @field_validator("reasoning_steps")
-    @classmethod
-    def _steps_parse(cls, value: list[str]) -> list[str]:
-        _, errors = parse_steps(value)
-        if errors:
-            raise ValueError("; ".join(errors))
-        return value
+    _steps_parse = field_validator("reasoning_steps")(steps_that_parse)
 
 
 Pixels = Annotated[int, Field(ge=0, strict=True)]
@@ -129,13 +131,7 @@ class VisArgsItem(ItemBase):
             data.setdefault("id", PurePosixPath(str(data["url"]).split("?")[0]).stem)
         return data
 
-    @field_validator("candidate_steps")
-    @classmethod
-    def _steps_parse(cls, value: list[str]) -> list[str]:
-        _, errors = parse_steps(value)
-        if errors:
-            raise ValueError("; ".join(errors))
-        return value
+    _steps_parse = field_validator("candidate_steps")(steps_that_parse)
 
 
 def clean(text: Any) -> str:
