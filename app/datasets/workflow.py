@@ -165,7 +165,8 @@ class Workflow:
     # Suggestion kinds the screen reads (their producers are declared by the dataset).
     suggestion_kinds: ClassVar[tuple[str, ...]] = ()
     # The payload of each kind, as the screen reads it: what the worker stores and what is pushed from
-    # outside are both checked against it (`check_suggestion`); a kind without one takes any object.
+    # outside are both checked against it (`check_suggestion`). Every built-in kind declares one; a kind
+    # without one takes any object.
     suggestion_schemas: ClassVar[Mapping[str, type[BaseModel]]] = {}
     # A workflow that builds on another one's final names it; it cannot be a project's first stage.
     requires: ClassVar[str | None] = None

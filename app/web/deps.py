@@ -44,11 +44,13 @@ async def _turn(request: Request) -> AsyncIterator[sessionmaker[Session]]:
 Sessions = Annotated[sessionmaker[Session], Depends(_turn, scope="function")]
 
 
-async def db(sessions: Sessions) -> AsyncIterator[Session]:
+async def db(request: Request, sessions: Sessions) -> AsyncIterator[Session]:
     """The request's unit of work: one session in one transaction, shared by authentication and the
-    route; committed when the route has returned, rolled back if it raised."""
+    route; committed when the route has returned, rolled back if it raised. It carries the client's
+    address, which every audit event written in it records."""
     unit = transaction(sessions)
     session = unit.__enter__()  # no I/O: the first statement takes the connection
+    session.info["client_ip"] = client_ip(request)
     failure: BaseException | None = None
     try:
         yield session

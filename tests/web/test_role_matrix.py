@@ -66,6 +66,8 @@ ACCESS = {
     ("POST", "/admin/users/{user_id}/tokens"): ADMIN,
     ("POST", "/admin/tokens/{token_id}/revoke"): ADMIN,
     ("GET", "/admin/jobs"): ADMIN,
+    ("GET", "/admin/audit"): ADMIN,
+    ("GET", "/api/v1/audit"): ADMIN,
     ("GET", "/projects/{project_id}/export"): ADMIN,
     ("POST", "/projects/{project_id}/splits"): ADMIN,
     ("POST", "/projects/{project_id}/exports"): ADMIN,

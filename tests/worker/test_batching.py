@@ -11,6 +11,7 @@ import sqlalchemy as sa
 import torch
 from PIL import Image
 
+from app.datasets import get_workflow
 from app.datasets.colorswap.producers import colorswap_itm
 from app.datasets.suggest import Failed, ItemInput, Produced
 from app.datasets.visargs.demo import draw_poster
@@ -91,6 +92,7 @@ def test_wikido_fit_and_visargs_windows_batched_across_items(settings, tiny_clip
     together = visargs_regions(posters, cfg, backends)
     apart = [visargs_regions([p], settings.model_copy(update={"clip_model_dir": tiny_clip}), backends)[0] for p in posters]
     assert [p.payload for p in together] == [p.payload for p in apart]
+    assert [get_workflow("visargs.grounding").check_suggestion("visargs.regions", p.payload) for p in together] == [[], []]
 
 
 def test_bf16_and_fp16_scores_are_within_1e_2_of_fp32(settings, tiny_clip):
@@ -118,10 +120,12 @@ def test_an_unreadable_image_fails_only_its_item(settings, tiny_clip):
                                 "tiny-clip", model.version)  # the model that tried, recorded with the failure
 
     good = draw_poster("SAVE WATER", "circle", (40, 80, 220), 1)
-    posters = [ItemInput(i, {"id": str(i)}, {"/image": data}, {"visargs.premises": {"visual_premises": ["The words SAVE WATER"]}})
+    # The OCR reads the slogan as one word: the second premise quotes it so, and gets its box.
+    posters = [ItemInput(i, {"id": str(i)}, {"/image": data}, {"visargs.premises": {"visual_premises": ["The words SAVE WATER", "SAVEWATER"]}})
                for i, data in enumerate([good, good[: len(good) // 2]])]
     ocr, truncated = visargs_boxes(posters, settings, backends)
     assert isinstance(ocr, Produced) and ocr.item_id == 0 and ocr.payload["lines"] == 1
+    assert [b["vp"] for b in ocr.payload["boxes"]] == [1] and get_workflow("visargs.grounding").check_suggestion("visargs.boxes", ocr.payload) == []
     assert truncated.item_id == 1 and truncated.reason.startswith("item 1: the image cannot be read (")
     assert (truncated.model, truncated.model_version) == backends.OCR_MODEL
     assert "truncated" in truncated.reason.lower() or "broken" in truncated.reason.lower(), truncated.reason

@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.agreement.entities import scores
-from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, instructions, section_path
+from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, MAX_EXPLANATION, instructions, section_path
 from app.datasets.draft import DraftInvalid, DraftKind, answer_schema, json_instruction, within
 from app.datasets.suggest import ItemInput
 
-MAX_EXPLANATION = 10000
 SCHEMA = answer_schema({
     "explanation": {"type": "string", "description": "the explanation, as prose"},
 })

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.agreement.entities import generated_entities, scores, tokens, unique
-from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, SECTIONS, section_path, section_view, segments
+from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, SECTIONS, DraftedSuggestion, section_path, section_view, segments
 from app.datasets.workflow import Consolidation, Workflow, image_urls
 from app.datasets.wikido.tokenedits import tokenize
 
@@ -69,6 +69,7 @@ class ArtworkExplanation(Workflow):
     # A vision-language model's own explanation of the section (app.datasets.artwork.drafts), shown beside
     # the one being judged with its entity metrics; it is not an answer, so no outcome is recorded for it.
     suggestion_kinds = (DRAFTED_KIND,)
+    suggestion_schemas = {DRAFTED_KIND: DraftedSuggestion}
 
     def validate_annotation(self, ctx, payload):
         clean = super().validate_annotation(ctx, payload)

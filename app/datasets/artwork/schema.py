@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from app.datasets.dataset import ItemBase
 from app.datasets.workflow import image_urls
@@ -16,6 +16,16 @@ EXPLANATION = "artwork.explanation"
 # An explanation a vision-language model drafted from the image and the title (app.datasets.artwork.drafts):
 # payload {"explanation": text, "metrics": its entity metrics against the section's text}.
 DRAFTED_KIND = "artwork.drafted_explanation"
+MAX_EXPLANATION = 10000  # characters of a drafted explanation
+
+
+class DraftedSuggestion(BaseModel):
+    """DRAFTED_KIND's payload as the explanation screen reads it: the drafted text, and its entity metrics
+    (finite numbers, or None where undefined; the screen prints entity_f1 and entity_coverage). Extra keys are
+    kept and ignored."""
+
+    explanation: str = Field(min_length=1, max_length=MAX_EXPLANATION)
+    metrics: dict[str, Annotated[float, Field(allow_inf_nan=False)] | None] = Field(default_factory=dict)
 
 
 class ArtworkSection(ItemBase):

@@ -16,6 +16,7 @@ from app.datasets.visargs.schema import (
     PREMISES,
     REGION_KIND,
     Box,
+    BoxesSuggestion,
     premises_of,
     row_indices,
 )
@@ -44,6 +45,7 @@ class VisArgsGrounding(Workflow):
     view_template = "datasets/visargs/grounding_view.html"
     requires = PREMISES
     suggestion_kinds = (BOX_KIND, DRAFTED_BOX_KIND, REGION_KIND)
+    suggestion_schemas = dict.fromkeys(suggestion_kinds, BoxesSuggestion)
     facets = {"boxes": "boxes"}
     keys_help = (
         "the image has the focus and the first premise without a box is current · 1–9 pick a premise · "

@@ -15,6 +15,7 @@ from app.datasets.visargs.schema import (
     PREMISES,
     PREMISES_KIND,
     SPARE_ROWS,
+    PremisesSuggestion,
     clean,
     row_indices,
     truthy,
@@ -58,6 +59,7 @@ class VisArgsPremises(Workflow):
     facets = {"discard": "nominal", "visual premises": "set"}
     # Premises a vision-language model drafted (app.datasets.visargs.drafts) replace the record's candidates.
     suggestion_kinds = (PREMISES_KIND,)
+    suggestion_schemas = {PREMISES_KIND: PremisesSuggestion}
     keys_help = (
         "the first premise has the focus and drafts start kept · ↑/↓ or Tab go to the next premise's text · "
         "Alt+K keeps or drops a premise · Ctrl+Enter splits at the caret · Alt+↑/↓ moves a premise · "

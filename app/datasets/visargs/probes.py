@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.bias.probes import Probe
-from app.datasets.visargs.schema import PREMISES, PREMISES_KIND, clean
+from app.datasets.visargs.schema import MAX_PREMISES, PREMISES, PREMISES_KIND, clean
 
 PLANTED = "A small brown dog sleeps in the lower left corner"
 
 
 def plant(truth: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any] | None:
     premises = list(truth.get("visual_premises") or [])
-    if truth.get("discard") or not premises:
-        return None
+    if truth.get("discard") or not premises or len(premises) >= MAX_PREMISES:
+        return None  # no premise to add to, or no room for one more (the screen takes MAX_PREMISES)
     return {"visual_premises": [*premises, PLANTED]}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -40,6 +40,66 @@ class Box(BaseModel):
     h: int = Field(ge=1)
 
 
+def steps_that_parse(value: list[str]) -> list[str]:
+    """Reasoning steps in the release's syntax, as given; a step that does not parse is refused."""
+    _, errors = parse_steps(value)
+    if errors:
+        raise ValueError("; ".join(errors))
+    return value
+
+
+# The suggestion payloads the VisArgs screens read (`Workflow.suggestion_schemas`): what the worker's
+# producers and drafts store, and what a push from outside must be. Extra keys are kept and ignored.
+PremiseText = Annotated[str, Field(max_length=5000)]
+
+
+class PremisesSuggestion(BaseModel):
+    """PREMISES_KIND: the visual premises that fill the premises screen's rows."""
+
+    visual_premises: list[PremiseText] = Field(max_length=MAX_PREMISES)
+
+
+class ArgumentSuggestion(BaseModel):
+    """ARGUMENT_KIND: the structure screen's commonsense premises, conclusion and reasoning steps, each step in
+    the release's syntax (a step that does not parse would vanish from the screen, so it is refused)."""
+
+    commonsense_premises: list[PremiseText] = Field(default_factory=list, max_length=MAX_PREMISES)
+    conclusion: str = Field(default="", max_length=2000)
+    reasoning_steps: list[PremiseText] = Field(default_factory=list, max_length=MAX_PREMISES)
+
+    _steps_parse = field_validator("reasoning_steps")(steps_that_parse)
+
+
+Pixels = Annotated[int, Field(ge=0, strict=True)]
+
+
+class SuggestedBox(BaseModel):
+    """One suggested box: the visual premise's index (0 is VP1) and the box in pixels of the stored image; an
+    OCR box carries its text, an image-text match its score."""
+
+    vp: int = Field(ge=0, lt=MAX_PREMISES, strict=True)
+    startX: Pixels  # noqa: N815 - the published field names
+    startY: Pixels  # noqa: N815
+    w: int = Field(ge=1, strict=True)
+    h: int = Field(ge=1, strict=True)
+    score: float | None = Field(default=None, allow_inf_nan=False)
+    text: str | None = Field(default=None, max_length=5000)
+
+
+class BoxesSuggestion(BaseModel):
+    """BOX_KIND, DRAFTED_BOX_KIND and REGION_KIND: boxes for the grounding screen, at most one per premise."""
+
+    boxes: list[SuggestedBox] = Field(max_length=MAX_PREMISES)
+
+    @field_validator("boxes")
+    @classmethod
+    def _one_per_premise(cls, value: list[SuggestedBox]) -> list[SuggestedBox]:
+        vps = [b.vp for b in value]
+        if twice := sorted({vp + 1 for vp in vps if vps.count(vp) > 1}):
+            raise ValueError("one box per visual premise, more than one for " + ", ".join(f"VP{n}" for n in twice))
+        return value
+
+
 class VisArgsItem(ItemBase):
     image: str = Field(min_length=1)
     url: str | None = None
@@ -71,13 +131,7 @@ class VisArgsItem(ItemBase):
             data.setdefault("id", PurePosixPath(str(data["url"]).split("?")[0]).stem)
         return data
 
-    @field_validator("candidate_steps")
-    @classmethod
-    def _steps_parse(cls, value: list[str]) -> list[str]:
-        _, errors = parse_steps(value)
-        if errors:
-            raise ValueError("; ".join(errors))
-        return value
+    _steps_parse = field_validator("candidate_steps")(steps_that_parse)
 
 
 def clean(text: Any) -> str:

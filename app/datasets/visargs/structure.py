@@ -22,6 +22,7 @@ from app.datasets.visargs.schema import (
     PREMISES,
     SPARE_ROWS,
     STRUCTURE,
+    ArgumentSuggestion,
     as_list,
     clean,
     premises_of,
@@ -115,6 +116,7 @@ class VisArgsStructure(Workflow):
     facets = {"discard": "nominal", "conclusion (same words)": "nominal"}
     # A model's drafted argument (app.datasets.visargs.drafts) replaces the record's candidates.
     suggestion_kinds = (ARGUMENT_KIND,)
+    suggestion_schemas = {ARGUMENT_KIND: ArgumentSuggestion}
     has_live_check = True
     keys_help = (
         "the drafted step concluding C has the focus, else the first step without inputs (the conclusion, when there is none yet) · in a step's chips: "

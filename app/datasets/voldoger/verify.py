@@ -41,6 +41,16 @@ class VerifyConfig(StageConfig):
     route: Literal["all", "flipped"] = Field(default="all", description="all items, or only those whose label the LLM changed")
 
 
+class CheckSuggestion(BaseModel):
+    """CHECK_KIND's payload as the screen reads it (`check_values`): the three decisions and the model's reason,
+    which goes to the comment. Extra keys are kept and ignored."""
+
+    image: Literal["keep", "discard"]
+    label: str | None = Field(default=None, max_length=40)
+    paraphrase: str = Field(max_length=5000)
+    reason: str = Field(default="", max_length=5000)
+
+
 class VerifyAnnotation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -96,6 +106,7 @@ class VoldogerVerify(Workflow):
     view_template = "datasets/voldoger/verify_view.html"
     facets = {"image kept": "nominal", "label": "nominal", "paraphrase kept": "nominal"}
     suggestion_kinds = (CHECK_KIND,)
+    suggestion_schemas = {CHECK_KIND: CheckSuggestion}
     keys_help = (
         "K keeps the stylised image · D discards it · L the LLM's label · O the original label · digits a given label · "
         "P the paraphrase keeps the meaning · E edits it · + / − zoom, 0 resets · Esc leaves a text field · "

@@ -23,7 +23,7 @@ from app.datasets.draft import DraftKind
 from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, PromptRun, Stage, Suggestion
-from app.services.users.audit import record
+from app.services.users.audit import changes, record
 
 Scope = Literal["all", "missing", "sample"]
 SAMPLING_KEYS = {"max_tokens": int, "temperature": float, "seed": int}
@@ -139,8 +139,15 @@ def new_version(
     )
     session.add(prompt)
     session.flush()
-    record(session, "prompt.version", actor_id=actor_id, target=f"stage:{stage_id}", prompt_id=prompt.id, kind=kind.name, version=prompt.version)
+    previous = session.scalar(sa.select(Prompt).where(Prompt.stage_id == stage_id, Prompt.draft_kind == kind.name, Prompt.version == last)) if last else None
+    record(session, "prompt.version", actor_id=actor_id, target=f"stage:{stage_id}", prompt_id=prompt.id, kind=kind.name,
+           version=prompt.version, **changes(_audited(previous) if previous else {}, _audited(prompt)))
     return prompt
+
+
+def _audited(prompt: Prompt) -> dict[str, Any]:
+    """What a prompt version's audit event compares with the version before."""
+    return {"drafter": prompt.drafter, "system": prompt.system, "template": prompt.template, "settings": prompt.settings, "note": prompt.note}
 
 
 def stage_items(stage_id: int):

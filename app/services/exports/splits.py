@@ -31,7 +31,7 @@ from app.errors import Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.models import ItemSplit, SplitDefinition
 from app.services.projects.projects import get_project
-from app.services.users.audit import record
+from app.services.users.audit import changes, record
 
 SPLIT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # split names become file names
 FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -285,7 +285,9 @@ def save_definition(session: Session, project_id: int, raw: dict[str, Any], *, a
         ).all()
     )
     definition.counts = {name: found.get(name, 0) for name in config.split_names()}
-    record(session, "splits.save", actor_id=actor_id, target=f"project:{project_id}", version=version, counts=definition.counts)
+    earlier = session.scalar(sa.select(SplitDefinition.config).where(SplitDefinition.project_id == project_id, SplitDefinition.version == version - 1))
+    record(session, "splits.save", actor_id=actor_id, target=f"project:{project_id}", version=version, counts=definition.counts,
+           **changes({"config": earlier}, {"config": stored}))
     return definition
 
 

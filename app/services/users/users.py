@@ -13,7 +13,7 @@ from app import security
 from app.errors import Conflict, Invalid, NotFound
 from app.models import ApiToken, Role, User
 from app.services.users import login_throttle, web_sessions
-from app.services.users.audit import record
+from app.services.users.audit import changes, record
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{2,64}$")
 
@@ -103,6 +103,7 @@ def set_password(session: Session, user: User, password: str, *, actor_id: int |
 def update_user(
     session: Session, user: User, *, role: str | None = None, is_active: bool | None = None, actor_id: int
 ) -> None:
+    before = {"role": user.role, "active": user.is_active}
     if role is not None:
         user.role = parse_role(role).value
     if is_active is not None:
@@ -115,7 +116,9 @@ def update_user(
     )
     if not admins:
         raise Conflict("At least one active admin must remain.")
-    record(session, "user.update", actor_id=actor_id, target=f"user:{user.id}", role=user.role, active=user.is_active)
+    after = {"role": user.role, "active": user.is_active}
+    if after != before:
+        record(session, "user.update", actor_id=actor_id, target=f"user:{user.id}", **changes(before, after))
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ def create_token(session: Session, user: User, name: str = "", *, actor_id: int 
     token = ApiToken(user_id=user.id, name=name, token_hash=digest)
     session.add(token)
     session.flush()
-    record(session, "token.create", actor_id=actor_id, target=f"token:{token.id}", user_id=user.id)
+    record(session, "token.create", actor_id=actor_id, target=f"token:{token.id}", user_id=user.id, name=name)
     return token, plain
 
 
