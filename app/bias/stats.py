@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from app.agreement.bootstrap import bootstrap, mean_from, mean_stats, resample_weights
 
@@ -63,6 +62,8 @@ def chi_square(counts: Mapping[str, Mapping[str, int]]) -> dict:
     if len(rows) < 2 or len(labels) < 2:
         return {"statistic": 0.0, "dof": 0, "p": 1.0}
     table = np.array([[r.get(k, 0) for k in labels] for r in rows], dtype=float)
+    from scipy import stats as scipy_stats  # here: scipy.stats takes about a second to import, and only the report needs it
+
     statistic, p, dof, _ = scipy_stats.chi2_contingency(table, correction=False)
     return {"statistic": float(statistic), "dof": int(dof), "p": float(p)}
 
