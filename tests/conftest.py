@@ -103,13 +103,14 @@ QUEUE_TABLES = ("procrastinate_jobs", "procrastinate_events", "procrastinate_per
 
 
 def truncate_all(engine: sa.Engine) -> None:
-    """Empty every table, ids starting again; and forget what this process keeps of the data it held
+    """Empty every table, ids starting again, but for the default workspace; and forget what this process keeps of the data it held
     (each stage's claim floor), as ids now name new rows."""
     from app import queue
 
     tables = ", ".join([f'"{t.name}"' for t in Base.metadata.sorted_tables] + list(QUEUE_TABLES))
     with engine.begin() as conn:
         conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        conn.execute(sa.text("INSERT INTO workspaces (name, is_default) VALUES ('Default', true)"))  # as the migration
     queue.forget_floors()
 
 

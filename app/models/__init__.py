@@ -12,6 +12,7 @@ from app.models.jobs import AgreementReport, JobRequest, JobRun
 from app.models.projects import Project, Stage, StageSample
 from app.models.suggestions import Suggestion, SuggestionFailure, SuggestionOutcome
 from app.models.users import ApiToken, LoginThrottle, Role, User, WebSession
+from app.models.workspaces import MemberRole, Workspace, WorkspaceMember
 
 __all__ = [
     "AgreementReport",
@@ -36,6 +37,7 @@ __all__ = [
     "JobRun",
     "LeakReport",
     "LoginThrottle",
+    "MemberRole",
     "Project",
     "Prompt",
     "PromptRun",
@@ -49,4 +51,6 @@ __all__ = [
     "SuggestionOutcome",
     "User",
     "WebSession",
+    "Workspace",
+    "WorkspaceMember",
 ]

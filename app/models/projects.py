@@ -14,6 +14,10 @@ class Project(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(sa.String(200), unique=True)
+    # The default workspace when not given (a SQL function: see app/models/workspaces.py).
+    workspace_id: Mapped[int] = mapped_column(
+        sa.ForeignKey("workspaces.id"), index=True, server_default=sa.text("default_workspace_id()")
+    )
     description: Mapped[str] = mapped_column(sa.Text, server_default="")
     created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = created_at()
