@@ -24,6 +24,8 @@ ACCESS = {
     ("GET", "/login"): PUBLIC,
     ("POST", "/login"): PUBLIC,
     ("POST", "/logout"): PUBLIC,
+    ("GET", "/login/sso"): PUBLIC,
+    ("GET", "/login/sso/callback"): PUBLIC,
     ("GET", "/account/password"): USER,
     ("POST", "/account/password"): USER,
     ("GET", "/"): USER,
