@@ -223,6 +223,13 @@ def test_a_state_that_is_not_this_browsers_is_refused(client, app):
     assert user_named(app.state.sessions, "ada") is None
 
 
+def test_a_refusal_at_the_provider_is_shown(client, app):
+    state = parse_qs(urlsplit(start(client)).query)["state"][0]
+    answer = client.get("/login/sso/callback", params={"state": state, "error": "access_denied", "error_description": "<b>No</b> consent"})
+    assert answer.status_code == 400 and "The sign-in provider refused: &lt;b&gt;No&lt;/b&gt; consent." in answer.text
+    assert user_named(app.state.sessions, "ada") is None
+
+
 @pytest.mark.parametrize(
     ("claims", "why"),
     [
