@@ -6,8 +6,8 @@ client_secret_basic), and a JWKS. Run as its own process:
     python -m tests.sso_provider --port 8123 --client-id vlcurate --client-secret s3cret
 
 Tests steer it over HTTP: POST /test/config sets the user (sub, preferred_username, email, groups), the
-redirect URIs allowed, claims that override what the ID token would say (a wrong aud or nonce), and
-whether the token is signed with a key the JWKS does not publish; GET /test/token-requests lists the
+redirect URIs allowed, claims that override what the ID token would say (a wrong aud or nonce),
+whether the token is signed with a key the JWKS does not publish, and a rotation of the signing key; GET /test/token-requests lists the
 token requests received (the client secret left out), so a test sees the PKCE verifier that was sent.
 """
 
@@ -88,10 +88,12 @@ class Code(AuthorizationCodeMixin):
 
 def build(issuer: str, client_id: str, client_secret: str) -> Flask:
     app = Flask(__name__)
-    published, unpublished = RSAKey.generate_key(2048, {"kid": "published"}), RSAKey.generate_key(2048, {"kid": "published"})
     lock = threading.Lock()
     state: dict[str, Any] = {"user": {"sub": "u-1", "preferred_username": "ada", "groups": []}, "redirect_uris": [],
-                             "claims": {}, "unpublished_key": False, "codes": {}, "token_requests": []}
+                             "claims": {}, "unpublished_key": False, "codes": {}, "token_requests": [], "keys": 1}
+    # The key the JWKS publishes (a rotation replaces it by one with a new kid), and one with the
+    # same kid that it never publishes (a forged signature).
+    keys = {"published": RSAKey.generate_key(2048, {"kid": "key-1"}), "unpublished": RSAKey.generate_key(2048, {"kid": "key-1"})}
     client = Client(client_id, client_secret, state)
 
     class CodeGrant(grants.AuthorizationCodeGrant):
@@ -121,13 +123,13 @@ def build(issuer: str, client_id: str, client_secret: str) -> Flask:
             return any(c.nonce == nonce for c in state["codes"].values())
 
         def resolve_client_private_key(self, client_):
-            return unpublished if state["unpublished_key"] else published
+            return keys["unpublished"] if state["unpublished_key"] else keys["published"]
 
         def get_client_claims(self, client_):
             return {"iss": issuer, "aud": [client_.get_client_id()]}
 
         def get_encode_header(self, client_):
-            return {"alg": "RS256", "kid": "published"}
+            return {"alg": "RS256", "kid": keys["published"].kid}
 
         def generate_user_info(self, user, scope):
             info = UserInfo(sub=user["sub"], **{k: v for k, v in user.items() if k != "sub"})
@@ -148,7 +150,7 @@ def build(issuer: str, client_id: str, client_secret: str) -> Flask:
 
     @app.get("/jwks")
     def jwks():
-        return jsonify(KeySet([published]).as_dict(private=False))
+        return jsonify(KeySet([keys["published"]]).as_dict(private=False))
 
     @app.get("/authorize")
     def authorize():
@@ -163,7 +165,11 @@ def build(issuer: str, client_id: str, client_secret: str) -> Flask:
     @app.post("/test/config")
     def configure():
         with lock:
-            state.update({k: v for k, v in request.get_json().items() if k in ("user", "redirect_uris", "claims", "unpublished_key")})
+            config = request.get_json()
+            state.update({k: v for k, v in config.items() if k in ("user", "redirect_uris", "claims", "unpublished_key")})
+            if config.get("rotate_key"):
+                state["keys"] += 1
+                keys["published"] = RSAKey.generate_key(2048, {"kid": f"key-{state['keys']}"})
         return jsonify({"ok": True})
 
     @app.get("/test/token-requests")

@@ -223,6 +223,13 @@ def test_a_state_that_is_not_this_browsers_is_refused(client, app):
     assert user_named(app.state.sessions, "ada") is None
 
 
+def test_a_rotated_signing_key_is_fetched_anew(client, app, provider):
+    """The key set is cached; a token signed with a key id not in it makes the client read it again."""
+    assert sign_in(client).status_code == 303
+    provider.configure(rotate_key=True)
+    assert sign_in(client).status_code == 303
+
+
 def test_a_refusal_at_the_provider_is_shown(client, app):
     state = parse_qs(urlsplit(start(client)).query)["state"][0]
     answer = client.get("/login/sso/callback", params={"state": state, "error": "access_denied", "error_description": "<b>No</b> consent"})
