@@ -84,6 +84,11 @@ def _cached(url: str, what: str, *, fresh: bool = False) -> dict[str, Any]:
     return data
 
 
+def _same(sent: str, kept: str) -> bool:
+    """Constant-time equality of two texts (any characters: compare_digest refuses non-ASCII str)."""
+    return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), kept.encode())
+
+
 def metadata(settings: Settings) -> dict[str, Any]:
     """The provider's discovery document, whose `issuer` must be the configured one exactly."""
     issuer = settings.oidc_issuer or ""
@@ -136,7 +141,7 @@ def finish(settings: Settings, pending: Pending | None, params: dict[str, str], 
     token's signature (the provider's JWKS), issuer, audience, expiry and nonce are right."""
     if pending is None:
         raise SignInError("This sign-in was not started here, or it was already used. Start again from the login page.")
-    if not hmac.compare_digest(params.get("state", ""), pending.state):
+    if not _same(params.get("state", ""), pending.state):
         raise SignInError("The sign-in answer does not belong to this browser's sign-in (state mismatch). Start again.")
     if params.get("error"):
         raise SignInError(f"The sign-in provider refused: {params.get('error_description') or params['error']}.")
@@ -192,6 +197,6 @@ def verify_id_token(settings: Settings, doc: dict[str, Any], id_token: str, nonc
         raise SignInError("The ID token was issued for another application (audience mismatch).")
     if len(audience) > 1 and claims.get("azp") != settings.oidc_client_id:
         raise SignInError("The ID token was issued for another application (azp mismatch).")
-    if not isinstance(claims["nonce"], str) or not hmac.compare_digest(claims["nonce"], nonce):
+    if not isinstance(claims["nonce"], str) or not _same(claims["nonce"], nonce):
         raise SignInError("The ID token does not belong to this sign-in (nonce mismatch). Start again.")
     return claims

@@ -109,6 +109,10 @@ def test_first_sign_in_creates_the_user_with_the_mapped_role_and_membership(clie
         assert login(other, "ada", "!sso").status_code == 401  # no password logs in a sign-on user
 
 
+def test_the_page_after_sign_in_is_on_this_site_only(client):
+    assert sign_in(client, "//evil.example/x").headers["location"] == "/"
+
+
 def test_roles_and_memberships_follow_the_groups_at_every_sign_in(client, app, provider):
     as_user(provider, ["leads"])
     sign_in(client)
@@ -214,11 +218,17 @@ def test_the_provider_refuses_a_code_without_its_verifier(client, provider):
 
 
 def test_a_state_that_is_not_this_browsers_is_refused(client, app):
-    back = httpx.get(start(client))
-    query = parse_qs(urlsplit(back.headers["location"]).query)
-    answer = client.get("/login/sso/callback", params={"code": query["code"][0], "state": "forged"})
-    assert answer.status_code == 400 and "state mismatch" in answer.text
-    again = client.get("/login/sso/callback", params={"code": query["code"][0], "state": query["state"][0]})
+    def code_and_state() -> tuple[str, str]:
+        query = parse_qs(urlsplit(httpx.get(start(client)).headers["location"]).query)
+        return query["code"][0], query["state"][0]
+
+    for forged in ("forged", "état-forgé", ""):
+        code, _ = code_and_state()
+        answer = client.get("/login/sso/callback", params={"code": code, "state": forged})
+        assert answer.status_code == 400 and "state mismatch" in answer.text, forged
+    code, state = code_and_state()
+    assert client.get("/login/sso/callback", params={"code": code, "state": state + "x"}).status_code == 400
+    again = client.get("/login/sso/callback", params={"code": code, "state": state})
     assert again.status_code == 400 and "already used" in again.text  # the pending sign-in went with the first try
     assert user_named(app.state.sessions, "ada") is None
 
