@@ -322,13 +322,14 @@ def bias_rounds(conn, url, data_dir: Path, tokens_file: Path, args) -> None:
         server.stop()
     print(f"\ndraft-bias settings on ({json.dumps(BIAS_CONFIG)}) and off: {args.bias_rounds} rounds of {args.seconds} s, "
           f"{args.clients} clients, workers 1 (medians)")
-    print(f"{'measure':<8} {'settings':<9} {'rate/s':>9} {'p50 ms':>8} {'app ms':>7} {'db ms':>6} {'rate on/off':>12}")
+    print(f"{'measure':<8} {'settings':<9} {'rate/s':>9} {'rates':>13} {'p50 ms':>8} {'app ms':>7} {'db ms':>6} {'on/off':>7}")
     for (mode, setting), got in runs.items():
         med = {k: statistics.median(r[k] for r in got) for k in ("rate", "p50_ms", "app_ms", "db_ms")}
+        spread = f"{min(r['rate'] for r in got):,.0f}-{max(r['rate'] for r in got):,.0f}"
         off = statistics.median(r["rate"] for r in runs[mode, "off"])
-        ratio = f"{100 * med['rate'] / off:>11.1f}%" if setting == "on" else ""
-        print(f"{mode:<8} {setting:<9} {med['rate']:>9,.0f} {med['p50_ms']:>8.1f} {med['app_ms']:>7.2f} {med['db_ms']:>6.2f} {ratio:>12}",
-              flush=True)
+        ratio = f"{100 * med['rate'] / off:.1f}%" if setting == "on" else ""
+        print(f"{mode:<8} {setting:<9} {med['rate']:>9,.0f} {spread:>13} {med['p50_ms']:>8.1f} {med['app_ms']:>7.2f} {med['db_ms']:>6.2f} "
+              f"{ratio:>7}", flush=True)
 
 
 def main() -> None:

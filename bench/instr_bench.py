@@ -126,7 +126,7 @@ def claims(server: Counted, stage: int, token: str):
 
 
 def page_cycles(server: Counted, stage: int, username: str):
-    client = server.client
+    client = httpx.Client(base_url=server.client.base_url, timeout=600)  # its own cookies: one login per stage measured
     log_in(client, username)
     start = client.get(f"/stages/{stage}/annotate").text
     token = _FIELD.search(start).group(2)
