@@ -22,6 +22,10 @@ class StageUpdate(BaseModel):
     name: StageName | None = None
     lease_seconds: int | None = Field(None, ge=1, le=7 * 24 * 3600)
     guidelines: str | None = Field(None, max_length=100_000)
+    config: dict[str, Any] | None = Field(
+        None, description="Configuration keys to change (checked as at project creation); a key set to null goes back to "
+        "its default, a key left out stays",
+    )
 
 
 class ProjectUpdate(BaseModel):

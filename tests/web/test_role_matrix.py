@@ -76,6 +76,8 @@ ACCESS = {
     ("GET", "/exports/{export_id}.zip"): ADMIN,
     ("GET", "/exports/{export_id}/files/{path:path}"): ADMIN,
     ("GET", "/stages/{stage_id}/drafts"): ADMIN,
+    ("GET", "/stages/{stage_id}/settings"): ADMIN,
+    ("POST", "/stages/{stage_id}/settings"): ADMIN,
     ("POST", "/stages/{stage_id}/prompts"): ADMIN,
     ("POST", "/stages/{stage_id}/drafts/run"): ADMIN,
     ("GET", "/stages/{stage_id}/drafts/evaluation.parquet"): ADMIN,
