@@ -119,3 +119,12 @@ def annotation_table(path: Path, cache_dir: str | None = None) -> datasets.Datas
                 row["payload"] = json.dumps(row["payload"], ensure_ascii=False, sort_keys=True)
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
         return datasets.load_dataset("json", data_files=str(text), split="train", cache_dir=cache_dir)
+
+
+def rows_table(rows: list[dict[str, Any]], model: type) -> datasets.Dataset:
+    """A Dataset of plain rows, its columns the pydantic `model`'s fields (an empty one keeps them)."""
+    import datasets
+
+    if not rows:
+        return datasets.Dataset.from_dict({name: [] for name in model.model_fields})
+    return datasets.Dataset.from_list(rows)
