@@ -199,3 +199,15 @@ def test_api_drafts_and_submits_send_active_time_validated_and_capped(client, ap
     with transaction(app.state.sessions) as s:
         row = s.scalars(sa.select(Annotation)).one()
     assert row.active_seconds == min(kept, row.wall_seconds) and row.active_seconds >= min(0.5, row.wall_seconds)
+
+
+def test_a_revision_counts_the_time_its_screen_was_open(app):
+    _, stage = make_choice_project(app.state.sessions, app.state.settings, app.state.storage, 2, overlap=2)
+    with transaction(app.state.sessions) as s:
+        uid = factories.user(s, "rev")
+        claimed = annotation.claim(s, stage, uid)
+        annotation.submit(s, claimed.assignment_id, uid, {"choice": "a"}, "k1", seconds_spent=3.0, active_seconds=2.0)
+        annotation.submit(s, claimed.assignment_id, uid, {"choice": "b"}, "k2", seconds_spent=8.0, active_seconds=20.0)
+        first, again = s.execute(sa.select(Annotation.wall_seconds, Annotation.active_seconds).order_by(Annotation.revision)).all()
+    assert first.wall_seconds > 0 and first.active_seconds == min(2.0, first.wall_seconds)  # claim to submit, as the server saw it
+    assert (again.wall_seconds, again.active_seconds) == (8.0, 8.0)  # no lease of its own: its screen's time, which caps the active

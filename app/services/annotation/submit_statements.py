@@ -117,12 +117,13 @@ class SubmitRead:
         return StageSettings(lock["stage_id"], lock["workflow"], lock["config"], lock["overlap"], lock["sample_size"], self.ctx["sampled"])
 
     def answer_times(self, seconds_spent: float | None, active_seconds: float | None) -> tuple[float | None, float | None]:
-        """This answer's wall time (claim to submit: since its lease began; a revision of a submitted
-        answer, the time its screen was open) and its active time (what the screen posted or its
+        """This answer's wall time (claim to submit: since its lease began; a revision of a submitted or
+        sent-back answer, the time its screen was open) and its active time (what the screen posted or its
         drafts gathered, whichever is more, capped by app.bias.arms.active_seconds at the wall time
         and the stage's lease length)."""
         lock = self.lock
-        wall = seconds_spent if lock["assignment_status"] == _A.submitted else max(0.0, lock["held_seconds"])
+        revision = lock["assignment_status"] in (_A.submitted, _A.returned)  # no lease of its own (a sent-back one not claimed again)
+        wall = seconds_spent if revision else max(0.0, lock["held_seconds"])
         posted = [v for v in (arms.active_seconds(active_seconds), arms.active_seconds(self.ctx["draft_active"])) if v is not None]
         return wall, arms.active_seconds(max(posted), wall, lease=lock["lease_seconds"]) if posted else None
 
