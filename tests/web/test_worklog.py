@@ -137,6 +137,8 @@ def _page_rows(html: str) -> list[list[str]]:
 
 def test_the_page_its_csv_and_parquet_and_the_api_show_the_same_rows(client, logged):
     login(client, "mia", PASSWORD)  # the workspace's manager
+    index = client.get("/worklog").text
+    assert f'href="/workspaces/{logged["a"]}/worklog"' in index and f'/workspaces/{logged["b"]}/worklog' not in index
     query = "start=2026-03-01&end=2026-03-05"
     page = client.get(f"/workspaces/{logged['a']}/worklog?{query}")
     assert page.status_code == 200 and "UTC" in page.text
