@@ -1,7 +1,7 @@
 """Work logs: each answer's wall time, the active time a draft has gathered, annotations by time
 
 Revision ID: 0031worklog
-Revises: 0025workspaces
+Revises: 0029sso
 Create Date: 2026-11-26 12:00:00
 
 `annotations.wall_seconds`: claim to submit (the lease's start to the answer; a revision, the time
