@@ -305,3 +305,21 @@ def test_a_finished_export_queues_export_finished_in_the_same_transaction(commit
     assert [(t, json.loads(b)["data"]["export_id"], json.loads(b)["data"]["project_id"]) for _, t, b in sent] == [
         ("export.finished", export_id, project_id)]
     assert queued == [("webhook", {"delivery_id": sent[0][0]})]
+
+
+def test_a_reviewers_final_queues_item_finalized_and_the_last_one_stage_completed(session, settings, storage, tmp_path):
+    from app.models import Item, Stage, User
+    from app.services.annotation.pipeline import finalize
+    from app.services.webhooks import hooks
+
+    admin = session.get(User, factories.user(session, "boss", "admin"))
+    project_id, (stage_id,) = factories.project(session, "generic.choice")
+    factories.choice_items(session, settings, storage, project_id, 2, tmp_path)
+    hooks.create(session, admin, default_workspace_id(session), "https://receiver.example/h", ["item.finalized", "stage.completed"])
+    stage = session.get(Stage, stage_id)
+    for n, item_id in enumerate(factories.item_ids(session, project_id)):
+        finalize(session, session.get(Item, item_id), stage, {"choice": "b"}, discard=False, source="review", actor_id=admin.id)
+        sent = [json.loads(b) for b in session.scalars(sa.select(WebhookDelivery.body).order_by(WebhookDelivery.id))]
+        assert [b["type"] for b in sent] == ["item.finalized"] * (n + 1) + (["stage.completed"] if n == 1 else [])
+        assert sent[n]["data"] == {"item_id": item_id, "project_id": project_id, "stage_id": stage_id, "record": {"choice": "b"},
+                                   "discard": False, "source": "review"}
