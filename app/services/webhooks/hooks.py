@@ -57,7 +57,7 @@ def check_url(url: str) -> str:
         raise Invalid(f"'{url[:200]}' is not a URL.", field="url") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise Invalid(f"Webhook URLs must start with http:// or https:// (got '{parts.scheme or url[:40]}').", field="url")
-    if not host or any(c.isspace() for c in url):
+    if not host or any(c.isspace() or not c.isprintable() for c in url):
         raise Invalid(f"'{url[:200]}' names no host (write it as https://host/path).", field="url")
     return url
 
