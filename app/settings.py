@@ -240,6 +240,17 @@ class Settings(BaseSettings):
         default=60, ge=5, description="A job whose worker sent no heartbeat for this long is run again."
     )
 
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=300, description="How long one webhook delivery attempt waits for the receiver's answer."
+    )
+    webhook_attempts: int = Field(
+        default=5, ge=1, le=20, description="Attempts at delivering one webhook event before it is marked failed."
+    )
+    webhook_backoff_seconds: float = Field(
+        default=5.0, gt=0, le=3600,
+        description="The wait before a webhook delivery's second attempt; each further wait is four times the one before.",
+    )
+
     @property
     def storage_dir(self) -> Path:
         return self.data_dir / "storage"

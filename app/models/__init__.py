@@ -12,6 +12,7 @@ from app.models.jobs import AgreementReport, JobRequest, JobRun
 from app.models.projects import Project, Stage, StageSample
 from app.models.suggestions import Suggestion, SuggestionFailure, SuggestionOutcome
 from app.models.users import ApiToken, LoginThrottle, Role, User, UserIdentity, WebSession
+from app.models.webhooks import Webhook, WebhookAttempt, WebhookDelivery
 from app.models.workspaces import MemberRole, Workspace, WorkspaceMember
 
 __all__ = [
@@ -52,6 +53,9 @@ __all__ = [
     "User",
     "UserIdentity",
     "WebSession",
+    "Webhook",
+    "WebhookAttempt",
+    "WebhookDelivery",
     "Workspace",
     "WorkspaceMember",
 ]

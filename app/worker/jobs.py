@@ -4,7 +4,8 @@
 `suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
 stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
 twice). `draft(prompt_id, item_ids)` runs a prompt version over a batch on the "draft" queue
-(`app.drafting.run`), so a GPU box can take only drafting (`vlcurate worker --queues draft`). `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
+(`app.drafting.run`), so a GPU box can take only drafting (`vlcurate worker --queues draft`). `deliver_webhook(delivery_id)`
+(`webhook_job`) posts one webhook event, on the "webhook" queue. `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
 (a killed worker), enqueues batches for items that lack a suggestion a stage reads (but not those
 whose producer failed on them, until their record or images change: `suggestion_failures`), queues again
 the exports, leak reports and agreement reports that were asked for but have no job (their defer
@@ -39,7 +40,7 @@ from app.services.annotation import suggestion_failures
 from app.services.imports import imports
 from app.services.users import web_sessions
 from app.settings import Settings
-from app.worker import backends
+from app.worker import backends, webhook_job
 from app.worker.availability import leak_embedders, unavailable
 from app.worker.runtime import RETRY, JobFailed, env, progress_of, report
 from app.worker.suggest_batch import compute_suggestions
@@ -47,7 +48,7 @@ from app.worker.upkeep import defer_each, prune_periodic_runs, retry_stalled, un
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint()
-QUEUES = ("suggest", "draft", "maintenance", "export")
+QUEUES = ("suggest", "draft", "maintenance", "export", "webhook")
 
 
 _apps: dict[str, App] = {}
@@ -88,6 +89,9 @@ def close_queue() -> None:
     with _apps_lock:
         for app in _apps.values():
             app.close()
+
+
+deliver_webhook = webhook_job.register(blueprint)  # one attempt at a webhook delivery (app.worker.webhook_job)
 
 
 # -- suggestions ----------------------------------------------------------------------------------------

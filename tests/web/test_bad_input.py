@@ -308,8 +308,9 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
     import sqlalchemy as sa
     from fastapi.testclient import TestClient
 
-    from app.models import ApiToken, Item
+    from app.models import ApiToken, Item, Webhook
     from app.services.annotation import annotation
+    from app.services.users.workspaces import default_workspace_id
 
     with transaction(app.state.sessions) as s:
         factories.annotation(s, world["stage"], world["user"], {"choice": "a"})
@@ -318,7 +319,11 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
         ids = {"project_id": world["project"], "stage_id": world["stage"], "item_id": s.scalar(sa.select(sa.func.min(Item.id))),
                "assignment_id": assignment, "user_id": world["user"], "token_id": s.scalar(sa.select(sa.func.min(ApiToken.id))),
                "export_id": 1, "sha256": "0" * 64, "path:path": "x.json", "kind": "csv",
-               "workspace_id": s.scalar(sa.text("SELECT id FROM workspaces WHERE is_default"))}
+               "workspace_id": default_workspace_id(s)}
+        hook = Webhook(workspace_id=ids["workspace_id"], url="https://receiver.example/h", secret="whsec_" + "A" * 44, events=["item.finalized"])
+        s.add(hook)
+        s.flush()
+        ids["webhook_id"] = hook.id
     failures = []
     with TestClient(app, raise_server_exceptions=False) as browser:
         login(browser, "boss")

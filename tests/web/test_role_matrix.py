@@ -138,6 +138,19 @@ ACCESS = {
     ("POST", "/api/v1/prompts/{prompt_id}/runs"): ADMIN,
     ("GET", "/api/v1/stages/{stage_id}/drafts/evaluation"): ADMIN,
     ("GET", "/api/v1/stages/{stage_id}/drafts/evaluation.parquet"): ADMIN,
+    # Webhooks: any user may ask; whoever does not manage the workspace gets 404 (tests/web/test_webhooks.py).
+    ("GET", "/workspaces/{workspace_id}/webhooks"): USER,
+    ("POST", "/workspaces/{workspace_id}/webhooks"): USER,
+    ("GET", "/webhooks/{webhook_id}"): USER,
+    ("POST", "/webhooks/{webhook_id}"): USER,
+    ("POST", "/webhooks/{webhook_id}/test"): USER,
+    ("POST", "/webhooks/{webhook_id}/delete"): USER,
+    ("GET", "/api/v1/workspaces/{workspace_id}/webhooks"): USER,
+    ("POST", "/api/v1/workspaces/{workspace_id}/webhooks"): USER,
+    ("GET", "/api/v1/webhooks/{webhook_id}"): USER,
+    ("PATCH", "/api/v1/webhooks/{webhook_id}"): USER,
+    ("DELETE", "/api/v1/webhooks/{webhook_id}"): USER,
+    ("POST", "/api/v1/webhooks/{webhook_id}/test"): USER,
 }
 
 # Path parameters are filled with values that name nothing: an allowed caller gets a 404 or a 422 and

@@ -52,7 +52,7 @@ def test_parallel_first_calls_in_a_fresh_process_register_the_tasks_once(setting
     out = subprocess.run([sys.executable, "-c", code, settings.database_url], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:-1] == [
-        "vlcurate:agreement vlcurate:draft vlcurate:export vlcurate:hash_images vlcurate:leaks vlcurate:reconcile vlcurate:suggest vlcurate:export"
+        "vlcurate:agreement vlcurate:deliver_webhook vlcurate:draft vlcurate:export vlcurate:hash_images vlcurate:leaks vlcurate:reconcile vlcurate:suggest vlcurate:export"
     ]
 
 

@@ -22,7 +22,7 @@ from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transit
 from app.models import AnnotatorCount, Assignment, Stage
 from app.services.annotation import suggestions as suggestions_service
 from app.services.annotation.notes import sent_back_note
-from app.services.annotation.submit_statements import SubmitRead, read_for_submit, write_statement
+from app.services.annotation.submit_statements import SubmitRead, announce_final, read_for_submit, write_statement
 from app.services.projects.projects import get_stage
 from app.services.quality import exposure, gold
 from app.services.users import audit
@@ -181,6 +181,7 @@ def submit(
     write["wall"], write["active"] = read.answer_times(seconds_spent, active_seconds)
     changed = (decision.status, decision.stage_id, decision.slots) != (lock["item_status"], lock["item_stage"], lock["slots"])
     annotation_id = session.execute(write_statement(bool(outcomes), decision.final is not None, changed), write).scalar_one()
+    announce_final(session, read, decision)
     if decision.stage_id != lock["item_stage"]:
         queue.lower_floor(session, decision.stage_id, lock["item_id"])  # the next stage's claims find it at once
     return SubmitResult(annotation_id, write["revision"], False, decision.status, lock["stage_id"])

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.decision import Situation, StageSettings, decide
 from app.lifecycle import AssignmentStatus
 from app.models import Annotation, Assignment, GoldItem, Item, ItemResult, Stage, StageSample, User
+from app.services.webhooks import events as webhook_events
 
 
 @dataclass
@@ -108,6 +109,10 @@ def finalize(
     if decision.stage_id != stage.id:
         item.stage_id = decision.stage_id
     session.flush()
+    workspace_id = webhook_events.hooked_workspace(session, stage.project_id)
+    if workspace_id is not None:
+        webhook_events.finalized(session, workspace_id, {"item_id": item.id, "project_id": stage.project_id, "stage_id": stage.id,
+                                                         "record": final, "discard": discard, "source": source})
 
 
 def situation(session: Session, item: Item, stage: Stage, final: dict[str, Any], discard: bool) -> Situation:

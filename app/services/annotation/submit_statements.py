@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session
 from app import queue
 from app.bias import arms
 from app.datasets.workflow import ItemContext
-from app.decision import Situation, StageSettings
+from app.decision import Decision, Situation, StageSettings
 from app.errors import Invalid, NotFound
 from app.lifecycle import AssignmentStatus
+from app.services.webhooks import events as webhook_events
 
 MAX_KEY_LENGTH = 100
 _A = AssignmentStatus
@@ -68,7 +69,8 @@ SUBMIT_CONTEXT = sa.text(
         (SELECT array_agg(f.annotator_id ORDER BY f.annotator_id) FROM annotator_flags f
          WHERE f.stage_id = :stage AND f.annotator_id IN (
              SELECT annotator_id FROM assignments
-             WHERE item_id = :item AND stage_id = :stage AND (status = '{_A.submitted}' OR id = :assignment))) AS flagged
+             WHERE item_id = :item AND stage_id = :stage AND (status = '{_A.submitted}' OR id = :assignment))) AS flagged,
+        {webhook_events.HOOKED_SQL} AS hooked
     """
 )
 
@@ -152,6 +154,15 @@ class SubmitRead:
             stage, [StageSettings(**s) for s in self.ctx["later"] or ()], status, slots, self.lock["data"],
             self.results, ordinary or self.shows(self.lock["position"]), answers, flagged,
         )
+
+
+def announce_final(session: Session, read: SubmitRead, decision: Decision) -> None:
+    """Tell the workspace's webhooks that the submit finalized the item, if any listens (the context's `hooked`)."""
+    if decision.final is not None and read.ctx["hooked"] is not None:
+        lock = read.lock
+        webhook_events.finalized(session, read.ctx["hooked"], {
+            "item_id": lock["item_id"], "project_id": lock["project_id"], "stage_id": lock["stage_id"],
+            "record": decision.final, "discard": decision.discard, "source": "auto"})
 
 
 def read_for_submit(session: Session, assignment_id: int, user_id: int, key: str) -> tuple[SubmitRead, dict[str, Any]]:

@@ -39,6 +39,7 @@ from app.models import Export, Project, SplitDefinition
 from app.services.exports.targets import check_target, check_writable
 from app.services.quality.gold import export_lines as gold_lines
 from app.services.users.audit import record
+from app.services.webhooks import events as webhook_events
 from app.storage import ChunkSink, Opened, Storage
 
 __all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "locate", "run_export", "zip_stream"]
@@ -222,6 +223,8 @@ def run_export(sessions, storage: Storage, settings, export_id: int, progress: P
             sa.update(Export).where(Export.id == export_id)
             .values(status="done", manifest=manifest, done=total, total=total, finished_at=sa.func.now())
         )
+        webhook_events.emit_for_project(s, project_id, "export.finished", {
+            "export_id": export_id, "format": fmt, "splits": manifest["splits"], "records": total})
     return manifest
 
 

@@ -1,6 +1,6 @@
 """Single sign-on: users' identities at an OpenID provider, and which workspace memberships sign-on gives
 
-Revision ID: 0029sso
+Revision ID: 0026sso
 Revises: 0025workspaces
 Create Date: 2026-11-26 12:00:00
 
@@ -12,7 +12,7 @@ those, and never touches the ones added by hand (every existing row is one of th
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0029sso'
+revision = '0026sso'
 down_revision = '0025workspaces'
 branch_labels = None
 depends_on = None

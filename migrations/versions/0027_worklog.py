@@ -1,7 +1,7 @@
 """Work logs: each answer's wall time, the active time a draft has gathered, annotations by time
 
-Revision ID: 0031worklog
-Revises: 0029sso
+Revision ID: 0027worklog
+Revises: 0026sso
 Create Date: 2026-11-26 12:00:00
 
 `annotations.wall_seconds`: claim to submit (the lease's start to the answer; a revision, the time
@@ -13,8 +13,8 @@ assignment have gathered, so that a reloaded or closed tab loses none of it; the
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0031worklog'
-down_revision = '0029sso'
+revision = '0027worklog'
+down_revision = '0026sso'
 branch_labels = None
 depends_on = None
 

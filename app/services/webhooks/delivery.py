@@ -1,0 +1,112 @@
+"""Sending one delivery attempt, signed, and the delivery log (each event's attempts, newest first).
+
+A delivery counts as accepted on a 2xx answer and is never sent again after; any other answer, a
+refused connection or a timeout is a failed attempt, retried by the job with a growing wait until the
+last attempt marks it failed. Redirects are not followed (the signature is for the URL given). An
+error is logged as its type and first line, which hold the URL at most, never the secret.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.models import Webhook, WebhookAttempt, WebhookDelivery
+from app.services.webhooks import signing
+
+LOG_DELIVERIES = 25  # deliveries a webhook's page shows
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A delivery still to send, with what signing it needs and the number of this attempt."""
+
+    id: int
+    url: str
+    secret: str
+    message_id: str
+    body: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status_code: int | None
+    error: str | None
+    duration_ms: float
+
+    @property
+    def accepted(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def summary(self) -> str:
+        return f"HTTP {self.status_code}" if self.status_code is not None else (self.error or "no answer")
+
+
+def pending(session: Session, delivery_id: int) -> Pending | None:
+    """The delivery if it is still to send (not accepted, not failed for good, its webhook not deleted)."""
+    row = session.execute(
+        sa.select(WebhookDelivery.id, Webhook.url, Webhook.secret, WebhookDelivery.message_id, WebhookDelivery.body,
+                  sa.select(sa.func.count()).where(WebhookAttempt.delivery_id == WebhookDelivery.id).scalar_subquery())
+        .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
+        .where(WebhookDelivery.id == delivery_id, WebhookDelivery.status == "pending")
+    ).first()
+    if row is None:
+        return None
+    *fields_, done = row
+    return Pending(*fields_, attempt=done + 1)
+
+
+def send(d: Pending, timeout: float) -> Outcome:
+    """POST the delivery once, signed with this attempt's timestamp; what came of it."""
+    body = d.body.encode()
+    headers = {**signing.headers(d.secret, d.message_id, int(time.time()), body), "user-agent": "vlcurate-webhooks"}
+    started = time.perf_counter()
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=False) as http:
+            status, error = http.post(d.url, content=body, headers=headers).status_code, None
+    except httpx.HTTPError as exc:
+        status, error = None, f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:500]}"
+    return Outcome(status, error, (time.perf_counter() - started) * 1000)
+
+
+def record(session: Session, d: Pending, outcome: Outcome, *, last: bool) -> None:
+    """Log the attempt; an accepted one ends the delivery, and so does the last failed one."""
+    session.add(WebhookAttempt(delivery_id=d.id, attempt=d.attempt, status_code=outcome.status_code, error=outcome.error,
+                               duration_ms=outcome.duration_ms))
+    status = "delivered" if outcome.accepted else "failed" if last else None
+    if status:
+        session.execute(sa.update(WebhookDelivery).where(WebhookDelivery.id == d.id)
+                        .values(status=status, finished_at=sa.func.now()))
+    session.flush()
+
+
+@dataclass
+class LoggedDelivery:
+    id: int
+    message_id: str
+    event_type: str
+    status: str
+    created_at: datetime
+    attempts: list[WebhookAttempt] = field(default_factory=list)
+
+
+def log(session: Session, webhook_id: int, limit: int = LOG_DELIVERIES) -> list[LoggedDelivery]:
+    """The webhook's newest deliveries, each with its attempts in order."""
+    rows = session.execute(
+        sa.select(WebhookDelivery.id, WebhookDelivery.message_id, WebhookDelivery.event_type, WebhookDelivery.status,
+                  WebhookDelivery.created_at)
+        .where(WebhookDelivery.webhook_id == webhook_id).order_by(WebhookDelivery.id.desc()).limit(limit)
+    ).all()
+    out = {r.id: LoggedDelivery(*r) for r in rows}
+    if out:
+        for a in session.scalars(sa.select(WebhookAttempt).where(WebhookAttempt.delivery_id.in_(out))
+                                 .order_by(WebhookAttempt.delivery_id, WebhookAttempt.attempt)):
+            out[a.delivery_id].attempts.append(a)
+    return list(out.values())
