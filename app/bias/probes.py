@@ -28,6 +28,11 @@ class Probe:
     # Other kinds the plant can replace when the item has no draft of `kind`, in the order the screen
     # prefers them (a screen that merges several kinds shows the first one's payload where they overlap).
     alternatives: tuple[str, ...] = ()
+    # For a plant written into the item's real draft of the kind (so that it reads like the model's own):
+    # the shown payload from `plant`'s result, the real draft's payload and the item's data. `plant` then
+    # says only what is planted, from the gold answer and the item, so that a submit, which reads no
+    # draft, decides the arm and the catch exactly as the screen and the claim did.
+    into_draft: Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
 
     def kind_in(self, kinds: frozenset[str] | set[str]) -> str | None:
         """The kind the plant replaces on an item with drafts of `kinds`: the first it has; None if none."""
@@ -42,6 +47,15 @@ class Exposure:
     planted: dict[str, Any] | None = None
     probe: Probe | None = None
     kind: str | None = None  # the suggestion kind whose payload the plant replaces
+    data: Mapping[str, Any] | None = None  # the item's data (a plant written into the real draft reads it)
+
+    def payload(self, real: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The payload shown in place of `real`, the item's draft of `kind`; None when this is no probe."""
+        if self.planted is None or self.probe is None:
+            return None
+        if self.probe.into_draft is None:
+            return self.planted
+        return self.probe.into_draft(self.planted, real, self.data or {})
 
 
 def exposure(config: Mapping[str, Any] | None, assignment_id: int, *, probe: Probe | None, truth: Mapping[str, Any] | None,
@@ -55,15 +69,24 @@ def exposure(config: Mapping[str, Any] | None, assignment_id: int, *, probe: Pro
     assert probe is not None and truth is not None
     kind = probe.kind_in(kinds)
     planted = probe.plant(truth, data) if kind is not None else None
-    return Exposure(arms.PROBE, planted, probe, kind) if planted is not None else Exposure(arms.SHOWN)
+    return Exposure(arms.PROBE, planted, probe, kind, data) if planted is not None else Exposure(arms.SHOWN)
 
 
-def shown(seen: Exposure, suggestions: Mapping[str, T], with_payload: Callable[[T, dict[str, Any]], T]) -> dict[str, T]:
+def shown(seen: Exposure, suggestions: Mapping[str, T], with_payload: Callable[[T, dict[str, Any]], T],
+          payload_of: Callable[[Any], Mapping[str, Any]] = lambda s: s.payload) -> dict[str, T]:
     """The suggestions (by kind) the screen shows: none in the control arm; on a probe, the probe's kind
     carries the planted payload (with the real draft's id, model and version, so that nothing tells
-    it apart); else all of them."""
+    it apart; `payload_of` reads a suggestion's payload, for a plant written into it); else all of them."""
     if seen.arm == arms.CONTROL:
         return {}
     if seen.arm == arms.PROBE and seen.kind is not None and seen.planted is not None:
-        return {k: with_payload(s, seen.planted) if k == seen.kind else s for k, s in suggestions.items()}
+        return {k: with_payload(s, _planted(seen, s, payload_of)) if k == seen.kind else s for k, s in suggestions.items()}
     return dict(suggestions)
+
+
+def _planted(seen: Exposure, real: Any, payload_of: Callable[[Any], Mapping[str, Any]]) -> dict[str, Any]:
+    """The probe's payload in place of `real` (read only by a plant written into the real draft)."""
+    written = seen.probe is not None and seen.probe.into_draft is not None
+    planted = seen.payload(payload_of(real)) if written else seen.planted
+    assert planted is not None
+    return planted

@@ -5,18 +5,15 @@ whether the annotator caught it by the task's own comparison."""
 from __future__ import annotations
 
 import json
-import uuid
-
-import sqlalchemy as sa
 
 from app.datasets.colorswap.filter import preselect
 from app.datasets.colorswap.schema import ITM_KIND
 from app.db import transaction
-from app.models import Annotation, Item, Stage
+from app.models import Item, Stage
 from app.services.annotation import suggestions
 from app.services.quality import gold
 from tests import factories
-from tests.bias.test_probe_bytes import skeleton
+from tests.bias.test_probe_bytes import probe_round
 
 
 def record(i: int) -> dict:
@@ -43,26 +40,16 @@ def test_a_filter_probe_swaps_the_preselection_and_a_correction_is_caught(app, c
     with transaction(app.state.sessions) as s:
         stage_id, truths = filter_stage(s, settings, storage, tmp_path, n=3, n_gold=4)
         headers = [factories.bearer(s, f"filter-{k}") for k in range(2)]
-    probes, ordinary, answered = [], None, {}
-    for k, h in enumerate(headers):
-        while (r := client.post(f"/api/v1/stages/{stage_id}/claim", headers=h)).status_code == 200:
-            body = r.json()
-            (itm,) = body["suggestions"]
-            pre = preselect(itm["payload"]["scores"])
-            if body["item_id"] in truths:
-                assert (pre.choice_1, pre.choice_2) == (1, 0)  # the gold answer's images, the wrong way round
-                probes.append(r.text)
-            else:
-                ordinary = r.text
-            # The first annotator takes the preselection as shown; the second chooses the right images.
-            choice = {"choice_1": pre.choice_1, "choice_2": pre.choice_2} if k == 0 else {"choice_1": 0, "choice_2": 1}
-            answered[body["assignment_id"]] = k
-            assert client.post(f"/api/v1/assignments/{body['assignment_id']}/submit", headers=h,
-                               json={"payload": choice, "idempotency_key": uuid.uuid4().hex}).status_code == 200
-    assert probes and ordinary is not None
-    assert all(skeleton(p) == skeleton(ordinary) for p in probes)
-    with transaction(app.state.sessions) as s:
-        rows = s.execute(sa.select(Annotation.assignment_id, Annotation.arm, Annotation.probe_caught)
-                         .where(Annotation.probe_caught.is_not(None))).all()
-    assert rows and {arm for _, arm, _ in rows} == {"probe"}
-    assert {(answered[a], caught) for a, _, caught in rows} == {(0, False), (1, True)}
+
+    def check(body, is_gold):
+        (itm,) = body["suggestions"]
+        pre = preselect(itm["payload"]["scores"])
+        if is_gold:
+            assert (pre.choice_1, pre.choice_2) == (1, 0)  # the gold answer's images, the wrong way round
+
+    def answer(k, body):
+        # The first annotator takes the preselection as shown; the second chooses the right images.
+        pre = preselect(body["suggestions"][0]["payload"]["scores"])
+        return {"choice_1": pre.choice_1, "choice_2": pre.choice_2} if k == 0 else {"choice_1": 0, "choice_2": 1}
+
+    assert probe_round(app, client, stage_id, headers, set(truths), check, answer) == {(0, False), (1, True)}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 
 import sqlalchemy as sa
 
 from app.db import transaction
-from app.models import Item
+from app.models import Annotation, Item
 from tests import factories
 from tests.bias.world import stage, truth_answer
 
@@ -21,6 +22,32 @@ def skeleton(raw: str) -> str:
     def value(m: re.Match[str]) -> str:
         return m.group(0) if m.group(1) else ('"S"' if m.group(0).startswith('"') else "N")
     return _TOKEN.sub(value, raw)
+
+
+def probe_round(app, client, stage_id: int, headers: list[dict], gold_ids: set[int], check: Callable[[dict, bool], None],
+                answer: Callable[[int, dict], dict]) -> set[tuple[int, bool]]:
+    """Each annotator (`headers`, in turn) claims through the API until nothing is left, `check`s each claim
+    (its body, and whether its item is gold) and submits `answer(annotator's index, body)`. Every probe's
+    claim must have an ordinary one's bytes shape; returns (annotator's index, caught) of the probe answers."""
+    probes, ordinary, answered = [], None, {}
+    for k, h in enumerate(headers):
+        while (r := client.post(f"/api/v1/stages/{stage_id}/claim", headers=h)).status_code == 200:
+            body = r.json()
+            check(body, body["item_id"] in gold_ids)
+            if body["item_id"] in gold_ids:
+                probes.append(r.text)
+            else:
+                ordinary = r.text
+            answered[body["assignment_id"]] = k
+            assert client.post(f"/api/v1/assignments/{body['assignment_id']}/submit", headers=h,
+                               json={"payload": answer(k, body), "idempotency_key": uuid.uuid4().hex}).status_code == 200
+    assert probes and ordinary is not None
+    assert all(skeleton(p) == skeleton(ordinary) for p in probes)
+    with transaction(app.state.sessions) as s:
+        rows = s.execute(sa.select(Annotation.assignment_id, Annotation.arm, Annotation.probe_caught)
+                         .where(Annotation.stage_id == stage_id, Annotation.probe_caught.is_not(None))).all()
+    assert len(rows) == len(probes) and {arm for _, arm, _ in rows} == {"probe"}
+    return {(answered[a], caught) for a, _, caught in rows}
 
 
 def test_a_probe_claim_has_the_bytes_shape_of_an_ordinary_one(app, client, settings, storage, tmp_path):

@@ -1,4 +1,4 @@
-"""The probes of the screens beyond the first four (ColorSwap filtering, VisArgs structure and grounding):
+"""The probes of the screens beyond the first four (ColorSwap filtering, VisArgs structure and grounding, ExpArt explanations):
 what each plants from a gold answer, that the screen shows the plant as a draft, and that the task's own
 comparison tells a caught plant from an accepted one. And every screen that records what an answer did
 with a suggestion also records how far it went from it."""
@@ -11,6 +11,8 @@ from app.agreement.boxes import iou
 from app.bias import arms
 from app.bias.probes import exposure, shown
 from app.datasets import all_workflows, probe_for
+from app.datasets.artwork.explanation import ArtworkExplanation
+from app.datasets.artwork.schema import DRAFTED_KIND
 from app.datasets.colorswap import probes as colorswap
 from app.datasets.colorswap.filter import ColorSwapFilter, preselect
 from app.datasets.colorswap.recaption import ColorSwapRecaption
@@ -95,6 +97,26 @@ def test_the_grounding_plant_replaces_the_first_box_kind_the_item_has():
     assert exposure(config, 1, probe=probe, truth=BOXES, data={}, kinds={"visargs.other"}).arm == arms.SHOWN
 
 
+def test_the_artwork_plant_is_written_into_the_real_draft_and_judged_by_the_words_it_repeats():
+    item = {"explanation": "Painted by Anna Berg in Oslo for a rich banker.", "text": "Painted by Anna Berg.", "entities": ["Anna Berg"]}
+    truth = {"score": 2, "struck": [[6, 10]]}  # "for a rich banker"
+    seen = exposure({"probe_share": 1.0}, 1, probe=probe_for("artwork.explanation"), truth=truth, data=item, kinds={DRAFTED_KIND})
+    assert seen.arm == arms.PROBE and seen.planted == {"phrase": "for a rich banker"}
+    real = {"payload": {"explanation": "A circle by Anna Berg. It hangs in Oslo.", "metrics": {}}, "id": 7}
+    drafted = shown(seen, {DRAFTED_KIND: real}, lambda s, p: {**s, "payload": p}, lambda s: s["payload"])[DRAFTED_KIND]
+    assert drafted["id"] == 7 and drafted["payload"]["explanation"] == "A circle by Anna Berg for a rich banker. It hangs in Oslo."
+    workflow, ctx = ArtworkExplanation(), ItemContext(item, {})
+    # The planted draft repeats Anna, Berg, Oslo, rich, banker (function words aside).
+    assert workflow.suggestion_outcome(ctx, DRAFTED_KIND, drafted["payload"], {"score": 4, "struck": []}) == "accepted"
+    assert workflow.suggestion_distance(ctx, DRAFTED_KIND, drafted["payload"], truth) == 2 / 5
+    assert workflow.suggestion_outcome(ctx, DRAFTED_KIND, drafted["payload"], truth) == "edited"
+    assert workflow.suggestion_outcome(ctx, DRAFTED_KIND, drafted["payload"], {"score": 1, "struck": [[0, 10]]}) == "rejected"
+    assert workflow.suggestion_outcome(ctx, DRAFTED_KIND, {"explanation": "Blue sky."}, truth) is None  # repeats nothing
+    assert workflow.suggestion_distance(ctx, "artwork.other", drafted["payload"], truth) is None
+    assert probe_for("artwork.explanation").caught(truth, truth, item)
+    assert not probe_for("artwork.explanation").caught(truth, {"score": 4, "struck": []}, item)
+
+
 def test_colorswap_recaption_distance_counts_token_edits_of_both_captions():
     drafted = {"caption_1": "A red cup on a blue table.", "caption_2": "A blue cup on a red table."}
     workflow, ctx = ColorSwapRecaption(), ItemContext({}, {})
@@ -107,7 +129,7 @@ def test_colorswap_recaption_distance_counts_token_edits_of_both_captions():
 def test_every_screen_that_judges_a_suggestion_measures_its_distance():
     """A workflow that says what an answer did with a suggestion also says how far it went (the report's edit size)."""
     judged = [w for w in all_workflows() if type(w).suggestion_outcome is not Workflow.suggestion_outcome]
-    assert {w.name for w in judged} >= {"colorswap.filter", "colorswap.recaption", "visargs.premises", "visargs.structure",
+    assert {w.name for w in judged} >= {"artwork.explanation", "colorswap.filter", "colorswap.recaption", "visargs.premises", "visargs.structure",
                                         "visargs.grounding", "wikido.verify", "voldoger.verify"}
     assert [w.name for w in judged if type(w).suggestion_distance is Workflow.suggestion_distance] == []
     probed = {w.name for w in judged if probe_for(w.name) is not None}

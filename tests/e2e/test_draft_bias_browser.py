@@ -1,6 +1,7 @@
 """In Chromium: an assignment in a stage's control arm shows no suggestion on any screen that shows one
 otherwise (the screen equals the same item's screen with nothing drafted), and a probe on a gold item
-shows the planted wrong draft, whose correction is recorded as caught."""
+shows the planted wrong draft, whose correction is recorded as caught (ExpArt: a drafted explanation that repeats
+the phrase the gold answer strikes, caught when the annotator still strikes it)."""
 
 from __future__ import annotations
 
@@ -135,3 +136,30 @@ def test_a_filter_probe_preselects_the_wrong_images_and_a_correction_is_caught(p
         row = s.scalars(sa.select(Annotation).where(Annotation.item_id == item_id)).one()
         expected = truth if correct else {"choice_1": 1, "choice_2": 0}
         assert (row.arm, row.probe_caught, row.payload) == ("probe", correct, expected)
+
+
+@pytest.mark.parametrize("correct", [True, False])
+def test_an_explanation_probe_repeats_the_struck_phrase_and_striking_it_is_caught(page, committed, settings, storage, tmp_path,
+                                                                                  correct):
+    from app.datasets.artwork.probes import inserted
+    from tests.bias.test_artwork_probe import DRAFT, PHRASE, explanation_stage
+
+    with transaction(committed) as s:
+        stage_id, _, (item_id,) = explanation_stage(s, settings, storage, tmp_path, n=0, n_gold=1, gold_share=0.5, probe_share=1.0)
+    make_user(committed, "art-prober", "annotator", PASSWORD)
+    log_in(page, "art-prober", PASSWORD)
+    start_stage(page, stage_id)
+    page.wait_for_url("**/assignments/*")
+    page.wait_for_load_state("load")
+    # The drafted explanation beside the judged one says the phrase the gold answer strikes.
+    assert inserted(DRAFT, PHRASE) in " ".join(page.locator("[data-drafted-explanation]").inner_text().split())
+    if correct:
+        for _ in range(13):
+            page.keyboard.press("ArrowRight")
+        page.keyboard.press("x")  # "rich"
+    page.locator('input[name="score"][value="3"]').check(force=True)
+    page.locator("#submit-button").click()
+    page.wait_for_url(lambda url: "/assignments/" not in url or url.endswith("/done"), timeout=15000)
+    with transaction(committed) as s:
+        row = s.scalars(sa.select(Annotation).where(Annotation.item_id == item_id)).one()
+        assert (row.arm, row.probe_caught, row.payload) == ("probe", correct, {"score": 3, "struck": [[13, 14]] if correct else []})

@@ -10,6 +10,7 @@ from app.datasets.artwork import charts as artwork_charts
 from app.datasets.artwork import demo
 from app.datasets.artwork.drafts import DRAFTS
 from app.datasets.artwork.explanation import ArtworkExplanation, indices_of, metrics_of
+from app.datasets.artwork.probes import PROBE
 from app.datasets.artwork.schema import EXPLANATION, SECTIONS, ArtworkSection, instructions, section_path
 from app.datasets.artwork.sections import ArtworkSections
 from app.datasets.dataset import Dataset, JsonStyle
@@ -28,6 +29,7 @@ class ExpArt(Dataset):
     breakdown = ("section",)
     demos = demo.DEMOS
     drafts = DRAFTS
+    probes = (PROBE,)
     published_layout = "jsonl"
     published_path = "{split}.jsonl"
     export_log_name = "judgements.jsonl"

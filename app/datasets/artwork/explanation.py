@@ -52,6 +52,25 @@ def indices_of(spans) -> set[int]:
     return {i for a, b in spans or [] for i in range(a, b)}
 
 
+# Words too common to say that a draft agrees with an explanation (English, as ExpArt's articles are).
+FUNCTION_WORDS = frozenset(
+    "a an and are as at be been but by for from had has have he her his in into is it its of on or she that the their "
+    "them they this to was were which who with".split()
+)
+
+
+def content_word(token: str) -> bool:
+    """A token that carries content: a word or number that is not a function word."""
+    return any(c.isalnum() for c in token) and token.casefold() not in FUNCTION_WORDS
+
+
+def repeated(explanation: str, draft: str) -> set[int]:
+    """The explanation's content words (token indices) that the drafted explanation uses too: what the
+    draft, shown beside it, vouches for."""
+    said = {t.text.casefold() for t in tokenize(draft) if content_word(t.text)}
+    return {i for i, t in enumerate(tokenize(explanation)) if content_word(t.text) and t.text.casefold() in said}
+
+
 def metrics_of(item: dict[str, Any]) -> dict[str, float | None]:
     return scores(item.get("entities") or [], item.get("text") or "", item.get("explanation") or "", item.get("explanation_entities"))
 
@@ -67,7 +86,8 @@ class ArtworkExplanation(Workflow):
                  "click strikes · Z undoes · Enter submits · S skips")
     facets = {"score": "nominal", "struck tokens": "token_set"}
     # A vision-language model's own explanation of the section (app.datasets.artwork.drafts), shown beside
-    # the one being judged with its entity metrics; it is not an answer, so no outcome is recorded for it.
+    # the one being judged with its entity metrics. The answer cannot change it; what it does with the
+    # draft is what it does with the judged explanation's words the draft repeats (`suggestion_outcome`).
     suggestion_kinds = (DRAFTED_KIND,)
     suggestion_schemas = {DRAFTED_KIND: DraftedSuggestion}
 
@@ -118,6 +138,26 @@ class ArtworkExplanation(Workflow):
         if any(c * 2 == n for c in counts.values()):
             return Consolidation(final=None, needs_review=True)
         return Consolidation(final={"score": ranked[0][0], "struck": spans_of({i for i, c in counts.items() if c * 2 > n})})
+
+    def suggestion_outcome(self, ctx, kind, suggestion, payload):
+        """The draft vouches for the explanation's content words it repeats: accepted when the answer
+        strikes none of them, rejected when it strikes them all, else edited; None when it repeats none."""
+        vouched, struck = self._vouched(ctx, kind, suggestion, payload)
+        if not vouched:
+            return None
+        return "accepted" if not struck else "rejected" if struck == vouched else "edited"
+
+    def suggestion_distance(self, ctx, kind, suggestion, payload):
+        """The share of the content words the draft repeats that the answer strikes."""
+        vouched, struck = self._vouched(ctx, kind, suggestion, payload)
+        return len(struck) / len(vouched) if vouched else None
+
+    def _vouched(self, ctx, kind, suggestion, payload) -> tuple[set[int], set[int]]:
+        """(the explanation's words the draft repeats, those of them the answer strikes)."""
+        if kind != DRAFTED_KIND:
+            return set(), set()
+        vouched = repeated(ctx.item.get("explanation") or "", str(suggestion.get("explanation") or ""))
+        return vouched, vouched & indices_of(payload.get("struck"))
 
     def applies(self, ctx):
         """Kept sections that carry a model's explanation."""

@@ -28,11 +28,11 @@ def claim_planted(text: str, assignment_id: int, truth: Mapping[str, Any], confi
     """A gold item's planted draft ({kind: payload}) for the claim answer `text` (JSON text, built by the
     database), or None when the assignment is no probe. The caller has the database write the probe's
     answer with it, so that its bytes look like every other claim's."""
-    shown = {s["kind"] for s in json.loads(text)["suggestions"]}
+    shown = {s["kind"]: s["payload"] for s in json.loads(text)["suggestions"]}
     seen = of(config, assignment_id, workflow, truth, data, shown)
     if seen.planted is None or seen.kind is None or seen.kind not in shown:
         return None
-    return {seen.kind: seen.planted}
+    return {seen.kind: seen.payload(shown[seen.kind])}
 
 
 def for_gold_answer(session: Session, config: Mapping[str, Any] | None, assignment_id: int, workflow: str, item_id: int,
