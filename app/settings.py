@@ -250,6 +250,11 @@ class Settings(BaseSettings):
         default=5.0, gt=0, le=3600,
         description="The wait before a webhook delivery's second attempt; each further wait is four times the one before.",
     )
+    webhook_private_addresses: bool = Field(
+        default=False,
+        description="Whether webhooks may be delivered to loopback, private and link-local addresses (receivers in "
+        "the server's own network); off, such a receiver's attempts fail as refused.",
+    )
 
     @property
     def storage_dir(self) -> Path:

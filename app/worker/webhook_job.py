@@ -43,7 +43,9 @@ def deliver_webhook(delivery_id: int) -> str:
         d = delivery.pending(s, delivery_id)
     if d is None:
         return "nothing to send"
-    outcome = delivery.send(d, e.settings.webhook_timeout_seconds)
+    outcome = delivery.send(
+        d, e.settings.webhook_timeout_seconds, allow_private=e.settings.webhook_private_addresses
+    )
     last = d.attempt >= e.settings.webhook_attempts
     with transaction(e.sessions) as s:
         delivery.record(s, d, outcome, last=last)

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.db import transaction
-from app.models import AuditEvent, MemberRole, Webhook, WebhookDelivery, Workspace, WorkspaceMember
+from app.models import AuditEvent, MemberRole, Webhook, WebhookAttempt, WebhookDelivery, Workspace, WorkspaceMember
 from app.services.users.workspaces import default_workspace_id
 from app.worker import jobs, runtime
 from tests import factories
@@ -29,8 +29,11 @@ from tests.conftest import csrf_from, login
 
 @pytest.fixture
 def settings(settings):
-    """Retries after 50 ms, then 200 ms: the test waits for the backoff, not for minutes."""
-    return settings.model_copy(update={"webhook_backoff_seconds": 0.05, "webhook_timeout_seconds": 5})
+    """Retries after 50 ms, then 200 ms: the test waits for the backoff, not for minutes; the receiver
+    listens on loopback, which deliveries reach only when private addresses are allowed."""
+    return settings.model_copy(
+        update={"webhook_backoff_seconds": 0.05, "webhook_timeout_seconds": 5, "webhook_private_addresses": True}
+    )
 
 
 class Receiver:
@@ -49,6 +52,7 @@ class Receiver:
                     seen = sum(p["id"] == headers.get("webhook-id") for p in receiver.posts)
                     status = 500 if seen < receiver.fail else 200
                     receiver.posts.append({"id": headers.get("webhook-id"), "body": json.loads(body), "status": status,
+                                           "host": headers.get("host"),
                                            "verified": spec_verify(receiver.secret, headers, body)})
                 self.send_response(status)
                 self.send_header("content-length", "0")
@@ -171,6 +175,39 @@ def test_no_webhook_means_no_delivery_and_a_failing_receiver_ends_failed(committ
         rows = s.execute(sa.select(WebhookDelivery.webhook_id, WebhookDelivery.status)).all()
     assert rows == [(view.id, "failed")]  # the disabled webhook got nothing
     assert [p["status"] for p in down.posts] == [500, 500, 500] and all(p["verified"] for p in down.posts)
+
+
+def test_a_receiver_on_the_servers_own_network_is_refused_unless_allowed(committed, settings, app, receiver):
+    """Loopback (as any private address) is refused by default: the receiver gets nothing and the log
+    says why; the setting lets it through, with the Host header still the URL's."""
+    from app.models import User
+    from app.services.webhooks import delivery, hooks
+
+    inside = receiver()
+    with transaction(committed) as s:
+        boss = s.get(User, factories.user(s, "boss", "admin"))
+        annotator = factories.user(s, "ann")
+        project_id, (stage_id,) = factories.project(s, "generic.choice")
+        factories.choice_items(s, app.state.settings, app.state.storage, project_id, 2, app.state.settings.data_dir / "in")
+        view, inside.secret = hooks.create(s, boss, default_workspace_id(s), inside.url.replace("127.0.0.1", "localhost"),
+                                           ["item.finalized"])
+    with transaction(committed) as s:
+        factories.annotation(s, stage_id, annotator, {"choice": "a"})
+    deliver_all(settings.model_copy(update={"webhook_private_addresses": False, "webhook_attempts": 2}), committed)
+    assert inside.posts == []
+    with transaction(committed) as s:
+        errors = s.scalars(sa.select(WebhookAttempt.error).order_by(WebhookAttempt.id)).all()
+        assert s.scalar(sa.select(WebhookDelivery.status)) == "failed"
+    assert len(errors) == 2 and all(e.startswith("refused: localhost resolves to 127.0.0.1") for e in errors)
+    with pytest.raises(delivery.AddressRefused, match="non-public"):
+        delivery.pinned("https://169.254.169.254/latest/meta-data", allow_private=False)
+    url, host = delivery.pinned(inside.url.replace("127.0.0.1", "localhost"), allow_private=True)
+    assert (url.host, host) == ("127.0.0.1", "localhost")
+    with transaction(committed) as s:
+        factories.annotation(s, stage_id, annotator, {"choice": "b"})
+    deliver_all(settings, committed)
+    assert [p["status"] for p in inside.posts] == [200] and inside.posts[0]["verified"]
+    assert inside.posts[0]["host"] == f"localhost:{inside.server.server_address[1]}"
 
 
 def _workspace_with_manager(s, name: str, manager: str) -> tuple[int, int]:

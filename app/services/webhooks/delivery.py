@@ -4,10 +4,17 @@ A delivery counts as accepted on a 2xx answer and is never sent again after; any
 refused connection or a timeout is a failed attempt, retried by the job with a growing wait until the
 last attempt marks it failed. Redirects are not followed (the signature is for the URL given). An
 error is logged as its type and first line, which hold the URL at most, never the secret.
+
+A receiver's host is resolved once per attempt and the connection goes to that address (the Host
+header and TLS server name stay the host's), so a name cannot point the server at its own network:
+loopback, private, link-local and other non-public addresses are refused unless the deployment allows
+them (`VLCURATE_WEBHOOK_PRIVATE_ADDRESSES`, for receivers inside the same network).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -63,14 +70,39 @@ def pending(session: Session, delivery_id: int) -> Pending | None:
     return Pending(*fields_, attempt=done + 1)
 
 
-def send(d: Pending, timeout: float) -> Outcome:
+class AddressRefused(Exception):
+    """The receiver's host resolves to an address deliveries may not go to."""
+
+
+def pinned(url: str, *, allow_private: bool) -> tuple[httpx.URL, str]:
+    """The URL with its host replaced by the one address it is sent to, and the host's name (the Host
+    header and TLS server name); AddressRefused for a non-public address unless `allow_private`."""
+    target = httpx.URL(url)
+    host, port = target.host, target.port or (443 if target.scheme == "https" else 80)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise AddressRefused(f"cannot resolve {host}: {exc}") from None
+    address = ipaddress.ip_address(infos[0][4][0].split("%")[0])
+    if not allow_private and not address.is_global:
+        raise AddressRefused(f"{host} resolves to {address}, a non-public address")
+    return target.copy_with(host=str(address)), host
+
+
+def send(d: Pending, timeout: float, *, allow_private: bool = False) -> Outcome:
     """POST the delivery once, signed with this attempt's timestamp; what came of it."""
     body = d.body.encode()
     headers = {**signing.headers(d.secret, d.message_id, int(time.time()), body), "user-agent": "vlcurate-webhooks"}
     started = time.perf_counter()
     try:
+        url, host = pinned(d.url, allow_private=allow_private)
+        port = httpx.URL(d.url).port
+        headers["host"] = f"{host}:{port}" if port else host
         with httpx.Client(timeout=timeout, follow_redirects=False) as http:
-            status, error = http.post(d.url, content=body, headers=headers).status_code, None
+            answer = http.post(url, content=body, headers=headers, extensions={"sni_hostname": host})
+            status, error = answer.status_code, None
+    except AddressRefused as exc:
+        status, error = None, f"refused: {exc}"
     except httpx.HTTPError as exc:
         status, error = None, f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:500]}"
     return Outcome(status, error, (time.perf_counter() - started) * 1000)
