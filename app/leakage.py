@@ -8,8 +8,8 @@ hand-written, and why:
   principle two hashes within distance t agree exactly on at least one of t + 1 disjoint bit bands,
   so candidates are only the pairs that share a band value, and each candidate is checked exactly;
 - MinHash LSH in numpy instead of `datasketch`: the library costs one Python call per text and per
-  shingle (a MinHash object, its update, an index insert and query), 312 s and 2 GB for 384K
-  captions; one numpy pass over all texts' shingle hashes per permutation, and bands bucketed by
+  shingle (a MinHash object, its update, an index insert and query), far too slow and large at
+  hundreds of thousands of captions (README, leaks); one numpy pass over all texts' shingle hashes per permutation, and bands bucketed by
   sorting, do the same search in seconds and tens of MB (see `near_text_pairs`);
 - SimHash bands for embeddings (MiniLM texts, CLIP images): the same bucketing, exact cosine after.
 """
@@ -294,9 +294,9 @@ def near_text_pairs(keys: Sequence, texts: Sequence[str], threshold: float = 0.8
 
     MinHash LSH, written with numpy rather than called through datasketch: datasketch takes one
     Python call per text (a MinHash object updated shingle by shingle, an index insert and query),
-    which over 384K captions was 312 s and 2 GB of Python sets and band dicts; here the shingles are
+    and holds Python sets and band dicts (its cost: README, leaks); here the shingles are
     hashed once into one array, the signatures of all texts come from num_perm vectorised passes,
-    and bands are bucketed by sorting, so the same search takes seconds in tens of MB. The index is
+    and bands are bucketed by sorting, so the same search is vectorised and compact. The index is
     tuned 0.3 below `threshold` (8 bands of 4 at 0.8, as datasketch chooses), so that a pair at the
     threshold is a candidate with probability 0.985 rather than the 0.29 of an index tuned at the
     threshold itself; every candidate is then checked with the exact Jaccard of its shingle sets

@@ -151,8 +151,8 @@ async def job_queue(app: FastAPI) -> AsyncIterator[None]:
 
 def _mount_routes(app: FastAPI) -> None:
     # Routes are matched in order: the annotation API (its claim and submit), then the annotation
-    # pages (the screen, its submit and its fragments), then the rest. Behind the other routes,
-    # matching a page took 200 to 250 µs and an API call about 80; the API's routers refuse a path
+    # pages (the screen, its submit and its fragments), then the rest, so the hot path is matched
+    # first (its cost behind the others: docs/performance.md); the API's routers refuse a path
     # outside /api/v1 at once (limits.ApiRouter). No page path starts with /api/ and no other page
     # shares a path with the annotation pages, so the order changes no match.
     app.include_router(api.router)

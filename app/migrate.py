@@ -3,7 +3,7 @@ check that a database is at the newest migration.
 
 Alembic is imported only by the functions that run it: the check, which every command that opens
 the database makes, reads the newest revision from the migration files' `revision` and
-`down_revision` lines itself (importing Alembic costs a command about 0.1 s of CPU; docs/cli-startup.md).
+`down_revision` lines itself (importing Alembic costs a command CPU; docs/cli-startup.md).
 """
 
 from __future__ import annotations

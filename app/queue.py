@@ -66,7 +66,7 @@ _EXPIRE = sa.text(
 # run, the entries of every item finished since, which a walk from the start steps over one by one.
 # OFFSET 0 keeps that NOT EXISTS a per-row probe: as a join, with statistics gone stale after heavy
 # work, the planner merged the annotator's whole history with every item of the stage, done ones
-# included (hundreds of ms on a 1M-item stage at 90 % done). `annotator_id + 0` keeps the probe on
+# included (docs/performance.md). `annotator_id + 0` keeps the probe on
 # the unique index (item, stage, annotator), a few rows per item: with stale statistics the planner
 # otherwise chose ix_assignments_annotator_stage and filtered all of the annotator's assignments in
 # the stage for every candidate.
@@ -144,11 +144,9 @@ _RENEW = sa.text(
 # A column for the first statement of a hot transaction (a claim, an annotation screen): the rest of
 # the transaction runs its prepared statements from their generic plans, made once per connection,
 # instead of planning them anew on every run. PostgreSQL picks a custom plan per run while the
-# custom plans it made look cheaper than the generic one, and the pick and the screen's look-ahead
-# kept doing so for some stages: with statistics taken before a stage's 90 % was done, the pick of a
-# 10K-item stage was planned on every claim, 0.67 ms of planning for 0.43 ms of running, while the
-# same statement for a 1M-item stage ran its generic plan (pg_stat_statements with track_planning, on
-# bench/http_bench.py's matrix). Every statement of those transactions finds its rows through a key
+# custom plans it made look cheaper than the generic one, and with stale statistics the pick and the
+# screen's look-ahead kept doing so for some stages, planning longer than running (the figure:
+# app/tuning.py). Every statement of those transactions finds its rows through a key
 # or an index that serves any value of it, so one plan fits every stage. Local to the transaction
 # (`set_config(..., true)`): other routes' statements, with skewed parameters, keep custom plans.
 PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
@@ -182,9 +180,8 @@ _MINE = sa.text(
 # index ix_items_claimable, which the primary key cannot give; the stage as a one-element ANY
 # keeps stage_id in that order (with `=` the planner drops a constant column from it). With
 # statistics taken while the stage's items were claimable and most of them finished since, the
-# planner otherwise read min(id) through the primary key, visiting every finished row: 260 ms on
-# a 1M-item stage at 90 % done, against 6 ms walking the index (EXPLAIN ANALYZE on the state
-# bench/http_bench.py's matrix leaves).
+# planner otherwise read min(id) through the primary key, visiting every finished row, where the
+# index walks only claimable ones (the figure: app/tuning.py).
 _LOWEST_CLAIMABLE = sa.text(
     f"""
     SELECT coalesce((

@@ -17,7 +17,9 @@ switches counting on for `--cycles` cycles, off, and dumps; `--repeats` times:
 
 It prints each window's instructions per cycle (all the server's threads: event loop, threadpool,
 and anything that ran in the background meanwhile, which `--idle` seconds counted with no request
-show: divide by the cycle's time to compare) and the median. Read: thousands of instructions (kIr)
+show; with `--idle`, each window is also given less that rate times its seconds, which takes the
+machine's load out of the count: a slower cycle on a busy machine counts more idle work) and the
+median. Read: thousands of instructions (kIr)
 per cycle; two trees compared with the same command on the same machine (same Python and
 libraries) differ by what their code executes. `--keep DIR` keeps the dumps for `callgrind_annotate
 --inclusive=yes DIR/callgrind.out.*` (where the instructions go, per function).
@@ -82,16 +84,19 @@ class Counted:
     def _control(self, *args: str) -> None:
         subprocess.run(["callgrind_control", *args, str(self.proc.pid)], check=True, capture_output=True)
 
-    def window(self, run) -> int:
-        """Instructions the process executed while `run()` ran (counting on, then off, then dumped)."""
+    def window(self, run) -> tuple[int, float]:
+        """Instructions the process executed while `run()` ran (counting on, then off, then dumped), and
+        the seconds counting was on."""
         self._control("-z")
         self._control("-i", "on")
+        start = time.monotonic()
         run()
         self._control("-i", "off")
+        seconds = time.monotonic() - start
         before = set(self.out.glob("callgrind.out.*"))
         self._control("-d")
         dump = max(set(self.out.glob("callgrind.out.*")) - before, key=lambda p: p.stat().st_mtime)
-        return int(re.search(r"^totals: (\d+)", dump.read_text(), re.M).group(1))
+        return int(re.search(r"^totals: (\d+)", dump.read_text(), re.M).group(1)), seconds
 
     def stop(self) -> None:
         self.client.close()
@@ -145,11 +150,17 @@ def page_cycles(server: Counted, stage: int, username: str):
     return run
 
 
-def measure(server: Counted, mode: str, run, args) -> None:
+def measure(server: Counted, mode: str, run, args, idle_rate: float | None) -> None:
     run(args.warm_up)
-    counts = [server.window(lambda: run(args.cycles)) / args.cycles for _ in range(args.repeats)]
+    windows = [server.window(lambda: run(args.cycles)) for _ in range(args.repeats)]
+    counts = [ir / args.cycles for ir, _ in windows]
     shown = ", ".join(f"{c / 1000:,.0f}" for c in counts)
-    print(f"{mode}: {statistics.median(counts) / 1000:,.0f} kIr a cycle (median; windows: {shown})", flush=True)
+    line = f"{mode}: {statistics.median(counts) / 1000:,.0f} kIr a cycle (median; windows: {shown})"
+    if idle_rate is not None:  # what the server does with no request, at its rate, taken out
+        net = [(ir - idle_rate * secs) / args.cycles for ir, secs in windows]
+        line += (f"; less idle: {statistics.median(net) / 1000:,.0f} ({', '.join(f'{c / 1000:,.0f}' for c in net)};"
+                 f" {statistics.median(secs for _, secs in windows) / args.cycles:.2f} s a cycle)")
+    print(line, flush=True)
 
 
 def main() -> None:
@@ -177,13 +188,16 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         server = Counted(url, tmp, out)
         try:
+            idle_rate = None
             if args.idle:
-                print(f"idle: {server.window(lambda: time.sleep(args.idle)) / args.idle / 1000:,.0f} kIr a second", flush=True)
+                idle_ir, idle_seconds = server.window(lambda: time.sleep(args.idle))
+                idle_rate = idle_ir / idle_seconds
+                print(f"idle: {idle_rate / 1000:,.0f} kIr a second", flush=True)
             for mode in args.modes.split(","):
                 for label, stage in stages.items():
                     run = {"claim": lambda: claims(server, stage, tokens[2]), "api": lambda: api_cycles(server, stage, tokens[0]),
                            "pages": lambda: page_cycles(server, stage, "bench1")}[mode]()
-                    measure(server, mode + label, run, args)
+                    measure(server, mode + label, run, args, idle_rate)
         finally:
             server.stop()
             if not args.keep:

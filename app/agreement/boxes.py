@@ -25,7 +25,7 @@ def iou_matrix(a: Sequence[Box], b: Sequence[Box]) -> np.ndarray:
 
 def matched_ious(a: Sequence[Box], b: Sequence[Box]) -> list[float]:
     """IoUs of the one-to-one matching that maximises total IoU; unmatched boxes count as 0."""
-    # Imported here: scipy.optimize takes a command about 0.3 s to import, and every dataset's workflow
+    # Imported here: scipy.optimize is slow to import (docs/cli-startup.md), and every dataset's workflow
     # imports this module (app.datasets.workflow), also for commands that never match boxes.
     from scipy.optimize import linear_sum_assignment
 

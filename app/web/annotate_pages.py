@@ -181,7 +181,7 @@ def _refused_screen(request: Request, session: Session, assignment_id: int, user
 
 @router.post("/assignments/{assignment_id}/skip")
 def skip(request: Request, assignment_id: BigId, sessions: Sessions):
-    """Give the item back for later, then claim and render the next one (two transactions, as `submit`)."""
+    """Give the item back for later, then claim and render the next one, in two transactions."""
     with transaction(sessions) as session:
         user = page_user(request, session)
         stage_id, _ = annotation.assignment_stage(session, assignment_id, user.id)

@@ -15,7 +15,7 @@ from app.services.exports import export, splits, targets
 from app.services.projects import projects
 from app.services.review import agreement
 from app.services.users import users as users_service
-from app.web.deps import Bearer, BigId, Db, Id, Principal, Sessions, api_role, api_user, token_user
+from app.web.deps import ApiTurn, BigId, Db, Id, Principal, api_role, api_user, token_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (
     FILE,
@@ -74,23 +74,23 @@ def import_items(
 
 
 # The annotation routes are the hot path: each opens its one transaction itself, the token's owner read
-# in it (one threadpool hop a request, see deps.Sessions); answers encoded once (the claim's JSON by
+# in it (one threadpool hop a request, see deps.ApiTurn); answers encoded once (the claim's JSON by
 # PostgreSQL, the submit's by pydantic-core); their schemas are still declared for OpenAPI.
 @router.post("/stages/{stage_id}/claim", response_model=ClaimOut, responses={204: {"description": "Nothing left for you"}})
-def claim(stage_id: Id, sessions: Sessions, token: Bearer):
+def claim(stage_id: Id, turn: ApiTurn):
     """Your live lease in the stage if you hold one (a client that lost the answer gets it back),
     else the next item for you; 204 when nothing is left."""
-    with transaction(sessions) as session:
-        user = token_user(session, token)
+    with transaction(turn.sessions) as session:
+        user = token_user(session, turn.token)
         claimed = annotation.resume_or_claim(session, stage_id, user.id, answer=True)
         body = None if claimed is None else annotation.claim_json(session, claimed, stage_id)
     return Response(status_code=204) if body is None else Response(body, media_type="application/json")
 
 
 @router.post("/assignments/{assignment_id}/submit", response_model=SubmitOut)
-def submit(assignment_id: BigId, body: SubmitIn, sessions: Sessions, token: Bearer):
-    with transaction(sessions) as session:
-        user = token_user(session, token)
+def submit(assignment_id: BigId, body: SubmitIn, turn: ApiTurn):
+    with transaction(turn.sessions) as session:
+        user = token_user(session, turn.token)
         result = annotation.submit(session, assignment_id, user.id, body.payload, body.idempotency_key, seconds_spent=body.seconds_spent,
                                    active_seconds=body.active_seconds)
     out = SubmitOut(annotation_id=result.annotation_id, revision=result.revision, replayed=result.replayed, item_status=result.item_status)
@@ -98,21 +98,21 @@ def submit(assignment_id: BigId, body: SubmitIn, sessions: Sessions, token: Bear
 
 
 @router.post("/assignments/{assignment_id}/skip", status_code=204, response_class=Response)
-def skip(assignment_id: BigId, sessions: Sessions, token: Bearer) -> None:
-    with transaction(sessions) as session:
-        annotation.give_back(session, assignment_id, token_user(session, token).id, skip=True)
+def skip(assignment_id: BigId, turn: ApiTurn) -> None:
+    with transaction(turn.sessions) as session:
+        annotation.give_back(session, assignment_id, token_user(session, turn.token).id, skip=True)
 
 
 @router.post("/assignments/{assignment_id}/release", status_code=204, response_class=Response)
-def release(assignment_id: BigId, sessions: Sessions, token: Bearer) -> None:
-    with transaction(sessions) as session:
-        annotation.give_back(session, assignment_id, token_user(session, token).id, skip=False)
+def release(assignment_id: BigId, turn: ApiTurn) -> None:
+    with transaction(turn.sessions) as session:
+        annotation.give_back(session, assignment_id, token_user(session, turn.token).id, skip=False)
 
 
 @router.put("/assignments/{assignment_id}/draft", status_code=204, response_class=Response)
-def save_draft(assignment_id: BigId, body: DraftIn, sessions: Sessions, token: Bearer) -> None:
-    with transaction(sessions) as session:
-        drafts.save_draft(session, assignment_id, token_user(session, token).id, body.payload, body.active_seconds)
+def save_draft(assignment_id: BigId, body: DraftIn, turn: ApiTurn) -> None:
+    with transaction(turn.sessions) as session:
+        drafts.save_draft(session, assignment_id, token_user(session, turn.token).id, body.payload, body.active_seconds)
 
 
 @router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True)

@@ -4,7 +4,7 @@ bearer token), roles, the parsed form and CSRF."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -22,44 +22,77 @@ from app.services.users import users as users_service, web_sessions
 from app.web.addresses import client_address, parse_networks
 
 
-async def _turn(request: Request) -> AsyncIterator[sessionmaker[Session]]:
-    """A turn at the database for this request, and the factory of its sessions: at most the pool's
-    size of requests hold one at once in a process, the others wait on the event loop, so that no
-    request opens a connection past the pool (one opened and closed per request under load)."""
+async def _take_turn(request: Request) -> anyio.CapacityLimiter:
+    """Take a turn at the database for this request: at most the pool's size of requests hold one at
+    once in a process, the others wait on the event loop, so that no request opens a connection past
+    the pool (one opened and closed per request under load). Returns the bound, to give the turn back to."""
     limiter = work_limiter(request.app)
     try:
         limiter.acquire_nowait()  # a free turn is taken without a trip round the event loop
     except anyio.WouldBlock:
         await limiter.acquire()
-    try:
-        yield request.app.state.sessions
-    finally:
+    return limiter
+
+
+async def _turn(request: Request) -> sessionmaker[Session]:
+    """The factory of the request's sessions, within its turn, given back when FastAPI closes the
+    route's function scope: after the route has returned or raised, refused or not. A plain dependency
+    with its exit on that stack, not a generator dependency (app/tuning.py)."""
+    limiter = await _take_turn(request)
+    exits = request.scope.get("fastapi_function_astack")
+    if not isinstance(exits, AsyncExitStack):  # FastAPI's own key; a test serves a route through it
         limiter.release()
+        raise RuntimeError("FastAPI's function-scoped exit stack (fastapi_function_astack) is missing from the request")
+    exits.callback(limiter.release)
+    return request.app.state.sessions
 
 
 # The session factory, within the request's turn, for a route that opens its transaction itself in
-# a `with transaction(sessions)` block: the API's annotation routes (one threadpool hop a request where
-# `Db` and `api_user` take three; docs/performance.md) and the page submit, whose two commits (the
-# answer, then the next screen) are two such blocks.
-Sessions = Annotated[sessionmaker[Session], Depends(_turn, scope="function")]
+# a `with transaction(sessions)` block: the page submit and skip, whose two commits (the answer, then
+# the next screen) are two such blocks. The API's annotation routes take `ApiTurn`.
+Sessions = Annotated[sessionmaker[Session], Depends(_turn)]
 
 
-async def db(request: Request, sessions: Sessions) -> AsyncIterator[Session]:
+@dataclass(frozen=True, slots=True)
+class BearerTurn:
+    """An API request's turn at the database (`sessions`, as `Sessions` gives) and its bearer token."""
+
+    sessions: sessionmaker[Session]
+    token: str
+
+
+async def bearer_turn(request: Request) -> BearerTurn:
+    """One dependency for the API's annotation routes, which open their one transaction themselves and
+    read the token's owner in it (one threadpool hop a request where `Db` and `api_user` take three;
+    docs/performance.md): no token is a 401 before any turn is taken."""
+    token = bearer_token(request)
+    return BearerTurn(await _turn(request), token)
+
+
+ApiTurn = Annotated[BearerTurn, Depends(bearer_turn)]
+
+
+async def db(request: Request) -> AsyncIterator[Session]:
     """The request's unit of work: one session in one transaction, shared by authentication and the
-    route; committed when the route has returned, rolled back if it raised. It carries the client's
-    address, which every audit event written in it records."""
-    unit = transaction(sessions)
-    session = unit.__enter__()  # no I/O: the first statement takes the connection
-    session.info["client_ip"] = client_ip(request)
-    failure: BaseException | None = None
+    route, within the request's turn; committed when the route has returned, rolled back if it raised,
+    then the turn given back. It carries the client's address, which every audit event written in it
+    records."""
+    limiter = await _take_turn(request)
     try:
-        yield session
-    except BaseException as exc:
-        failure = exc
-        raise
+        unit = transaction(request.app.state.sessions)
+        session = unit.__enter__()  # no I/O: the first statement takes the connection
+        session.info["client_ip"] = client_ip(request)
+        failure: BaseException | None = None
+        try:
+            yield session
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):  # a cancelled request still gives its connection back
+                await anyio.to_thread.run_sync(_end, unit, failure)
     finally:
-        with anyio.CancelScope(shield=True):  # a cancelled request still gives its connection back
-            await anyio.to_thread.run_sync(_end, unit, failure)
+        limiter.release()
 
 
 def _end(unit, failure: BaseException | None) -> None:
@@ -209,14 +242,6 @@ def token_user(session: Session, token: str) -> Principal:
 
 def api_user(request: Request, session: Db) -> Principal:
     return token_user(session, bearer_token(request))
-
-
-async def bearer(request: Request) -> str:
-    """The request's bearer token, or a 401, read without a database hop (see `Sessions`)."""
-    return bearer_token(request)
-
-
-Bearer = Annotated[str, Depends(bearer)]
 
 
 def api_role(role: Role):

@@ -81,8 +81,8 @@ class LimitedJsonRoute(APIRoute):
 class ApiRouter(APIRouter):
     """The HTTP API's routers (`/api/v1`, JSON bodies held to the limits above). Routes are matched in
     order and the API's come before the pages' (app/main.py), so a page's request is tried against
-    each of them: a path outside the router's prefix is refused at once instead (FastAPI 0.165 took
-    about 100 µs a page to try the API's routes one by one)."""
+    each of them: a path outside the router's prefix is refused at once instead of being tried
+    against the API's routes one by one (app/tuning.py)."""
 
     def __init__(self, *, tags: list[str]) -> None:
         super().__init__(prefix="/api/v1", tags=tags, route_class=LimitedJsonRoute)

@@ -118,8 +118,9 @@ def test_the_typed_check_refuses_an_untyped_route(app, client):
 @pytest.mark.committed
 def test_concurrent_requests_hold_no_more_connections_than_the_pool_keeps(app, committed, settings, storage):
     """At most the pool's size of requests hold a session at once in a process (deps.Sessions):
-    16 clients claiming and submitting at once never check out a connection past the pool, which
-    would be opened and closed again per request."""
+    16 clients claiming, submitting and reading their project (a `Db` route, whose commit must come
+    before the turn is given back) at once never check out a connection past the pool, which would
+    be opened and closed again per request."""
     import threading
     import uuid
 
@@ -127,7 +128,7 @@ def test_concurrent_requests_hold_no_more_connections_than_the_pool_keeps(app, c
 
     from tests.conftest import make_choice_project, make_token, make_user, run_concurrently, serving
 
-    _, stage_id = make_choice_project(committed, settings, storage, 40)
+    project_id, stage_id = make_choice_project(committed, settings, storage, 40)
     tokens = [make_token(committed, make_user(committed, f"bounded{i}")) for i in range(16)]
     app.state.settings = settings.model_copy(update={"db_pool_size": 2})
     held, most, lock = [0], [0], threading.Lock()
@@ -148,6 +149,7 @@ def test_concurrent_requests_hold_no_more_connections_than_the_pool_keeps(app, c
                 assert claimed.status_code == 200, claimed.text
                 body = {"payload": {"choice": "a"}, "idempotency_key": uuid.uuid4().hex}
                 assert http.post(f"/api/v1/assignments/{claimed.json()['assignment_id']}/submit", json=body).status_code == 200
+                assert http.get(f"/api/v1/projects/{project_id}").status_code == 200
 
     pool = app.state.engine.pool
     sa.event.listen(pool, "checkout", checkout)
@@ -161,3 +163,29 @@ def test_concurrent_requests_hold_no_more_connections_than_the_pool_keeps(app, c
     assert 1 <= most[0] <= 2, most[0]
     with transaction(committed) as s:
         assert s.scalar(sa.text("SELECT count(*) FROM annotations")) == 32
+
+
+@pytest.mark.committed
+def test_a_refused_or_failed_request_gives_its_turn_back(app, committed, settings, storage):
+    """With one turn in the process, requests refused before the route runs (no token, a body that
+    fails validation), refused in it (an assignment that is not theirs) or served by a `Db` route
+    each give the turn back: the next claim is answered, not left waiting."""
+    import httpx
+
+    from tests.conftest import make_choice_project, make_token, make_user, serving
+
+    project_id, stage_id = make_choice_project(committed, settings, storage, 3)
+    token = make_token(committed, make_user(committed, "oneturn"))
+    app.state.settings = settings.model_copy(update={"db_pool_size": 1})
+    with serving(app) as base, httpx.Client(base_url=base, timeout=10) as http:
+        bearer = {"Authorization": f"Bearer {token}"}
+        for _ in range(3):
+            assert http.post(f"/api/v1/stages/{stage_id}/claim").status_code == 401
+            assert http.post(f"/api/v1/stages/{stage_id}/claim", headers={"Authorization": "Bearer wrong"}).status_code == 401
+            assert http.post("/api/v1/assignments/1/submit", headers=bearer, json={"payload": "not an object"}).status_code == 422
+            assert http.post("/api/v1/assignments/999999/submit", headers=bearer,
+                             json={"payload": {"choice": "a"}, "idempotency_key": "k"}).status_code == 404
+            assert http.get(f"/api/v1/projects/{project_id}", headers=bearer).status_code == 200
+        claimed = http.post(f"/api/v1/stages/{stage_id}/claim", headers=bearer)  # a leaked turn: a timeout here
+        assert claimed.status_code == 200, claimed.text
+    assert app.state.work_limiter.borrowed_tokens == 0

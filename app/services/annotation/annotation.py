@@ -140,17 +140,8 @@ def upcoming_images(session: Session, stage_id: int, user_id: int, current_item:
     return list(dict.fromkeys(sha for _, assets in upcoming for sha in (assets or {}).values()))
 
 
-def submit(
-    session: Session,
-    assignment_id: int,
-    user_id: int,
-    payload: dict[str, Any],
-    idempotency_key: str,
-    *,
-    seconds_spent: float | None = None,
-    active_seconds: float | None = None,
-    form: bool = False,
-) -> SubmitResult:
+def submit(session: Session, assignment_id: int, user_id: int, payload: dict[str, Any], idempotency_key: str, *,
+           seconds_spent: float | None = None, active_seconds: float | None = None, form: bool = False) -> SubmitResult:
     """Store one annotation; the same (user, idempotency key) always yields the same annotation, however
     often and concurrently it is posted. With `form`, `payload` is what an annotation page posted, turned
     into the answer by the stage's workflow once the assignment is locked (the page learns it in the same trip).

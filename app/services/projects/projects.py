@@ -1,7 +1,7 @@
 """Projects and stages: creation, listing, and the per-stage progress counts.
 
 The dataset registry (`app.datasets`) is imported by the functions that check workflows, not at the
-top: importing every dataset package costs a command about 0.1 s of CPU, and listing projects or finding
+top: importing every dataset package costs a command CPU, and listing projects or finding
 one by name (`vlcurate project list`, `splits`, `leaks`) needs none of it (docs/cli-startup.md)."""
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ def _int_sum(column) -> sa.ColumnElement[int]:
 
 def _stage_progress_statement() -> sa.Select:
     """One stage's row of `progress`, in one statement: the stage and its counts as scalar
-    subqueries (a few counter rows each), less what gold items hold, as `progress` reckons them."""
+    subqueries (a few counter rows each), less what gold items hold."""
     stage = sa.bindparam("stage_id", type_=sa.Integer)
 
     def items(status: ItemStatus) -> sa.ScalarSelect:
