@@ -20,10 +20,11 @@ from app.datasets.workflow import ItemContext
 from app.decision import Decision, decide
 from app.errors import Conflict, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
-from app.models import AnnotatorCount, Assignment, Draft, Stage
+from app.models import AnnotatorCount, Assignment, Draft, Item, Stage
 from app.services.annotation import suggestions as suggestions_service
 from app.services.annotation.notes import sent_back_note
 from app.services.annotation.submit_statements import SubmitRead, read_for_submit, write_statement
+from app.services.projects import archive
 from app.services.projects.projects import get_stage
 from app.services.quality import exposure, gold
 from app.services.users import audit
@@ -261,7 +262,8 @@ def give_back(session: Session, assignment_id: int, user_id: int, *, skip: bool)
 
 
 def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict[str, Any]) -> None:
-    assignment = session.get(Assignment, assignment_id)
+    assignment = session.scalar(sa.select(Assignment).join(Item, Item.id == Assignment.item_id)
+                                .where(Assignment.id == assignment_id, archive.live(Item.project_id)))
     if assignment is None or assignment.annotator_id != user_id:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     if assignment.status != AssignmentStatus.active:
@@ -356,7 +358,7 @@ _SCREEN = sa.text(
            CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = s.id) END AS truth,
            {queue.PLAN_ONCE}
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
-    JOIN projects p ON p.id = s.project_id
+    JOIN projects p ON p.id = s.project_id AND p.archived_at IS NULL
     WHERE a.id = :assignment
     """
 )

@@ -1,5 +1,5 @@
-"""Changing a project once it runs (admin): its name, description and stages' settings; deleting it
-(its name typed again); hiding records by external id (discarded, with the reason in their history:
+"""Changing a project once it runs (admin): its name, description and stages' settings (deleting it
+archives it: app.services.projects.archive); hiding records by external id (discarded, with the reason in their history:
 nothing annotated is erased)."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.errors import Conflict, Invalid
+from app.errors import Invalid
 from app.lifecycle import ItemStatus
 from app.models import AuditEvent, Item, Project
+from app.services.projects import archive
 from app.services.projects.projects import get_project, stages_of
 from app.services.users.audit import record
 from vlcurate.models_manage import ProjectUpdate
@@ -30,8 +31,7 @@ def update_project(session: Session, project_id: int, changes: ProjectUpdate, *,
     before, after = {}, {}
     if changes.name is not None and changes.name.strip() != project.name:
         name = changes.name.strip()
-        if session.scalar(sa.select(Project.id).where(Project.name == name, Project.id != project_id)):
-            raise Conflict(f"A project named '{name}' already exists.", field="name")
+        archive.name_taken(session, name, other_than=project_id)
         before["name"], after["name"], project.name = project.name, name, name
     if changes.description is not None and changes.description != project.description:
         before["description"], after["description"], project.description = project.description, changes.description, changes.description
@@ -46,17 +46,6 @@ def update_project(session: Session, project_id: int, changes: ProjectUpdate, *,
         session.flush()
         record(session, "project.update", actor_id=actor_id, target=f"project:{project_id}", before=before, after=after)
     return project
-
-
-def delete_project(session: Session, project_id: int, confirm: str, *, actor_id: int | None = None) -> None:
-    """Delete the project with its stages, items, annotations and exports, once `confirm` is its name."""
-    project = get_project(session, project_id)
-    if confirm != project.name:
-        raise Invalid(f"To delete project {project.id}, confirm with its name, {project.name!r}.", field="confirm")
-    items = session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.project_id == project_id))
-    record(session, "project.delete", actor_id=actor_id, target=f"project:{project_id}", name=project.name, items=items)
-    session.delete(project)
-    session.flush()
 
 
 @dataclass
