@@ -25,10 +25,6 @@ OWNERS = {
     "prompt_id": ("prompt", "SELECT s.project_id FROM prompts pr JOIN stages s ON s.id = pr.stage_id WHERE pr.id = :v"),
 }
 
-# An archived project's rows, as an SQL condition on a project id column (for the worker's searches).
-LIVE = "NOT EXISTS (SELECT 1 FROM projects ap WHERE ap.id = {column} AND ap.archived_at IS NOT NULL)"
-
-
 def live(column) -> sa.ColumnElement[bool]:
     """A condition that keeps rows whose project (`column`, a project id) is not archived."""
     return ~sa.exists().where(Project.id == column, Project.archived_at.is_not(None))
