@@ -8,6 +8,7 @@ restore never clashes with a project made since."""
 from __future__ import annotations
 
 import sqlalchemy as sa
+import sqlalchemy.orm
 from sqlalchemy.orm import Session
 
 from app.db import INT8_MAX
@@ -27,7 +28,8 @@ OWNERS = {
 
 def live(column) -> sa.ColumnElement[bool]:
     """A condition that keeps rows whose project (`column`, a project id) is not archived."""
-    return ~sa.exists().where(Project.id == column, Project.archived_at.is_not(None))
+    archived = sa.orm.aliased(Project)  # its own name: a query that joins projects itself is not correlated with it
+    return ~sa.exists().where(archived.id == column, archived.archived_at.is_not(None))
 
 
 def archived_ids(ids: dict[str, object]) -> dict[str, int]:
