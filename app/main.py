@@ -28,6 +28,7 @@ from app.tuning import freeze_after_start
 from app.web import (
     admin_pages,
     annotate_pages,
+    archive_pages,
     api,
     api_docs,
     api_items,
@@ -162,7 +163,7 @@ def _mount_routes(app: FastAPI) -> None:
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    pages = (auth_pages, sso_pages, project_pages, stage_settings_pages, review_pages, gold_pages, admin_pages)
+    pages = (auth_pages, sso_pages, project_pages, archive_pages, stage_settings_pages, review_pages, gold_pages, admin_pages)
     for module in (*pages, export_pages, draft_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)

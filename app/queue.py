@@ -156,7 +156,8 @@ PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 # share; whether any lease of the stage ran out (index ix_assignments_leases), so that the
 # statement returning their slots runs only then (its statement-level counter triggers cost
 # milliseconds even when it moves no row); and whether the stage paused their leases (a flag
-# raised by planted wrong drafts, app.services.quality.bias.probe_catch: one primary-key probe).
+# raised by planted wrong drafts, app.services.quality.bias.probe_catch: one primary-key probe); and
+# whether the stage's project is archived (then the stage is answered as unknown).
 _MINE = sa.text(
     f"""
     SELECT live.id AS assignment_id, live.item_id, live.lease_until, EXISTS (
@@ -166,7 +167,8 @@ _MINE = sa.text(
         EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now()) AS ran_out,
         {PLAN_ONCE},
         EXISTS (SELECT 1 FROM annotator_flags f JOIN stages p ON p.id = f.stage_id
-                WHERE f.stage_id = :stage AND f.annotator_id = :user AND p.config->>'probe_action' = 'pause') AS paused
+                WHERE f.stage_id = :stage AND f.annotator_id = :user AND p.config->>'probe_action' = 'pause') AS paused,
+        EXISTS (SELECT 1 FROM stages st JOIN projects pr ON pr.id = st.project_id WHERE st.id = :stage AND pr.archived_at IS NOT NULL) AS archived
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -289,7 +291,14 @@ def expire_leases(session: Session, stage_id: int) -> None:
 
 def live_lease(session: Session, stage_id: int, annotator_id: int) -> Claim | None:
     """The annotator's live lease in the stage, if they hold one; nothing is leased or renewed."""
-    return _live(session.execute(_MINE, {"stage": stage_id, "user": annotator_id}).mappings().one())
+    return _live(_mine(session, {"stage": stage_id, "user": annotator_id}))
+
+
+def _mine(session: Session, params: dict):
+    mine = session.execute(_MINE, params).mappings().one()
+    if mine["archived"]:
+        raise NotFound(f"No stage with id {params['stage']}.")
+    return mine
 
 
 def _live(mine) -> Claim | None:
@@ -302,7 +311,7 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     `answer` (an SQL expression over the leased item `i`, which may use :stage), a fresh pick
     computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
-    mine = session.execute(_MINE, params).mappings().one()
+    mine = _mine(session, params)
     if resume and mine["assignment_id"] is not None:
         return _live(mine)
     if mine["paused"]:  # gold items only, until their probe catch rate recovers (or none is left for them)
@@ -367,9 +376,9 @@ def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: i
 
 
 def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> Assignment:
-    assignment = session.scalar(
-        sa.select(Assignment).where(Assignment.id == assignment_id).with_for_update()
-    )
+    assignment = session.scalar(sa.select(Assignment).where(Assignment.id == assignment_id, sa.text(  # not an archived project's
+        "NOT EXISTS (SELECT 1 FROM items li JOIN projects lp ON lp.id = li.project_id WHERE li.id = assignments.item_id AND lp.archived_at IS NOT NULL)"
+    )).with_for_update(of=Assignment))
     if assignment is None or assignment.annotator_id != annotator_id:
         raise NotFound(NO_SUCH_ASSIGNMENT)
     return assignment
@@ -383,7 +392,5 @@ def give_back(session: Session, assignment_id: int, annotator_id: int, event: As
         raise Conflict(f"This assignment is already {assignment.status}.")
     assignment.status = transition(assignment.status, event)
     lower_floor(session, assignment.stage_id, assignment.item_id)
-    session.execute(
-        sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),
-        {"item": assignment.item_id, "stage": assignment.stage_id},
-    )
+    session.execute(sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),
+                    {"item": assignment.item_id, "stage": assignment.stage_id})

@@ -6,7 +6,7 @@ else the machine runs).
 
 The client runs in its own process that imports only `vlcurate`, so its RSS is the client's alone.
 
-    python bench/client_bench.py [--records 10000,100000] [--images] [--batch N] [--profile DIR]
+    python bench/client_bench.py [--records 10000,100000] [--images] [--batch N] [--phases push,pull,dataset] [--profile DIR]
 
 With --images every record carries a distinct small PNG inline (as a Dataset's Image column holds it),
 so the push uploads N images and the Dataset pull downloads them.
@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--records", default="10000,100000")
     parser.add_argument("--batch", type=int, default=0, help="records a request; default the client's")
     parser.add_argument("--images", action="store_true", help="each record with its own PNG: pushed, and pulled in the Dataset")
+    parser.add_argument("--phases", default="push,pull,dataset", help="which of push, pull and dataset to run (a pull needs the push)")
     parser.add_argument("--profile", type=Path, help="write py-spy's collapsed stacks of the server per phase here")
     parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -176,14 +177,18 @@ def main() -> None:
                     name += "+images" if args.images else ""
                     return measured(lambda: run_child(base, token, str(pid), str(n), str(args.batch), name, **spied), server.pid, engine)
 
-                push = phase("push")
+                wanted = args.phases.split(",")
+                results = {"push": phase("push")}
                 with transaction(sessions) as s:  # every item finished, as if annotated
                     s.execute(sa.text("UPDATE items SET status = 'done' WHERE project_id = :p"), {"p": pid})
-                pull = phase("pull")
-                dataset = phase("dataset")
+                for name in ("pull", "dataset"):
+                    if name in wanted:
+                        results[name] = phase(name)
             engine.dispose()
         what = " with images" if args.images else ""
-        for name, r in ((f"push records{what}", push), ("pull finals (JSON lines)", pull), (f"pull finals as a Dataset{what}", dataset)):
+        names = {"push": f"push records{what}", "pull": "pull finals (JSON lines)", "dataset": f"pull finals as a Dataset{what}"}
+        for key, r in results.items():
+            name = names[key]
             print(f"client {name}: {r['n']:,} in {r['seconds']:.2f} s ({r['n'] / r['seconds']:,.0f} records/s), "
                   f"peak client RSS {r['peak_mb']:.0f} MB; CPU a record: server {r['server_cpu'] * 1e6 / r['n']:.1f} µs, "
                   f"database {r['db_cpu'] * 1e6 / r['n']:.1f} µs")

@@ -21,6 +21,9 @@ class Project(Base):
     description: Mapped[str] = mapped_column(sa.Text, server_default="")
     created_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = created_at()
+    # Set when the project is deleted: it is hidden everywhere, its data kept (app.services.projects.archive).
+    archived_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    archived_by: Mapped[int | None] = mapped_column(sa.ForeignKey("users.id", ondelete="SET NULL"))
 
 
 class Stage(Base):

@@ -16,7 +16,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation, drafts
 from app.services.projects import projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, LiveProject, Principal, Sessions, csrf_protect, page_user, savepoint
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -25,7 +25,7 @@ BAR_TTL_SECONDS = 3.0
 MAX_PREFETCH = 16  # images of the next item fetched ahead (a ColorSwap pair has up to a dozen)
 
 
-@router.get("/stages/{stage_id}/annotate")
+@router.get("/stages/{stage_id}/annotate", dependencies=[LiveProject])
 def stage_page(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
     """The user's live item in the stage, or a page whose button starts annotating. A GET never
     leases: a prefetched, crawled or reloaded link would otherwise hold an item from everyone else
@@ -36,7 +36,7 @@ def stage_page(request: Request, stage_id: Id, session: Db, user: Principal = De
     return render(request, "annotate/start.html", _stage_context(session, stage_id, user))
 
 
-@router.post("/stages/{stage_id}/annotate")
+@router.post("/stages/{stage_id}/annotate", dependencies=[LiveProject])
 def start(request: Request, stage_id: Id, session: Db, user: Principal = Depends(page_user)):
     """Resume the user's live lease in the stage, or claim the next item."""
     claimed = annotation.resume_or_claim(session, stage_id, user.id)
@@ -112,7 +112,7 @@ def stage_bar(request: Request, session: Session, stage_id: int):
     return hit[1]
 
 
-@router.get("/assignments/{assignment_id}")
+@router.get("/assignments/{assignment_id}", dependencies=[LiveProject])
 def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
     return _screen_page(request, session, assignment_id, user)
 
@@ -202,7 +202,7 @@ def _next_screen(request: Request, session: Session, stage_id: int, user: Princi
     return _screen_page(request, session, claimed.assignment_id, user)
 
 
-@router.post("/assignments/{assignment_id}/check")
+@router.post("/assignments/{assignment_id}/check", dependencies=[LiveProject])
 def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
     """The workflow's live check of what the annotator has typed so far, as a fragment."""
     return live_check_fragment(request, annotation.open_assignment(session, assignment_id, user.id), answer.values)
@@ -219,7 +219,7 @@ def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
     return render(request, workflow.template, {"live": live, "values": values}, block="live_check")
 
 
-@router.post("/assignments/{assignment_id}/draft")
+@router.post("/assignments/{assignment_id}/draft", dependencies=[LiveProject])
 def draft(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
     try:
         with savepoint(session):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import BackgroundTasks, Body, Depends, File, Query, Request, Response, UploadFile
+from fastapi import BackgroundTasks, Body, Depends, File, HTTPException, Query, Request, Response, UploadFile
 from fastapi.responses import FileResponse
 
 from app.db import transaction
@@ -12,10 +12,10 @@ from app.errors import NotFound
 from app.models import Export, Role
 from app.services.annotation import annotation, drafts
 from app.services.exports import export, splits, targets
-from app.services.projects import projects
+from app.services.projects import archive, projects
 from app.services.review import agreement
 from app.services.users import users as users_service
-from app.web.deps import ApiTurn, BigId, Db, Id, Principal, api_role, api_user, token_user
+from app.web.deps import ApiTurn, BigId, Db, Id, LiveProject, Principal, api_role, api_user, token_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (
     FILE,
@@ -44,11 +44,22 @@ admin = api_role(Role.admin)
 
 
 @router.get("/projects", response_model=list[ProjectOut])
-def list_projects(session: Db, user: Principal = Depends(api_user)):
-    return [p.as_dict() for p in projects.progress(session)]
+def list_projects(session: Db, archived: bool = Query(False, description="The deleted (archived) projects instead (admin)"),
+                  user: Principal = Depends(api_user)):
+    """The live projects with their progress; with `archived=true` (admin), the deleted ones, which can be restored."""
+    if archived and not user.at_least(Role.admin):
+        raise HTTPException(403, "This needs the admin role.")
+    return [p.as_dict() for p in projects.progress(session, archived=archived)]
 
 
-@router.get("/projects/{project_id}", response_model=ProjectOut)
+@router.post("/projects/{project_id}/restore", response_model=ProjectOut)
+def restore_project(project_id: Id, session: Db, user: Principal = Depends(admin)):
+    """Bring a deleted (archived) project back with everything it held; an audit event records it."""
+    archive.restore_project(session, project_id, actor_id=user.id)
+    return projects.project_progress(session, project_id).as_dict()
+
+
+@router.get("/projects/{project_id}", response_model=ProjectOut, dependencies=[LiveProject])
 def get_project(project_id: Id, session: Db, user: Principal = Depends(api_user)):
     return projects.project_progress(session, project_id).as_dict()
 
@@ -59,7 +70,7 @@ def create_project(body: ProjectIn, session: Db, user: Principal = Depends(admin
     return projects.project_progress(session, project.id).as_dict()
 
 
-@router.post("/projects/{project_id}/items", status_code=201, response_model=ImportOut)
+@router.post("/projects/{project_id}/items", status_code=201, response_model=ImportOut, dependencies=[LiveProject])
 def import_items(
     request: Request,
     project_id: Id,
@@ -115,7 +126,7 @@ def save_draft(assignment_id: BigId, body: DraftIn, turn: ApiTurn) -> None:
         drafts.save_draft(session, assignment_id, token_user(session, turn.token).id, body.payload, body.active_seconds)
 
 
-@router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True)
+@router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True, dependencies=[LiveProject])
 def stage_agreement(
     stage_id: Id,
     session: Db,
@@ -136,7 +147,7 @@ def stage_agreement(
     return AgreementReport.model_validate({**row.report, "computed_at": row.created_at.isoformat()})
 
 
-@router.get("/projects/{project_id}/splits", response_model=list[SplitVersionListed])
+@router.get("/projects/{project_id}/splits", response_model=list[SplitVersionListed], dependencies=[LiveProject])
 def list_splits(project_id: Id, session: Db, user: Principal = Depends(admin)):
     """The project's split definition versions, newest first, with their counts."""
     projects.get_project(session, project_id)
@@ -144,7 +155,7 @@ def list_splits(project_id: Id, session: Db, user: Principal = Depends(admin)):
             for d in splits.definitions(session, project_id)]
 
 
-@router.post("/projects/{project_id}/splits", status_code=201, response_model=SplitVersionOut)
+@router.post("/projects/{project_id}/splits", status_code=201, response_model=SplitVersionOut, dependencies=[LiveProject])
 def save_splits(project_id: Id, session: Db, config: dict[str, Any] = Body(...), user: Principal = Depends(admin)):
     """Save a new split version: {"ratios"|"counts": {...}, "seed", "rest", "held_out": {"field", "values", "split"}, "stratify"}."""
     d = splits.save_definition(session, project_id, config, actor_id=user.id)
@@ -157,7 +168,7 @@ def _export_out(row: Export) -> ExportOut:
                      manifest=row.manifest)
 
 
-@router.post("/projects/{project_id}/exports", status_code=202, response_model=ExportOut)
+@router.post("/projects/{project_id}/exports", status_code=202, response_model=ExportOut, dependencies=[LiveProject])
 def start_export(request: Request, project_id: Id, body: ExportIn, session: Db, jobs_after: BackgroundTasks,
                  user: Principal = Depends(admin)):
     """Queue an export on the worker; poll GET /api/v1/exports/{id}."""
@@ -172,7 +183,7 @@ def start_export(request: Request, project_id: Id, body: ExportIn, session: Db, 
     return _export_out(row)
 
 
-@router.get("/exports/{export_id}", response_model=ExportOut)
+@router.get("/exports/{export_id}", response_model=ExportOut, dependencies=[LiveProject])
 def get_export(export_id: Id, session: Db, user: Principal = Depends(admin)):
     row = session.get(Export, export_id)
     if row is None:
@@ -181,7 +192,8 @@ def get_export(export_id: Id, session: Db, user: Principal = Depends(admin)):
 
 
 @router.get("/exports/{export_id}/files/{path:path}", response_class=FileResponse,
-            responses={**FILE, 307: {"description": "Redirect to a short-lived presigned URL (S3 storage, VLCURATE_S3_PRESIGN_SECONDS)"}})
+            responses={**FILE, 307: {"description": "Redirect to a short-lived presigned URL (S3 storage, VLCURATE_S3_PRESIGN_SECONDS)"}},
+            dependencies=[LiveProject])
 def export_file(request: Request, export_id: Id, path: str, session: Db, user: Principal = Depends(admin)):
     """A file of a finished export, by its path in the manifest (with the S3 storage backend: streamed
     from the bucket, or a redirect to a short-lived presigned URL)."""

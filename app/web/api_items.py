@@ -20,12 +20,12 @@ from app.services.projects import projects
 from app.services.review import review
 from app.storage import zipped
 from app.web.assets import CACHE, _lookup, lookup_many
-from app.web.deps import BigId, Db, Id, Principal, api_role, api_user
+from app.web.deps import BigId, Db, Id, LiveProject, Principal, api_role, api_user
 from app.web.limits import ApiRouter
 from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
 from app.web.uploads import run_upload_import
 
-router = ApiRouter(tags=["items"])
+router = ApiRouter(tags=["items"], dependencies=[LiveProject])
 admin = api_role(Role.admin)
 reviewer = api_role(Role.reviewer)
 

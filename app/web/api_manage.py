@@ -1,4 +1,4 @@
-"""REST API for managing a project once it runs (admin): update its settings, delete it, hide records
+"""REST API for managing a project once it runs (admin): update its settings, delete (archive) it, hide records
 by external id; and its annotations as a table (reviewer; annotators named only to an admin)."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from fastapi.responses import StreamingResponse
 from app.db import transaction
 from app.errors import NotFound
 from app.models import Role
-from app.services.projects import admin as project_admin
+from app.services.projects import admin as project_admin, archive
 from app.services.projects import projects
 from app.services.review import annotation_rows
 from app.web.api_items import project_settings
-from app.web.deps import Db, Id, Principal, api_role
+from app.web.deps import Db, Id, LiveProject, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import ProjectSettings, ProjectUpdate, RecordIds, RecordsHidden
 
-router = ApiRouter(tags=["projects"])
+router = ApiRouter(tags=["projects"], dependencies=[LiveProject])
 admin = api_role(Role.admin)
 ANNOTATION_LINES = {200: {"description": "One AnnotationRow per line", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}}
 
@@ -33,9 +33,11 @@ def update_project(project_id: Id, body: ProjectUpdate, session: Db, user: Princ
 @router.delete("/projects/{project_id}", status_code=204, response_class=Response)
 def delete_project(project_id: Id, session: Db, confirm: str = Query(..., max_length=200, description="The project's name"),
                    user: Principal = Depends(admin)) -> None:
-    """Delete the project with its stages, items, annotations and exports for good (a hard delete, an audit
-    event keeps its name and item count); `confirm` must be its name. To keep annotations, hide records."""
-    project_admin.delete_project(session, project_id, confirm, actor_id=user.id)
+    """Delete the project: it is archived, hidden from every list, queue, job and route (404 from then
+    on), while its stages, items, annotations and exports stay in the database; `confirm` must be its
+    name. An admin lists deleted projects with `GET /projects?archived=true` and restores one with
+    `POST /projects/{id}/restore`; an audit event records each way."""
+    archive.archive_project(session, project_id, confirm, actor_id=user.id)
 
 
 @router.post("/projects/{project_id}/records/delete", response_model=RecordsHidden)

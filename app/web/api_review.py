@@ -7,11 +7,11 @@ from fastapi import Depends, Query
 
 from app.models import Role
 from app.services.review import review
-from app.web.deps import BigId, Db, Id, Principal, api_role
+from app.web.deps import BigId, Db, Id, LiveProject, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import ReviewIn, ReviewOut, ReviewRow, SendBackIn
 
-router = ApiRouter(tags=["review"])
+router = ApiRouter(tags=["review"], dependencies=[LiveProject])
 reviewer = api_role(Role.reviewer)
 
 

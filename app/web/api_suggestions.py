@@ -6,11 +6,11 @@ from fastapi import Depends
 
 from app.models import Role
 from app.services.drafting import suggestion_push
-from app.web.deps import Db, Id, Principal, api_role
+from app.web.deps import Db, Id, LiveProject, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import SuggestionsIn, SuggestionsOut
 
-router = ApiRouter(tags=["suggestions"])
+router = ApiRouter(tags=["suggestions"], dependencies=[LiveProject])
 
 
 @router.post("/stages/{stage_id}/suggestions", response_model=SuggestionsOut)

@@ -10,10 +10,10 @@ from pydantic import BaseModel, Field
 from app.models import Role
 from app.services.quality import bias
 from app.web.assets import attachment
-from app.web.deps import Db, Id, Principal, api_role
+from app.web.deps import Db, Id, LiveProject, Principal, api_role
 from app.web.limits import ApiRouter
 
-router = ApiRouter(tags=["quality"])
+router = ApiRouter(tags=["quality"], dependencies=[LiveProject])
 reviewer = api_role(Role.reviewer)
 PARQUET = "application/vnd.apache.parquet"
 PARQUET_FILE = {200: {"description": "The figures as Parquet", "content": {PARQUET: {"schema": {"type": "string", "format": "binary"}}}}}

@@ -15,9 +15,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.datastructures import FormData
 
 from app.db import INT4_MAX, INT8_MAX, transaction
-from app.errors import Invalid
+from app.errors import Invalid, NotFound
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
+from app.services.projects import archive
 from app.services.users import users as users_service, web_sessions
 from app.web.addresses import client_address, parse_networks
 
@@ -124,6 +125,19 @@ def work_limiter(app) -> anyio.CapacityLimiter:
 # route takes has an upper bound, ids by these two types (a test walks the routes).
 Id = Annotated[int, annotated_types.Interval(ge=0, le=INT4_MAX)]  # projects, stages, users, tokens, exports
 BigId = Annotated[int, annotated_types.Interval(ge=0, le=INT8_MAX)]  # items, assignments, annotations
+
+
+def live_project(request: Request, session: Db) -> None:
+    """404, as for an unknown id, when an id in the path (a project's, stage's, item's, assignment's,
+    export's or prompt's) belongs to an archived project: one statement, none when the path names no
+    such id. Every router takes it but the annotation hot path's routes, whose statements leave archived
+    projects out themselves (app.queue, app.services.annotation), and the restore routes."""
+    ids = archive.archived_ids(request.path_params)
+    if ids and (message := archive.archived_target(session, ids)):
+        raise NotFound(message)
+
+
+LiveProject = Depends(live_project)
 
 
 @contextmanager

@@ -12,11 +12,11 @@ from app.models import Prompt, Role
 from app.services.drafting import draft_eval, eval_report, prompts
 from app.services.projects import jobs_view, projects
 from app.web.assets import attachment
-from app.web.deps import BigId, Db, Id, Principal, api_role
+from app.web.deps import BigId, Db, Id, LiveProject, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import FILE, DraftEvaluation, DraftKindOut, PromptIn, PromptOut, RunCounts, RunIn, RunOut, RunProgress
 
-router = ApiRouter(tags=["drafting"])
+router = ApiRouter(tags=["drafting"], dependencies=[LiveProject])
 admin = api_role(Role.admin)
 PARQUET = "application/vnd.apache.parquet"
 

@@ -14,13 +14,13 @@ from app.errors import DomainError, Invalid
 from app.models import Role
 from app.services.drafting import draft_eval, eval_report, prompts
 from app.services.projects import projects
-from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import Db, Id, LiveProject, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.draft_api import create_version, evaluation_parquet, stage_prompts
 from app.web.flash import flash, take_flash
 from app.web.schemas import PromptIn
 from app.web.templating import is_htmx, render, target_fragment
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 admin_only = page_role(Role.admin)
 PAGE = "drafting/page.html"
 VERSION_FIELDS = ("drafter", "template", "system", "max_tokens", "temperature", "seed", "note")

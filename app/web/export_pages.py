@@ -16,11 +16,11 @@ from app.services.exports import export, splits, targets
 from app.services.leaks import leaks
 from app.services.projects import jobs_view, projects
 from app.web.assets import attachment, presigned, streamed
-from app.web.deps import Db, Id, Posted, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import Db, Id, LiveProject, Posted, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 admin_only = page_role(Role.admin)
 
 

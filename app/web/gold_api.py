@@ -8,12 +8,12 @@ from pydantic import BaseModel, Field
 
 from app.models import Role
 from app.services.quality import accuracy, gold
-from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, api_role
+from app.web.deps import BigId, Db, INT4_MAX, Id, LiveProject, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import GoldAccuracy, GoldImported
 from app.web.uploads import spooled
 
-router = ApiRouter(tags=["api"])
+router = ApiRouter(tags=["api"], dependencies=[LiveProject])
 
 
 class MakeGoldIn(BaseModel):

@@ -8,11 +8,11 @@ from fastapi.responses import RedirectResponse
 from app.errors import DomainError
 from app.models import Role
 from app.services.quality import gold
-from app.web.deps import INT4_MAX, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import BigId, Db, INT4_MAX, Id, LiveProject, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash
 from app.web.uploads import spooled
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 admin_only = page_role(Role.admin)
 
 

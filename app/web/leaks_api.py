@@ -6,11 +6,11 @@ from __future__ import annotations
 from fastapi import Depends, Query, Request
 
 from app.models import Role
-from app.web.deps import Db, Id, Principal, api_role
+from app.web.deps import Db, Id, LiveProject, Principal, api_role
 from app.web.limits import ApiRouter
 from app.web.schemas import LeakJob, LeakReport, SplitVersionOut
 
-router = ApiRouter(tags=["api"])
+router = ApiRouter(tags=["api"], dependencies=[LiveProject])
 
 
 def _leak_job(session, project_id: int) -> LeakJob:

@@ -84,8 +84,8 @@ class ApiRouter(APIRouter):
     each of them: a path outside the router's prefix is refused at once instead of being tried
     against the API's routes one by one (app/tuning.py)."""
 
-    def __init__(self, *, tags: list[str]) -> None:
-        super().__init__(prefix="/api/v1", tags=tags, route_class=LimitedJsonRoute)
+    def __init__(self, *, tags: list[str], dependencies: list | None = None) -> None:
+        super().__init__(prefix="/api/v1", tags=tags, route_class=LimitedJsonRoute, dependencies=dependencies)
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         path, root = scope["path"], scope.get("root_path", "")

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, BackgroundTasks, Depends, File, Request, UploadFile
+from fastapi import APIRouter, BackgroundTasks, Depends, File, HTTPException, Request, UploadFile
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
@@ -21,21 +21,24 @@ from app.services.imports import items
 from app.services.projects import projects
 from app.services.quality import figures
 from app.settings import Settings
-from app.web.deps import BigId, Db, Id, Posted, Principal, csrf_protect, page_role, page_user, savepoint
+from app.web.deps import BigId, Db, Id, LiveProject, Posted, Principal, csrf_protect, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
 from app.web.uploads import run_upload_import
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 
 
-def _list_context(session: Session) -> dict:
-    return {"projects": projects.progress(session)}
+def _list_context(session: Session, archived: bool = False) -> dict:
+    return {"projects": projects.progress(session, archived=archived), "archived": archived}
 
 
 @router.get("/")
-def project_list(request: Request, session: Db, user: Principal = Depends(page_user)):
-    return render(request, "projects/list.html", _list_context(session))
+def project_list(request: Request, session: Db, archived: bool = False, user: Principal = Depends(page_user)):
+    """The projects with their progress; `archived=1` (admin) lists the deleted ones, to restore."""
+    if archived and not user.at_least(Role.admin):
+        raise HTTPException(403, "The archived projects are for admins.")
+    return render(request, "projects/list.html", {**_list_context(session, archived), "notice": take_flash(request)})
 
 
 # -- the new-project form ----------------------------------------------------------------------------
@@ -156,7 +159,9 @@ def _detail_context(session: Session, project_id: int, settings: Settings, **ext
 @router.get("/projects/{project_id}")
 def project_detail(request: Request, project_id: Id, session: Db, user: Principal = Depends(page_user)):
     notice = None if is_htmx(request) else take_flash(request)  # a poll must not eat the notice
-    return render(request, "projects/detail.html", _detail_context(session, project_id, request.app.state.settings, import_message=notice, import_ok=True))
+    deleting = None if is_htmx(request) else take_flash(request, "delete")
+    return render(request, "projects/detail.html", _detail_context(session, project_id, request.app.state.settings, import_message=notice,
+                                                                   import_ok=True, delete_error=deleting))
 
 
 @router.post("/projects/{project_id}/import")

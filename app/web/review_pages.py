@@ -17,12 +17,12 @@ from app.services.projects import projects
 from app.services.quality import accuracy, bias, gold
 from app.services.review import agreement, equivalence, review
 from app.web.annotate_pages import live_check_fragment, workflow_screen
-from app.web.deps import Answer, BigId, Db, Id, Principal, csrf_protect, page_role, savepoint
+from app.web.deps import Answer, BigId, Db, Id, LiveProject, Principal, csrf_protect, page_role, savepoint
 from app.web.flash import flash, take_flash
 from app.web.item_views import answer_view, history_page, item_view
 from app.web.templating import render, render_error
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 reviewer_only = page_role(Role.reviewer)
 
 

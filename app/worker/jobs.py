@@ -38,11 +38,12 @@ from app.lifecycle import ItemStatus
 from app.models import Export, Item, JobRequest, Stage, Suggestion
 from app.services.annotation import suggestion_failures
 from app.services.imports import imports
+from app.services.projects import archive
 from app.services.users import web_sessions
 from app.settings import Settings
 from app.worker import backends, webhook_job
 from app.worker.availability import leak_embedders, unavailable
-from app.worker.runtime import RETRY, JobFailed, env, progress_of, report
+from app.worker.runtime import RETRY, JobFailed, archived, env, progress_of, report
 from app.worker.suggest_batch import compute_suggestions
 from app.worker.upkeep import defer_each, prune_periodic_runs, retry_stalled, unqueued_requests
 
@@ -100,6 +101,8 @@ deliver_webhook = webhook_job.register(blueprint)  # one attempt at a webhook de
 @blueprint.task(name="suggest", queue="suggest", pass_context=True, retry=RETRY)
 def suggest(context: JobContext, stage_id: int, kind: str, item_ids: list[int]) -> int:
     label = f"{kind} · stage {stage_id} · {len(item_ids)} items"
+    if archived(stage_id=stage_id):
+        return 0
     with report(context.job.id, "suggest", label, len(item_ids)):
         return compute_suggestions(stage_id, kind, item_ids)
 
@@ -127,6 +130,8 @@ def draft(context: JobContext, prompt_id: int, item_ids: list[int]) -> int:
     from app.drafting import run as drafting
 
     label = f"prompt {prompt_id} · {len(item_ids)} items"
+    if archived(prompt_id=prompt_id):
+        return 0
     with report(context.job.id, "draft", label, len(item_ids)) as run:
         outcome = drafting.draft(prompt_id, item_ids)
         run.label = f"{label} · {outcome.drafted} drafted, {outcome.invalid} invalid, {outcome.skipped} skipped"
@@ -137,6 +142,8 @@ def draft(context: JobContext, prompt_id: int, item_ids: list[int]) -> int:
 def agreement(context: JobContext, stage_id: int, samples: int = 1000, seed: int = 0) -> int:
     """Compute a stage's agreement report and store it with its time (the dashboard reads it)."""
     taken("agreement", stage_id)
+    if archived(stage_id=stage_id):
+        return 0
     with report(context.job.id, "agreement", f"stage {stage_id}", 1):
         return compute_agreement(stage_id, samples=samples, seed=seed)
 
@@ -149,7 +156,7 @@ def export(context: JobContext, export_id: int) -> int:
     e = env()
     with transaction(e.sessions) as s:
         status = s.scalar(sa.select(Export.status).where(Export.id == export_id))
-    if status not in (None, "queued") and not context.job.attempts:
+    if archived(export_id=export_id) or status not in (None, "queued") and not context.job.attempts:
         # A second copy (the request's defer and reconcile's crossed): the first ran or runs it.
         # A stalled run put back in the queue comes with attempts > 0 and runs again.
         return 0
@@ -170,6 +177,8 @@ def leaks(context: JobContext, project_id: int, version: int | None = None) -> i
 
     e = env()
     taken("leaks", project_id)
+    if archived(project_id=project_id):
+        return 0
     with report(context.job.id, "leaks", f"project {project_id}", 0):
         progress = progress_of(context.job.id)
         progress("loading models", 0, 1)
@@ -189,6 +198,8 @@ def hash_images(context: JobContext, project_id: int) -> int:
 
     e = env()
     taken(imports.HASH_TASK, project_id)
+    if archived(project_id=project_id):
+        return 0
     with report(context.job.id, imports.HASH_TASK, f"project {project_id}", 0):
         return leaks_service.hash_missing(e.sessions, e.storage, project_id, progress_of(context.job.id))
 
@@ -311,7 +322,7 @@ def missing_batches(
 ) -> list[Batch]:
     """Batches of active items lacking a suggestion kind that their stage reads. An item whose
     producer failed on it is left out while its inputs are unchanged, unless `retry_failed`."""
-    q = sa.select(Stage)
+    q = sa.select(Stage).where(archive.live(Stage.project_id))  # an archived project's stages ask for nothing
     if project_id is not None:
         q = q.where(Stage.project_id == project_id)
     if stage_id is not None:

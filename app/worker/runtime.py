@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import get_engine, session_factory, transaction
 from app.models import JobRun
+from app.services.projects import archive
 from app.settings import Settings
 from app.storage import Storage, make_storage
 from app.worker.backends import ModelUnavailable
@@ -49,6 +50,13 @@ def env() -> Env:
     if _env is None:
         raise RuntimeError("the worker is not configured: call app.worker.runtime.configure(settings)")
     return _env
+
+
+def archived(**ids: int) -> bool:
+    """Whether the project of these ids (project_id, stage_id, export_id, prompt_id: see
+    app.services.projects.archive) is archived: a job queued before the delete then does nothing."""
+    with transaction(env().sessions) as s:
+        return archive.archived_target(s, ids) is not None
 
 
 @dataclass

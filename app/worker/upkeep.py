@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import transaction
 from app.models import JobRequest
+from app.services.projects import archive
 
 log = logging.getLogger(__name__)
 
@@ -20,11 +21,12 @@ log = logging.getLogger(__name__)
 def unqueued_requests(session: Session) -> tuple[list[int], list[tuple[str, int]]]:
     """What was asked for but has no job: exports still "queued" with no copy waiting or running
     (their defer failed), and recorded leak and agreement requests (a waiting copy refuses a second
-    by its queueing lock)."""
+    by its queueing lock); none of an archived project."""
     exports = session.scalars(sa.text(
         """
         SELECT e.id FROM exports e
          WHERE e.status = 'queued'
+           AND NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = e.project_id AND p.archived_at IS NOT NULL)
            AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j
                             WHERE j.task_name = 'vlcurate:export' AND j.status IN ('todo', 'doing')
                               AND j.args->>'export_id' = e.id::text)
@@ -32,7 +34,10 @@ def unqueued_requests(session: Session) -> tuple[list[int], list[tuple[str, int]
         """
     )).all()
     requests = session.execute(sa.select(JobRequest.task, JobRequest.key).order_by(JobRequest.requested_at)).all()
-    return list(exports), [(r.task, r.key) for r in requests]
+    # An archived project's requests wait, untouched, for its restore.
+    live = [(r.task, r.key) for r in requests
+            if not archive.archived_target(session, {"stage_id" if r.task == "agreement" else "project_id": r.key})]
+    return list(exports), live
 
 
 async def defer_each(pending: list[tuple[Any, dict[str, Any]]]) -> int:

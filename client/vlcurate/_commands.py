@@ -36,9 +36,9 @@ def _json(value: Any) -> None:
 
 
 def project_list(client: Client, args: argparse.Namespace) -> None:
-    rows = client.projects()
+    rows = client.projects(archived=getattr(args, "archived", False))
     if args.as_json:
-        _json([p.model_dump() for p in rows])
+        _json([p.model_dump(mode="json") for p in rows])
         return
     if not rows:
         print("No projects yet.")
@@ -54,7 +54,12 @@ def project_update(client: Client, args: argparse.Namespace) -> None:
 
 def project_delete(client: Client, args: argparse.Namespace) -> None:
     client.delete_project(_ref(args.project), confirm=args.confirm)
-    print(f"Deleted project {args.project!r}.")
+    print(f"Deleted project {args.project!r} (archived: its annotations are kept; `project restore` brings it back).")
+
+
+def project_restore(client: Client, args: argparse.Namespace) -> None:
+    done = client.restore_project(_ref(args.project))
+    print(f"Restored project {done.id}, {done.name!r}.")
 
 
 def _lines(file: Path) -> Iterator[str]:

@@ -54,8 +54,8 @@ class Operations:
 
     # -- projects --------------------------------------------------------------------------------
 
-    def _projects(self) -> Op[list[ProjectOut]]:
-        reply = yield Call("GET", "/projects")
+    def _projects(self, archived: bool = False) -> Op[list[ProjectOut]]:
+        reply = yield Call("GET", "/projects", params={"archived": "true"} if archived else None)
         return [ProjectOut.model_validate(p) for p in reply.json()]
 
     def _project_id(self, project: ProjectRef) -> Op[int]:

@@ -14,7 +14,7 @@ from vlcurate import records as rec
 from vlcurate._ops import Operations, ProjectRef
 from vlcurate._protocol import Call, Op
 from vlcurate.errors import Invalid, NotFound
-from vlcurate.models import ProjectSettings, ProjectUpdate, RecordsHidden, TokenOut, UserCreated, UserOut, WorkLog
+from vlcurate.models import ProjectOut, ProjectSettings, ProjectUpdate, RecordsHidden, TokenOut, UserCreated, UserOut, WorkLog
 from vlcurate.models_manage import MAX_IDS
 
 
@@ -58,6 +58,16 @@ class AdminOps(Operations):
     def _delete_project(self, project: ProjectRef, confirm: str) -> Op[None]:
         pid = yield from self._project_id(project)
         yield Call("DELETE", f"/projects/{pid}", params={"confirm": confirm})
+
+    def _restore_project(self, project: ProjectRef) -> Op[ProjectOut]:
+        if isinstance(project, str):  # an archived project's name: only the archived list knows it
+            found = [p.id for p in (yield from self._projects(archived=True)) if p.name == project]
+            if not found:
+                raise NotFound(f"No archived project named {project!r}.", status=404)
+            project = found[0]
+        pid = project.id if isinstance(project, ProjectOut) else project
+        reply = yield Call("POST", f"/projects/{pid}/restore", idempotent=False)
+        return ProjectOut.model_validate(reply.json())
 
     def _hide_records(self, project: ProjectRef, ids: Iterable[str], reason: str = "") -> Op[RecordsHidden]:
         pid = yield from self._project_id(project)

@@ -103,9 +103,10 @@ class AsyncClient(AsyncDriver):
 
     # -- projects ------------------------------------------------------------------------------------
 
-    async def projects(self) -> list[ProjectOut]:
-        """Every project with its stages and progress counts."""
-        return await self._run(self._projects())
+    async def projects(self, *, archived: bool = False) -> list[ProjectOut]:
+        """Every live project with its stages and progress counts; with `archived=True` (admin), the
+        deleted (archived) ones instead, which `restore_project` brings back."""
+        return await self._run(self._projects(archived))
 
     async def project(self, project: ProjectRef) -> ProjectOut:
         """A project, by id or name, with its stages and progress counts."""
@@ -122,9 +123,14 @@ class AsyncClient(AsyncDriver):
         return await self._run(self._update_project(project, {"name": name, "description": description, "stages": stages or []}))
 
     async def delete_project(self, project: ProjectRef, *, confirm: str) -> None:
-        """Delete the project with its items, annotations and exports, for good (a hard delete, nothing
-        is kept but an audit event): `confirm` must be its name (admin). To keep annotations, hide records."""
+        """Delete the project: it is archived, gone from every list, queue and route (NotFound from then
+        on), its items, annotations and exports kept in the database; `confirm` must be its name (admin).
+        `restore_project` brings it back."""
         return await self._run(self._delete_project(project, confirm))
+
+    async def restore_project(self, project: ProjectRef) -> ProjectOut:
+        """Bring a deleted (archived) project back, by id or name, with everything it held (admin)."""
+        return await self._run(self._restore_project(project))
 
     async def settings(self, project: ProjectRef) -> ProjectSettings:
         """The project's dataset, image fields, export formats and stage settings."""

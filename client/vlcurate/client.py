@@ -102,9 +102,10 @@ class Client(SyncDriver):
 
     # -- projects ------------------------------------------------------------------------------------
 
-    def projects(self) -> list[ProjectOut]:
-        """Every project with its stages and progress counts."""
-        return self._run(self._projects())
+    def projects(self, *, archived: bool = False) -> list[ProjectOut]:
+        """Every live project with its stages and progress counts; with `archived=True` (admin), the
+        deleted (archived) ones instead, which `restore_project` brings back."""
+        return self._run(self._projects(archived))
 
     def project(self, project: ProjectRef) -> ProjectOut:
         """A project, by id or name, with its stages and progress counts."""
@@ -121,9 +122,14 @@ class Client(SyncDriver):
         return self._run(self._update_project(project, {"name": name, "description": description, "stages": stages or []}))
 
     def delete_project(self, project: ProjectRef, *, confirm: str) -> None:
-        """Delete the project with its items, annotations and exports, for good (a hard delete, nothing
-        is kept but an audit event): `confirm` must be its name (admin). To keep annotations, hide records."""
+        """Delete the project: it is archived, gone from every list, queue and route (NotFound from then
+        on), its items, annotations and exports kept in the database; `confirm` must be its name (admin).
+        `restore_project` brings it back."""
         return self._run(self._delete_project(project, confirm))
+
+    def restore_project(self, project: ProjectRef) -> ProjectOut:
+        """Bring a deleted (archived) project back, by id or name, with everything it held (admin)."""
+        return self._run(self._restore_project(project))
 
     def settings(self, project: ProjectRef) -> ProjectSettings:
         """The project's dataset, image fields, export formats and stage settings."""

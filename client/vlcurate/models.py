@@ -4,6 +4,7 @@ client installs without the server's dependencies."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,6 +42,7 @@ class ProjectOut(BaseModel):
     done: int
     discarded: int
     stages: list[StageOut]
+    archived_at: datetime | None = Field(default=None, description="When the project was deleted (archived); None while it is live")
 
 
 class ImportOut(BaseModel):

@@ -101,10 +101,33 @@ def test_project_update_and_delete(live_server, setup):
         with pytest.raises(Invalid) as unconfirmed:
             admin.delete_project(pid, confirm="manage")
         assert "'manage-renamed'" in unconfirmed.value.message
-        admin.delete_project(pid, confirm="manage-renamed")
-        with pytest.raises(NotFound):
-            admin.project(pid)
-        assert [p.id for p in admin.projects()] == [other]
+        admin.push_records(pid, wikido_dataset(3), progress=False)
+        with Client(live_server, tokens["annotator"]) as ann:
+            claimed = ann.claim(stage)
+            ann.submit(claimed.assignment_id, {"verdict": "correct"})
+            kept = admin.annotations(pid).num_rows
+            admin.delete_project(pid, confirm="manage-renamed")
+            with pytest.raises(NotFound):
+                admin.project(pid)
+            with pytest.raises(NotFound):
+                ann.claim(stage)  # the queue is closed with it
+            with pytest.raises(NotFound):
+                list(admin.items(pid))
+            assert [p.id for p in admin.projects()] == [other]
+            assert [p.name for p in admin.projects(archived=True)] == ["manage-renamed"]
+            assert admin.projects(archived=True)[0].archived_at is not None
+            with Client(live_server, tokens["reviewer"]) as reviewer, pytest.raises(Forbidden):
+                reviewer.projects(archived=True)
+            with pytest.raises(Conflict, match="archived"):
+                admin.create_project("manage-renamed", [{"workflow": "wikido.verify"}])
+            with pytest.raises(NotFound):
+                admin.restore_project("no-such-project")
+            back = admin.restore_project("manage-renamed")  # by name, found among the archived
+            assert back.id == pid and back.archived_at is None and back.items == 3
+            assert admin.annotations(pid).num_rows == kept == 1  # every annotation is still there
+            assert ann.claim(stage) is not None
+            with pytest.raises(Conflict):
+                admin.restore_project(pid)  # not archived any more
 
 
 @pytest.mark.committed

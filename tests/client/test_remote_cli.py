@@ -85,6 +85,11 @@ def test_remote_commands(live_server, committed, tmp_path, capsys, monkeypatch):
 
     status, out, err = run(capsys, "--token", annotator, "project", "delete", "remote", "--confirm", "remote")
     assert (status, out) == (1, "") and err.startswith("Error: ")
+    assert run(capsys, "project", "delete", "remote", "--confirm", "remote")[1].startswith("Deleted project 'remote' (archived")
+    status, out, _ = run(capsys, "project", "list", "--archived", "--json")
+    assert status == 0 and [(p["id"], p["items"]) for p in json.loads(out)] == [(pid, 3)] and json.loads(out)[0]["archived_at"]
+    assert run(capsys, "project", "list")[1] == "No projects yet.\n"
+    assert run(capsys, "project", "restore", "remote")[1] == f"Restored project {pid}, 'remote'.\n"
     assert run(capsys, "--server", "localhost:1", "project", "list") == (
         1, "", "Error: The server's URL 'localhost:1' needs its scheme and host, as in http://localhost:8000 or https://localhost:1\n")
 

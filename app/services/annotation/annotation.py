@@ -337,7 +337,7 @@ _SCREEN = sa.text(
            CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = s.id) END AS truth,
            {queue.PLAN_ONCE}
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
-    JOIN projects p ON p.id = s.project_id
+    JOIN projects p ON p.id = s.project_id AND p.archived_at IS NULL
     WHERE a.id = :assignment
     """
 )

@@ -12,7 +12,8 @@ from app import queue
 from app.bias import arms
 from app.errors import Conflict, NotFound
 from app.lifecycle import AssignmentStatus
-from app.models import Assignment
+from app.models import Assignment, Item
+from app.services.projects import archive
 
 # A draft's active time is capped as a submit's: at the time since the lease began and the lease's length;
 # a save never lowers it (a late keepalive save of an older tab), and one without it keeps it.
@@ -30,7 +31,8 @@ def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict
     """Keep the work in progress. `active_seconds`: the screen's active time on the item so far (its
     drafts' earlier time included); the draft keeps the most it was told, capped as a submit's is, so
     that a reloaded or closed tab loses none of it (the submit takes it)."""
-    assignment = session.get(Assignment, assignment_id)
+    assignment = session.scalar(sa.select(Assignment).join(Item, Item.id == Assignment.item_id)
+                                .where(Assignment.id == assignment_id, archive.live(Item.project_id)))
     if assignment is None or assignment.annotator_id != user_id:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     if assignment.status != AssignmentStatus.active:

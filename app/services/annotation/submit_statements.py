@@ -24,7 +24,7 @@ _A = AssignmentStatus
 
 # A submit in three round trips: lock the assignment and its item (the stage comes along), read what
 # the decision needs in one statement taken after the lock (so it sees every submit committed before
-# it), then write everything in one statement of data-modifying CTEs. Validation, suggestion outcomes
+# it; an archived project's assignment is not found), then write everything in one statement of data-modifying CTEs. Validation, suggestion outcomes
 # and the decision (app.decision) run in Python between them; no ORM object is loaded on the way,
 # except for a gold item's answer (rare; app.services.quality.gold scores it).
 # Reads of an item's finals are fenced (OFFSET 0) to the item's own rows: with statistics gone stale
@@ -36,6 +36,7 @@ LOCK_FOR_SUBMIT = sa.text(
            s.id AS stage_id, s.project_id, s.position, s.workflow, s.config, s.overlap, s.sample_size, s.lease_seconds,
            extract(epoch FROM clock_timestamp() - (a.lease_until - make_interval(secs => s.lease_seconds)))::float8 AS held_seconds
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
+    JOIN projects p ON p.id = s.project_id AND p.archived_at IS NULL
     WHERE a.id = :assignment
     FOR UPDATE OF a, i
     """

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.datasets.suggest import Failed
 from app.models import Item, Project, Stage, SuggestionFailure
+from app.services.projects import archive
 
 INPUTS = sa.func.md5(sa.cast(Item.data, sa.Text) + sa.cast(Item.assets, sa.Text))
 
@@ -71,14 +72,16 @@ class FailureRow:
 
 def recent(session: Session, limit: int = 20) -> tuple[int, list[FailureRow]]:
     """How many items failed in all, and the newest `limit` with their reasons (the jobs page)."""
-    total = session.scalar(sa.select(sa.func.count()).select_from(SuggestionFailure)) or 0
+    live = archive.live(Stage.project_id)  # an archived project's failures are left out with it
+    total = session.scalar(sa.select(sa.func.count()).select_from(SuggestionFailure).join(Stage, Stage.id == SuggestionFailure.stage_id)
+                           .where(live)) or 0
     if not total:
         return 0, []
     rows = session.execute(
         sa.select(Project.id, Project.name + " › " + Stage.name, SuggestionFailure.kind, Item.id, Item.external_id,
                   SuggestionFailure.model, SuggestionFailure.model_version, SuggestionFailure.reason, SuggestionFailure.created_at)
         .join(Stage, Stage.id == SuggestionFailure.stage_id).join(Project, Project.id == Stage.project_id)
-        .join(Item, Item.id == SuggestionFailure.item_id)
+        .join(Item, Item.id == SuggestionFailure.item_id).where(live)
         .order_by(SuggestionFailure.created_at.desc(), SuggestionFailure.id.desc()).limit(limit)
     ).all()
     return total, [FailureRow(*r) for r in rows]

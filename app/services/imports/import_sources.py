@@ -52,6 +52,8 @@ class ImageSource:
                 raise ImageRejected(f"'{ref}' is not in the images zip") from None
             if info.file_size > limit:
                 raise ImageRejected(f"image is {size_text(info.file_size)}; the limit is {size_text(limit)}")
+            if (found := _plain_member(self.zip, info)) is not None:
+                return found
             try:
                 with self.zip.open(info) as fh:
                     return fh.read(limit + 1)
@@ -96,6 +98,23 @@ class ImageSource:
     def close(self) -> None:
         if self.zip is not None:
             self.zip.close()
+
+
+def _plain_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | None:
+    """A stored (uncompressed, as the client packs images) member's bytes read straight from the
+    archive, its CRC checked: a tenth of what `ZipFile.open` costs. None for any other member, or
+    when anything differs from what the directory says: `ZipFile.open` then reads it, or says why not."""
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1 or info.compress_size != info.file_size or zf.fp is None:
+        return None
+    fp = zf.fp
+    fp.seek(info.header_offset)
+    header = fp.read(30)
+    if len(header) != 30 or header[:4] != b"PK\x03\x04":
+        return None
+    name_length, extra_length = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
+    fp.seek(info.header_offset + 30 + name_length + extra_length)
+    data = fp.read(info.compress_size)
+    return data if len(data) == info.file_size and zlib.crc32(data) == info.CRC else None
 
 
 def url_file_name(url: str) -> str:

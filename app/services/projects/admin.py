@@ -1,6 +1,6 @@
 """Changing a project once it runs (admin): its name, description and stages' settings (their
-configuration too, checked as at creation); deleting it
-(its name typed again); hiding records by external id (discarded, with the reason in their history:
+configuration too, checked as at creation); deleting it archives it (app.services.projects.archive);
+hiding records by external id (discarded, with the reason in their history:
 nothing annotated is erased)."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from app.datasets import get_workflow
 from app.errors import Conflict, Invalid
 from app.lifecycle import ItemStatus
 from app.models import AuditEvent, Item, Project, Stage
+from app.services.projects import archive
 from app.services.projects.projects import get_project, stages_of
 from app.services.users.audit import record
 from vlcurate.models_manage import ProjectUpdate
@@ -34,8 +35,7 @@ def update_project(session: Session, project_id: int, changes: ProjectUpdate, *,
     before, after = {}, {}
     if changes.name is not None and changes.name.strip() != project.name:
         name = changes.name.strip()
-        if session.scalar(sa.select(Project.id).where(Project.name == name, Project.id != project_id)):
-            raise Conflict(f"A project named '{name}' already exists.", field="name")
+        archive.name_taken(session, name, other_than=project_id)
         before["name"], after["name"], project.name = project.name, name, name
     if changes.description is not None and changes.description != project.description:
         before["description"], after["description"], project.description = project.description, changes.description, changes.description

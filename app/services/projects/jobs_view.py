@@ -112,18 +112,20 @@ def _names(session: Session, args: list[dict[str, Any]]) -> _Names:
     stages, exports, projects = {}, {}, {}
     if stage_ids:
         rows = session.execute(
-            sa.text("SELECT s.id, p.id, p.name, s.name FROM stages s JOIN projects p ON p.id = s.project_id WHERE s.id = ANY(:ids)"),
+            sa.text("SELECT s.id, p.id, p.name, s.name FROM stages s JOIN projects p ON p.id = s.project_id AND p.archived_at IS NULL"
+                    " WHERE s.id = ANY(:ids)"),
             {"ids": list(stage_ids)},
         )
         stages = {r[0]: (r[1], r[2], r[3]) for r in rows}
     if export_ids:
         rows = session.execute(
-            sa.text("SELECT e.id, p.id, p.name, e.format FROM exports e JOIN projects p ON p.id = e.project_id WHERE e.id = ANY(:ids)"),
+            sa.text("SELECT e.id, p.id, p.name, e.format FROM exports e JOIN projects p ON p.id = e.project_id AND p.archived_at IS NULL"
+                    " WHERE e.id = ANY(:ids)"),
             {"ids": list(export_ids)},
         )
         exports = {r[0]: (r[1], r[2], r[3]) for r in rows}
     if project_ids:
-        rows = session.execute(sa.text("SELECT id, name FROM projects WHERE id = ANY(:ids)"), {"ids": list(project_ids)})
+        rows = session.execute(sa.text("SELECT id, name FROM projects WHERE id = ANY(:ids) AND archived_at IS NULL"), {"ids": list(project_ids)})
         projects = {r[0]: r[1] for r in rows}
     return _Names(stages, exports, prompts, projects)
 

@@ -14,9 +14,10 @@ import sqlalchemy as sa
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.orm import Session
 
-from app.errors import Conflict, Invalid, NotFound, format_validation_error
+from app.errors import Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
 from app.models import Annotation, GoldItem, ItemCount, ItemResult, Project, Stage, StageCount
+from app.services.projects import archive
 from app.services.users.audit import record
 
 
@@ -94,8 +95,7 @@ def create_project(
     if len(name) > 200:  # the column's width
         raise Invalid("A project's name has at most 200 characters.", field="name")
     _check_stages(stages)
-    if session.scalar(sa.select(Project.id).where(Project.name == name)):
-        raise Conflict(f"A project named '{name}' already exists.", field="name")
+    archive.name_taken(session, name)
     project = Project(name=name, description=description, created_by=actor_id)
     session.add(project)
     session.flush()
@@ -151,8 +151,9 @@ def _check_stages(stages: list[StageSpec]) -> None:
 
 
 def get_project(session: Session, project_id: int) -> Project:
+    """A live project (an archived one is not found, as everywhere but its restore)."""
     project = session.get(Project, project_id)
-    if project is None:
+    if project is None or project.archived_at is not None:
         raise NotFound(f"No project with id {project_id}.")
     return project
 
@@ -161,7 +162,7 @@ def find_project(session: Session, ref: str) -> Project:
     """A project by id or by name (the CLI accepts either)."""
     if ref.isdigit():
         return get_project(session, int(ref))
-    project = session.scalar(sa.select(Project).where(Project.name == ref))
+    project = session.scalar(sa.select(Project).where(Project.name == ref, Project.archived_at.is_(None)))
     if project is None:
         raise NotFound(f"No project named '{ref}'.")
     return project
@@ -229,6 +230,7 @@ class ProjectProgress:
     done: int = 0
     discarded: int = 0
     stages: list[StageProgress] = field(default_factory=list)
+    archived_at: Any = None  # when it was deleted (archived), for the admin's archived list
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -239,15 +241,17 @@ class ProjectProgress:
             "done": self.done,
             "discarded": self.discarded,
             "stages": [s.as_dict() for s in self.stages],
+            "archived_at": self.archived_at,
         }
 
 
-def progress(session: Session, project_ids: list[int] | None = None) -> list[ProjectProgress]:
-    """Progress of the given projects (all when None) in four grouped queries."""
-    pq = sa.select(Project).order_by(Project.id)
+def progress(session: Session, project_ids: list[int] | None = None, *, archived: bool = False) -> list[ProjectProgress]:
+    """Progress of the given live projects (all when None) in four grouped queries; with `archived`,
+    of the archived ones instead (the admin's list of what can be restored)."""
+    pq = sa.select(Project).where(Project.archived_at.is_not(None) if archived else Project.archived_at.is_(None)).order_by(Project.id)
     if project_ids is not None:
         pq = pq.where(Project.id.in_(project_ids))
-    projects = {p.id: ProjectProgress(p.id, p.name, p.description) for p in session.scalars(pq)}
+    projects = {p.id: ProjectProgress(p.id, p.name, p.description, archived_at=p.archived_at) for p in session.scalars(pq)}
     if not projects:
         return []
     ids = list(projects)

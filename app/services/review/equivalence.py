@@ -83,7 +83,8 @@ def judging_stage(session: Session, stage: Stage) -> Stage | None:
     return session.scalar(
         sa.select(Stage)
         .join(Project, Project.id == Stage.project_id)
-        .where(Stage.workflow == declared(stage).judge, Stage.config["judges_stage"].as_integer() == stage.id)
+        .where(Stage.workflow == declared(stage).judge, Stage.config["judges_stage"].as_integer() == stage.id,
+               Project.archived_at.is_(None))
         .limit(1)
     )
 
