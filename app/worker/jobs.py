@@ -1,20 +1,21 @@
 """Background jobs on procrastinate (PostgreSQL only): suggestion batches and the periodic reconcile job.
 
 `hash_images(project_id)` takes the perceptual hashes an import left to it (`app.services.imports`).
-`suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and
-stores it (an upsert keyed by item, stage, kind, model and version, so a rerun never stores
-twice). `draft(prompt_id, item_ids)` runs a prompt version over a batch on the "draft" queue
-(`app.drafting.run`), so a GPU box can take only drafting (`vlcurate worker --queues draft`). `deliver_webhook(delivery_id)`
-(`webhook_job`) posts one webhook event, on the "webhook" queue. `reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats
-(a killed worker), enqueues batches for items that lack a suggestion a stage reads (but not those
-whose producer failed on them, until their record or images change: `suggestion_failures`), queues again
-the exports, leak reports and agreement reports that were asked for but have no job (their defer
-failed), and drops its own succeeded runs older than a day. A defer cannot share the caller's
-transaction; reconcile is what makes the queue catch up regardless.
-Jobs report their progress and errors in `job_runs`, which the jobs page shows; a long job (the
-leak report) also names the step it is on (`progress_of`), which the export page shows as it runs.
-Beside this module: `runtime` (sessions, storage, run records), `availability` (what this worker can
-run), `suggest_batch` (one batch of suggestions) and `upkeep` (what reconcile repairs).
+`suggest(stage_id, kind, item_ids)` computes one kind of suggestion for a batch of items and stores it
+(an upsert keyed by item, stage, kind, model and version: a rerun never stores twice).
+`draft(prompt_id, item_ids)` runs a prompt version over a batch on the "draft" queue
+(`app.drafting.run`), so a GPU box can take only drafting (`vlcurate worker --queues draft`).
+`deliver_webhook(delivery_id)` (`webhook_job`) posts one webhook event, on the "webhook" queue.
+`reconcile` runs every minute: it re-runs jobs whose worker stopped sending heartbeats, enqueues
+batches for items that lack a suggestion a stage reads (not those whose producer failed on them until
+their record or images change: `suggestion_failures`), queues again the exports, leak and agreement
+reports asked for but with no job (their defer failed), and drops its succeeded runs older than a
+day: a defer cannot share the caller's transaction, so reconcile makes the queue catch up. A job of
+an archived project does nothing.
+Jobs report their progress and errors in `job_runs` (the jobs page); a long job (the leak report) also
+names its step (`progress_of`), which the export page shows. Beside this module: `runtime` (sessions,
+storage, run records), `availability` (what this worker can run), `suggest_batch` (one batch of
+suggestions) and `upkeep` (what reconcile repairs).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from app.services.users import web_sessions
 from app.settings import Settings
 from app.worker import backends, webhook_job
 from app.worker.availability import leak_embedders, unavailable
-from app.worker.runtime import RETRY, JobFailed, archived, env, progress_of, report
+from app.worker.runtime import RETRY, JobFailed, archived, env, progress_of, report, why
 from app.worker.suggest_batch import compute_suggestions
 from app.worker.upkeep import defer_each, prune_periodic_runs, retry_stalled, unqueued_requests
 
@@ -236,12 +237,6 @@ def _defer(settings: Settings, job, kwargs: dict[str, int], what: str) -> int | 
     except Exception as exc:
         log.warning("%s not queued now (%s); the reconcile job queues it", what, why(exc))
         return None
-
-
-def why(exc: BaseException) -> str:
-    """One line naming what failed (procrastinate wraps the pool's error as "Database error.")."""
-    cause = exc.__cause__ or exc
-    return f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0]}"
 
 
 def export_job(export_id: int):

@@ -113,3 +113,9 @@ def progress_of(job_id: int) -> Callable[[str, int, int], None]:
             s.execute(sa.update(JobRun).where(JobRun.job_id == job_id).values(step=step, done=done, total=total))
 
     return update
+
+
+def why(exc: BaseException) -> str:
+    """One line naming what failed (procrastinate wraps the pool's error as "Database error.")."""
+    cause = exc.__cause__ or exc
+    return f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0]}"

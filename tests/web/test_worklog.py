@@ -200,7 +200,7 @@ def test_api_drafts_and_submits_send_active_time_validated_and_capped(client, ap
     assert client.post(f"{url}/submit", json=sent, headers=api["ann"]).status_code == 200
     with transaction(app.state.sessions) as s:
         row = s.scalars(sa.select(Annotation)).one()
-    assert row.active_seconds == min(kept, row.wall_seconds) and row.active_seconds >= min(0.5, row.wall_seconds)
+    assert row.active_seconds == min(kept, row.wall_seconds) > 0  # the draft's time, not the submit's smaller one
 
 
 def test_a_revision_counts_the_time_its_screen_was_open(app):
