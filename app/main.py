@@ -41,6 +41,7 @@ from app.web import (
     draft_api,
     draft_pages,
     export_pages,
+    gate_pages,
     gold_api,
     gold_pages,
     leaks_api,
@@ -158,7 +159,7 @@ def _mount_routes(app: FastAPI) -> None:
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    for module in (auth_pages, project_pages, review_pages, gold_pages, admin_pages, export_pages, draft_pages, assets, api_docs):
+    for module in (auth_pages, project_pages, review_pages, gold_pages, gate_pages, admin_pages, export_pages, draft_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     app.include_router(audit_pages.pages, include_in_schema=False)

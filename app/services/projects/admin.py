@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.datasets import get_workflow
 from app.errors import Conflict, Invalid
 from app.lifecycle import ItemStatus
-from app.models import AuditEvent, Item, Project
+from app.models import AuditEvent, Item, Project, Stage
 from app.services.projects.projects import get_project, stages_of
 from app.services.users.audit import record
 from vlcurate.models_manage import ProjectUpdate
@@ -35,10 +36,10 @@ def update_project(session: Session, project_id: int, changes: ProjectUpdate, *,
         before["name"], after["name"], project.name = project.name, name, name
     if changes.description is not None and changes.description != project.description:
         before["description"], after["description"], project.description = project.description, changes.description, changes.description
-    for change in changes.stages:
+    for n, change in enumerate(changes.stages):
         stage = stages[change.id]
-        for field in ("name", "lease_seconds", "guidelines"):
-            value = getattr(change, field)
+        config = None if change.config is None else _changed_config(stage, change.config, n)
+        for field, value in (("name", change.name), ("lease_seconds", change.lease_seconds), ("guidelines", change.guidelines), ("config", config)):
             if value is not None and value != getattr(stage, field):
                 before[f"stage {stage.id} {field}"], after[f"stage {stage.id} {field}"] = getattr(stage, field), value
                 setattr(stage, field, value)
@@ -46,6 +47,17 @@ def update_project(session: Session, project_id: int, changes: ProjectUpdate, *,
         session.flush()
         record(session, "project.update", actor_id=actor_id, target=f"project:{project_id}", before=before, after=after)
     return project
+
+
+def _changed_config(stage: Stage, changes: dict, n: int) -> dict:
+    """The stage's configuration with `changes` applied (a null value drops the key: its default), checked
+    as at creation; Invalid naming `stages.<n>.config` and each bad key."""
+    config = {k: v for k, v in {**(stage.config or {}), **changes}.items() if v is not None}
+    try:
+        return get_workflow(stage.workflow).config_schema.check_stage(config, stage.workflow)
+    except Invalid as exc:
+        raise Invalid(f"stages[{n}].config: {exc.message}", [f"stages.{n}.config: {e}" for e in exc.errors],
+                      field=f"stages.{n}.config") from None
 
 
 def delete_project(session: Session, project_id: int, confirm: str, *, actor_id: int | None = None) -> None:

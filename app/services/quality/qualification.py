@@ -121,11 +121,19 @@ def pause_annotator(session: Session, stage: Stage, annotator_id: int, accuracy:
     session.flush()
 
 
+def can_manage(session: Session, stage: Stage, actor: User) -> bool:
+    """Whether `actor` may lift pauses and reset quizzes in the stage: an admin or the workspace's manager."""
+    return manages(session, actor, session.scalar(sa.select(Project.workspace_id).where(Project.id == stage.project_id)))
+
+
+def username(session: Session, user_id: int) -> str:
+    return session.scalar(sa.select(User.username).where(User.id == user_id)) or f"user {user_id}"
+
+
 def _managed_stage(session: Session, stage_id: int, actor: User, annotator_id: int) -> Stage:
     """The stage, when `actor` manages its project's workspace (else Forbidden) and the annotator exists."""
     stage = get_stage(session, stage_id)
-    workspace_id = session.scalar(sa.select(Project.workspace_id).where(Project.id == stage.project_id))
-    if not manages(session, actor, workspace_id):
+    if not can_manage(session, stage, actor):
         raise Forbidden("Only an admin or a manager of the project's workspace can do this.")
     if session.get(User, annotator_id) is None:
         raise NotFound(f"No user with id {annotator_id}.")
