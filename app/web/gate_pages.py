@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 
-from app.errors import DomainError, NotFound
+from app.errors import Conflict, DomainError, Forbidden
 from app.models import Role
 from app.services.projects import admin as project_admin
 from app.services.projects import projects
@@ -16,20 +16,25 @@ from app.web.flash import flash
 from vlcurate.models_manage import ProjectUpdate, StageUpdate
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
-ACTIONS = {"lift-pause": (qualification.lift_pause, "Pause lifted: {name} gets items in this stage again."),
-           "reset-quiz": (qualification.reset_quiz, "Quiz reset: {name} has every try of the stage's quiz again.")}
 
 
-@router.post("/stages/{stage_id}/annotators/{annotator_id}/{action}")
-def annotator_action(request: Request, stage_id: Id, annotator_id: Id, action: str, session: Db, user: Principal = Depends(page_user)):
-    """Lift the annotator's pause or reset their quiz tries; back to the stage's gold section."""
-    if action not in ACTIONS:
-        raise NotFound(f"No action {action!r}: lift-pause or reset-quiz.")
-    do, done = ACTIONS[action]
+@router.post("/stages/{stage_id}/annotators/{annotator_id}/lift-pause")
+def lift_pause(request: Request, stage_id: Id, annotator_id: Id, session: Db, user: Principal = Depends(page_user)):
+    """Lift the annotator's auto-pause; back to the stage's gold section."""
+    return _act(request, session, stage_id, annotator_id, user, qualification.lift_pause, "Pause lifted: {name} gets items in this stage again.")
+
+
+@router.post("/stages/{stage_id}/annotators/{annotator_id}/reset-quiz")
+def reset_quiz(request: Request, stage_id: Id, annotator_id: Id, session: Db, user: Principal = Depends(page_user)):
+    """Give the annotator every try of the stage's quiz again; back to the stage's gold section."""
+    return _act(request, session, stage_id, annotator_id, user, qualification.reset_quiz, "Quiz reset: {name} has every try of the stage's quiz again.")
+
+
+def _act(request: Request, session, stage_id: int, annotator_id: int, user: Principal, do, done: str):
     try:
         with savepoint(session):
             do(session, stage_id, annotator_id, user)
-    except DomainError as exc:
+    except (Conflict, Forbidden) as exc:
         flash(request, {"error": exc.message}, slot="gold")
     else:
         flash(request, {"notice": done.format(name=qualification.username(session, annotator_id))}, slot="gold")
