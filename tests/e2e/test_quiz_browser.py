@@ -25,6 +25,7 @@ def test_failing_the_quiz_says_why_in_the_normal_screen(page, committed, setting
     for n in range(2):  # the quiz's two items, each in the ordinary screen, answered "b" (wrong) by keyboard
         page.wait_for_url("**/assignments/*")
         page.wait_for_selector("#annotation-form")
+        assert f"Qualification quiz: item {n + 1} of 2, try 1 of 1. A score of 2 or more" in page.locator("#quiz-note").inner_text()
         url = page.url
         page.keyboard.press("2")
         page.keyboard.press("Enter")

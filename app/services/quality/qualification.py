@@ -170,6 +170,20 @@ def reset_quiz(session: Session, stage_id: int, annotator_id: int, actor: User) 
     session.flush()
 
 
+def quiz_banner(session: Session, config: dict[str, Any], stage_id: int, annotator_id: int) -> dict[str, Any] | None:
+    """What the screen says to an annotator taking the stage's quiz (which answer of which try, the score
+    needed); None when the stage has no quiz (nothing is read) or they passed it."""
+    items, needed, tries = gate.quiz_settings(config)
+    if items == 0:
+        return None
+    row = session.execute(sa.select(AnnotatorGate.passed_at, AnnotatorGate.tries_failed, AnnotatorGate.try_answers).where(
+        AnnotatorGate.stage_id == stage_id, AnnotatorGate.annotator_id == annotator_id)).first()
+    if row is not None and row.passed_at is not None:
+        return None
+    failed, given = (row.tries_failed, row.try_answers) if row is not None else (0, 0)
+    return {"answer": min(given + 1, items), "items": items, "needed": needed, "try": min(failed + 1, tries), "tries": tries}
+
+
 @dataclass
 class Standing:
     """An annotator's quiz and pause in a stage, as a manager sees it."""
