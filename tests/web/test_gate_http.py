@@ -62,9 +62,31 @@ def test_settings_by_api_then_a_failed_quiz_refuses_api_and_page_until_a_reset(c
         ann_id = s.scalar(sa.text("SELECT id FROM users WHERE username = 'ann'"))
     assert client.post(f"/api/v1/stages/{stage_id}/annotators/{ann_id}/reset-quiz", headers=api["ann"]).status_code == 403
     assert client.post(f"/api/v1/stages/{stage_id}/annotators/{ann_id}/reset-quiz", headers=api["admin"]).status_code == 204
-    assert client.post(f"/api/v1/stages/{stage_id}/claim", headers=api["ann"]).json()["item_id"] in gold_ids
     standings = client.get(f"/api/v1/stages/{stage_id}/qualification", headers=api["admin"]).json()
     assert [(s["annotator"], s["quiz"], s["tries_used"]) for s in standings] == [("ann", "taking", 0)]
+    # Two right of two passes: the next claim is a real item.
+    assert {answer(client, api["ann"], stage_id, "a") for _ in range(2)} <= gold_ids
+    assert client.post(f"/api/v1/stages/{stage_id}/claim", headers=api["ann"]).json()["item_id"] not in gold_ids
+    assert client.get(f"/api/v1/stages/{stage_id}/qualification", headers=api["admin"]).json()[0]["quiz"] == "passed"
+
+
+def test_the_dashboard_form_sets_the_quiz_and_pause(client, app, settings, storage):
+    _, stage_id, _ = gold_stage(app, settings, storage)
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "chief", role="admin")
+    login(client, "chief")
+    page = client.get(f"/stages/{stage_id}/agreement")
+    form = {"csrf_token": csrf_from(page.text), "quiz_items": "2", "quiz_pass": "3", "quiz_tries": "1", "pause_window": "0",
+            "pause_threshold": "0.7"}
+    refused = client.post(f"/stages/{stage_id}/qualification", data=form, follow_redirects=True)
+    assert "quiz_pass" in refused.text and "a quiz of 2 items scores at most 2" in refused.text
+    with transaction(app.state.sessions) as s:
+        assert "quiz_items" not in s.get(Stage, stage_id).config
+    saved = client.post(f"/stages/{stage_id}/qualification", data={**form, "quiz_pass": "1.5", "pause_window": "4"}, follow_redirects=True)
+    assert "Quiz and auto-pause settings saved." in saved.text and 'name="quiz_pass" type="number" min="0" step="any" value="1.5"' in saved.text
+    with transaction(app.state.sessions) as s:
+        config = s.get(Stage, stage_id).config
+        assert (config["quiz_items"], config["quiz_pass"], config["pause_window"]) == (2, 1.5, 4)
 
 
 def test_the_page_says_why_the_quiz_refuses(client, app, settings, storage):
