@@ -47,6 +47,8 @@ from app.web import (
     leaks_api,
     project_pages,
     review_pages,
+    sso_pages,
+    stage_settings_pages,
 )
 from app.web.deps import Db, LoginRequired
 from app.web.static_files import STATIC, VersionedStaticFiles
@@ -159,7 +161,8 @@ def _mount_routes(app: FastAPI) -> None:
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    for module in (auth_pages, project_pages, review_pages, gold_pages, gate_pages, admin_pages, export_pages, draft_pages, assets, api_docs):
+    pages = (auth_pages, sso_pages, project_pages, stage_settings_pages, review_pages, gold_pages, gate_pages, admin_pages)
+    for module in (*pages, export_pages, draft_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     app.include_router(audit_pages.pages, include_in_schema=False)

@@ -5,12 +5,30 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 def _default_data_dir() -> Path:
     return platformdirs.user_data_path("vlcurate")
+
+
+class GroupGrant(BaseModel):
+    """What one identity-provider group gives: a global role (no `workspace`), or a role in the named
+    workspace (annotator, reviewer or manager)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["annotator", "reviewer", "manager", "admin"]
+    workspace: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _role_fits(self) -> "GroupGrant":
+        if self.workspace is None and self.role == "manager":
+            raise ValueError("a global role is annotator, reviewer or admin (manager is a workspace role: name the workspace)")
+        if self.workspace is not None and self.role == "admin":
+            raise ValueError("a workspace role is annotator, reviewer or manager (admin is global: leave out the workspace)")
+        return self
 
 
 class Settings(BaseSettings):
@@ -59,6 +77,49 @@ class Settings(BaseSettings):
     def secure_cookies(self) -> bool:
         """Whether the session cookie carries `Secure` on every answer."""
         return self.session_https_only or (self.public_url or "").lower().startswith("https://")
+
+    # -- single sign-on (OpenID Connect): app/oidc.py, app/services/users/sso.py --
+    oidc_issuer: str | None = Field(
+        default=None,
+        description="The OpenID provider's issuer URL (its `/.well-known/openid-configuration` is read from there). "
+        "Absent: no single sign-on.",
+    )
+    oidc_client_id: str | None = Field(default=None, description="This app's client id at the OpenID provider.")
+    oidc_client_secret: SecretStr | None = Field(
+        default=None, description="This app's client secret at the OpenID provider (sent by HTTP Basic to its token endpoint)."
+    )
+    oidc_scopes: str = Field(
+        default="openid profile email", description="Scopes asked for, space-separated; `openid` is always among them."
+    )
+    oidc_groups_claim: str = Field(default="groups", description="The ID token's claim that lists the user's groups.")
+    oidc_groups: dict[str, GroupGrant | list[GroupGrant]] = Field(
+        default_factory=dict,
+        description="JSON object from a group name to what it gives: `{\"role\": ...}` (a global role) or "
+        "`{\"workspace\": ..., \"role\": ...}`, or a list of them. A user in no mapped group cannot sign in.",
+    )
+    oidc_name: str | None = Field(
+        default=None, description="The provider's name on the login button (\"Sign in with <name>\"); absent: the issuer's host."
+    )
+    local_passwords: bool = Field(
+        default=True,
+        description="Whether users may log in with a password. false (single sign-on only): the password form is gone "
+        "and password logins are refused; needs VLCURATE_OIDC_ISSUER.",
+    )
+
+    @model_validator(mode="after")
+    def _sso_complete(self) -> "Settings":
+        if self.oidc_issuer and not self.oidc_client_id:
+            raise ValueError("VLCURATE_OIDC_ISSUER needs VLCURATE_OIDC_CLIENT_ID")
+        if self.oidc_issuer and not self.oidc_issuer.lower().startswith(("https://", "http://")):
+            raise ValueError("VLCURATE_OIDC_ISSUER starts with https:// or http://")
+        if not self.local_passwords and not self.oidc_issuer:
+            raise ValueError("VLCURATE_LOCAL_PASSWORDS=false needs VLCURATE_OIDC_ISSUER: nobody could log in")
+        return self
+
+    def group_grants(self, group: str) -> list[GroupGrant]:
+        """What the group gives (nothing for a group that is not mapped)."""
+        grants = self.oidc_groups.get(group, [])
+        return grants if isinstance(grants, list) else [grants]
 
     storage_backend: Literal["local", "s3"] = Field(
         default="local", description="Where images and export files live: `local` (DATA_DIR/storage) or `s3`."

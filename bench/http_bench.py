@@ -11,6 +11,9 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 - cycle: claim, then submit the item (generic.choice), and again: items/s;
 - each with the CPU ms a request (claim) or an item (fresh, cycle) took in the server's processes
   and in the database's backends (steadier than the rates on a shared machine);
+- bias (`--bias`): claim and cycle on a stage with the draft-bias settings on (BIAS_CONFIG) and on one
+  with them off, one `vlcurate serve --workers 1`, the two stages measured in turn `--bias-rounds` times
+  so that the machine's ups and downs weigh on both alike: each one's median rate and CPU ms, and on / off;
 - matrix: one client on stages of each size N at 0 % and at 90 % done (all the stages in one
   database; each 90 % written in one transaction over 32 annotators with autovacuum off; all rows
   measured right after the writes, no ANALYZE): p50 of claim, the annotation screen (with "you did N" and
@@ -21,7 +24,7 @@ generator (wrk, one annotator token per connection, bench/http_bench.lua), and p
 
     python bench/http_bench.py [--clients 32] [--seconds 10] [--throughput-items 200000]
                                [--matrix 10000,1000000,10000000] [--matrix-cycles 200] [--matrix-rounds 10]
-                               [--skip-throughput] [--modes claim,fresh,cycle] [--workers 1,2]
+                               [--skip-throughput] [--modes claim,fresh,cycle] [--workers 1,2] [--bias] [--bias-rounds 5]
 
 Uses DATABASE_URL's server when set, else an embedded PostgreSQL; needs `wrk` on PATH
 (Debian: apt-get install wrk). Load generator and servers share the machine: say how many cores.
@@ -54,19 +57,22 @@ PYTHON = sys.executable
 ANNOTATORS = 32
 MODES = ("claim", "fresh", "cycle")
 MATRIX = ("claim", "screen", "submit", "progress", "page", "fragment")  # the matrix's columns
+# The draft-bias settings `--bias` turns on (docs/draft-bias.md): half the assignments in the control arm,
+# a probe on half the gold ones. Its stages have no gold item: the hot path is the ordinary item's.
+BIAS_CONFIG = {"draft_control_share": 0.5, "draft_control_seed": 7, "probe_share": 0.5, "probe_action": "review"}
 
 
 def dsn(url) -> str:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def make_stage(conn, name: str, items: int, overlap: int = 1) -> tuple[int, int]:
-    """A project with one generic.choice stage of `items` items; (project id, stage id)."""
+def make_stage(conn, name: str, items: int, overlap: int = 1, config: dict | None = None) -> tuple[int, int]:
+    """A project with one generic.choice stage of `items` items (`config`: more settings); (project id, stage id)."""
     project = conn.execute("INSERT INTO projects (name) VALUES (%s) RETURNING id", (name,)).fetchone()[0]
     stage = conn.execute(
         "INSERT INTO stages (project_id, position, name, workflow, overlap, lease_seconds, config)"
-        " VALUES (%s, 0, 's', 'generic.choice', %s, 3600, '{\"choices\": [\"a\", \"b\"]}') RETURNING id",
-        (project, overlap),
+        " VALUES (%s, 0, 's', 'generic.choice', %s, 3600, %s) RETURNING id",
+        (project, overlap, json.dumps({"choices": ["a", "b"], **(config or {})})),
     ).fetchone()[0]
     conn.execute(
         "INSERT INTO items (project_id, external_id, data, stage_id, status, slots_left)"
@@ -299,6 +305,33 @@ def matrix(conn, url, data_dir: Path, sizes: list[int], users: list[int], tokens
     print(f"every column within 20 % from the fastest row to the slowest: {verdict} (widest: {worst}, {100 * (spread[worst] - 1):.0f} %)")
 
 
+def bias_rounds(conn, url, data_dir: Path, tokens_file: Path, args) -> None:
+    """Claim and cycle on a stage with the draft-bias settings on and one with them off, in turn on one server."""
+    stages = {"off": make_stage(conn, "bias-off", args.throughput_items)[1],
+              "on": make_stage(conn, "bias-on", args.throughput_items, config=BIAS_CONFIG)[1]}
+    conn.execute("ANALYZE")
+    runs: dict[tuple[str, str], list[dict]] = {}
+    server = vlcurate_server(url, 1, data_dir)
+    try:
+        for _ in range(args.bias_rounds):
+            for mode in ("claim", "cycle"):
+                for setting, stage in stages.items():
+                    runs.setdefault((mode, setting), []).append(measured(
+                        lambda: wrk(server.port, mode, stage, tokens_file, args.clients, args.seconds), server.proc.pid, conn))
+    finally:
+        server.stop()
+    print(f"\ndraft-bias settings on ({json.dumps(BIAS_CONFIG)}) and off: {args.bias_rounds} rounds of {args.seconds} s, "
+          f"{args.clients} clients, workers 1 (medians)")
+    print(f"{'measure':<8} {'settings':<9} {'rate/s':>9} {'rates':>13} {'p50 ms':>8} {'app ms':>7} {'db ms':>6} {'on/off':>7}")
+    for (mode, setting), got in runs.items():
+        med = {k: statistics.median(r[k] for r in got) for k in ("rate", "p50_ms", "app_ms", "db_ms")}
+        spread = f"{min(r['rate'] for r in got):,.0f}-{max(r['rate'] for r in got):,.0f}"
+        off = statistics.median(r["rate"] for r in runs[mode, "off"])
+        ratio = f"{100 * med['rate'] / off:.1f}%" if setting == "on" else ""
+        print(f"{mode:<8} {setting:<9} {med['rate']:>9,.0f} {spread:>13} {med['p50_ms']:>8.1f} {med['app_ms']:>7.2f} {med['db_ms']:>6.2f} "
+              f"{ratio:>7}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=32)
@@ -310,6 +343,8 @@ def main() -> None:
     parser.add_argument("--matrix-rounds", type=int, default=10, help="turns the sizes take, each of matrix-cycles / rounds cycles")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--modes", default=",".join(MODES), help="throughput measures to run (of claim,fresh,cycle)")
+    parser.add_argument("--bias", action="store_true", help="claim and cycle with the draft-bias settings on against off")
+    parser.add_argument("--bias-rounds", type=int, default=5, help="turns the two stages take")
     args = parser.parse_args()
     if shutil.which("wrk") is None and not args.skip_throughput:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
@@ -352,6 +387,8 @@ def main() -> None:
             for mode, who, r in rows:
                 print(f"{mode:<8} {who:<10} {r['rate']:>9,.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['errors']:>7} "
                       f"{100 * r['rate'] / base[mode]:>6.1f}% {r['app_ms']:>7.2f} {r['db_ms']:>6.2f}", flush=True)
+        if args.bias:
+            bias_rounds(conn, url, tmp / "data", tokens_file, args)
         if sizes:
             matrix(conn, url, tmp / "data", sizes, users, tokens, args.matrix_cycles, args.matrix_rounds)
 

@@ -22,7 +22,10 @@ per cycle; two trees compared with the same command on the same machine (same Py
 libraries) differ by what their code executes. `--keep DIR` keeps the dumps for `callgrind_annotate
 --inclusive=yes DIR/callgrind.out.*` (where the instructions go, per function).
 
-    python bench/instr_bench.py [--modes claim,api,pages] [--cycles 50] [--warm-up 20] [--repeats 3] [--idle 0] [--keep DIR]
+    python bench/instr_bench.py [--modes claim,api,pages] [--cycles 50] [--warm-up 20] [--repeats 3] [--idle 0] [--keep DIR] [--bias]
+
+With `--bias`, each mode runs on a stage with the draft-bias settings off, then on one with them on
+(http_bench.BIAS_CONFIG), in the same server: what the arms and probes code adds to the hot path.
 
 The server runs this file's tree. Uses DATABASE_URL's server when set, else an embedded PostgreSQL;
 needs valgrind (callgrind_control on PATH). Slow: the server runs 50 to 100 times slower under it.
@@ -43,7 +46,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
-from http_bench import annotators, dsn, free_port, make_stage
+from http_bench import BIAS_CONFIG, annotators, dsn, free_port, make_stage
 from scratch import log_in
 
 HERE = Path(__file__).resolve().parent
@@ -123,7 +126,7 @@ def claims(server: Counted, stage: int, token: str):
 
 
 def page_cycles(server: Counted, stage: int, username: str):
-    client = server.client
+    client = httpx.Client(base_url=server.client.base_url, timeout=600)  # its own cookies: one login per stage measured
     log_in(client, username)
     start = client.get(f"/stages/{stage}/annotate").text
     token = _FIELD.search(start).group(2)
@@ -157,6 +160,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--idle", type=float, default=0, help="also count this many seconds with no request")
     parser.add_argument("--keep", type=Path, help="keep the callgrind dumps in this folder")
+    parser.add_argument("--bias", action="store_true", help="each mode on a stage with the draft-bias settings off, then on")
     args = parser.parse_args()
     if not shutil.which("callgrind_control"):
         raise SystemExit("needs valgrind (callgrind_control on PATH)")
@@ -165,7 +169,9 @@ def main() -> None:
     items = (args.warm_up + args.cycles * args.repeats) * 2 + 10
     with scratch_database() as (url, tmp):
         with psycopg.connect(dsn(url), autocommit=True) as conn:
-            _, stage = make_stage(conn, "instr", items)
+            stages = {"": make_stage(conn, "instr", items)[1]}
+            if args.bias:  # the same counts on a stage with the draft-bias settings on
+                stages = {" (bias off)": stages[""], " (bias on)": make_stage(conn, "instr-bias", items, config=BIAS_CONFIG)[1]}
             _, tokens = annotators(conn)
         out = args.keep or Path(tempfile.mkdtemp(prefix="instr_bench_"))
         out.mkdir(parents=True, exist_ok=True)
@@ -174,9 +180,10 @@ def main() -> None:
             if args.idle:
                 print(f"idle: {server.window(lambda: time.sleep(args.idle)) / args.idle / 1000:,.0f} kIr a second", flush=True)
             for mode in args.modes.split(","):
-                run = {"claim": lambda: claims(server, stage, tokens[2]), "api": lambda: api_cycles(server, stage, tokens[0]),
-                       "pages": lambda: page_cycles(server, stage, "bench1")}[mode]()
-                measure(server, mode, run, args)
+                for label, stage in stages.items():
+                    run = {"claim": lambda: claims(server, stage, tokens[2]), "api": lambda: api_cycles(server, stage, tokens[0]),
+                           "pages": lambda: page_cycles(server, stage, "bench1")}[mode]()
+                    measure(server, mode + label, run, args)
         finally:
             server.stop()
             if not args.keep:

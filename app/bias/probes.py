@@ -25,6 +25,13 @@ class Probe:
     plant: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any] | None]
     # Whether an answer (as validated) corrected the planted error: (gold answer, answer, item data).
     caught: Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], bool]
+    # Other kinds the plant can replace when the item has no draft of `kind`, in the order the screen
+    # prefers them (a screen that merges several kinds shows the first one's payload where they overlap).
+    alternatives: tuple[str, ...] = ()
+
+    def kind_in(self, kinds: frozenset[str] | set[str]) -> str | None:
+        """The kind the plant replaces on an item with drafts of `kinds`: the first it has; None if none."""
+        return next((k for k in (self.kind, *self.alternatives) if k in kinds), None)
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class Exposure:
     arm: str
     planted: dict[str, Any] | None = None
     probe: Probe | None = None
+    kind: str | None = None  # the suggestion kind whose payload the plant replaces
 
 
 def exposure(config: Mapping[str, Any] | None, assignment_id: int, *, probe: Probe | None, truth: Mapping[str, Any] | None,
@@ -45,8 +53,9 @@ def exposure(config: Mapping[str, Any] | None, assignment_id: int, *, probe: Pro
     if drawn != arms.PROBE:
         return Exposure(drawn)
     assert probe is not None and truth is not None
-    planted = probe.plant(truth, data) if probe.kind in kinds else None
-    return Exposure(arms.PROBE, planted, probe) if planted is not None else Exposure(arms.SHOWN)
+    kind = probe.kind_in(kinds)
+    planted = probe.plant(truth, data) if kind is not None else None
+    return Exposure(arms.PROBE, planted, probe, kind) if planted is not None else Exposure(arms.SHOWN)
 
 
 def shown(seen: Exposure, suggestions: Mapping[str, T], with_payload: Callable[[T, dict[str, Any]], T]) -> dict[str, T]:
@@ -55,6 +64,6 @@ def shown(seen: Exposure, suggestions: Mapping[str, T], with_payload: Callable[[
     it apart); else all of them."""
     if seen.arm == arms.CONTROL:
         return {}
-    if seen.arm == arms.PROBE and seen.probe is not None and seen.planted is not None:
-        return {k: with_payload(s, seen.planted) if k == seen.probe.kind else s for k, s in suggestions.items()}
+    if seen.arm == arms.PROBE and seen.kind is not None and seen.planted is not None:
+        return {k: with_payload(s, seen.planted) if k == seen.kind else s for k, s in suggestions.items()}
     return dict(suggestions)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -78,31 +78,74 @@ def equivalence_cmd(
     )
 
 
+def _remote_stages(api: Any, project: str, stage: Optional[str]) -> list[Any]:
+    """The project's stages (all, or the one named by id or name) through the API."""
+    stages = api.settings(int(project) if project.isdigit() else project).stages
+    chosen = [st for st in stages if stage is None or stage in (st.name, str(st.id))]
+    if not chosen:
+        _fail(f"Project '{project}' has no stage '{stage}'.")
+    return chosen
+
+
+def _local_stages(session: Any, project: str, stage: Optional[str]) -> list[Any]:
+    """The project's stages (all, or the one named by id or name) from the database."""
+    from app.services.projects import projects
+
+    try:
+        target = projects.find_project(session, project)
+    except DomainError as exc:
+        _fail(exc.message)
+    chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
+    if not chosen:
+        _fail(f"Project '{target.name}' has no stage '{stage}'.")
+    return chosen
+
+
 def _remote_reports(project: str, stage: Optional[str], samples: int, seed: int, server: str, token: Optional[str]) -> list[dict]:
     with remote.client(server, token) as api:
-        stages = api.settings(int(project) if project.isdigit() else project).stages
-        chosen = [st for st in stages if stage is None or stage in (st.name, str(st.id))]
-        if not chosen:
-            _fail(f"Project '{project}' has no stage '{stage}'.")
-        return [api.agreement(st.id, samples=samples, seed=seed).model_dump(exclude_unset=True) for st in chosen]
+        return [api.agreement(st.id, samples=samples, seed=seed).model_dump(exclude_unset=True) for st in _remote_stages(api, project, stage)]
 
 
 def _local_reports(project: str, stage: Optional[str], samples: int, seed: int, soft: bool) -> list[dict]:
-    from app.services.projects import projects
     from app.services.review import agreement
     from app.worker.backends import soft_match_embedder
 
     settings, sessions = _sessions()
     with transaction(sessions) as session:
-        try:
-            target = projects.find_project(session, project)
-        except DomainError as exc:
-            _fail(exc.message)
-        chosen = [st for st in projects.stages_of(session, target.id) if stage is None or stage in (st.name, str(st.id))]
-        if not chosen:
-            _fail(f"Project '{target.name}' has no stage '{stage}'.")
         reports = [
             agreement.stage_report(session, st.id, samples=samples, seed=seed, embed=soft_match_embedder(st.workflow) if soft else None)
-            for st in chosen
+            for st in _local_stages(session, project, stage)
         ]
     return reports
+
+
+@app.command("bias")
+def bias_cmd(
+    project: str = typer.Argument(..., help="Project id or name."),
+    stage: Optional[str] = typer.Option(None, help="Only this stage (id or name)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full report as JSON (GET /api/v1/stages/{id}/bias)."),
+    samples: int = typer.Option(1000, min=0, max=10_000, help="Bootstrap samples for the 95% intervals."),
+    seed: int = typer.Option(0, min=0, help="Bootstrap seed (same seed, same intervals)."),
+    server: Optional[str] = remote.SERVER,
+    token: Optional[str] = remote.TOKEN,
+) -> None:
+    """What drafts do to annotators (docs/draft-bias.md): acceptance and edit rate with drafts shown and
+    hidden, probe catch rate, gold agreement and time per item in each arm, the label and edit-size shift
+    between arms with p-values; for the stage, each model and prompt version, each annotator."""
+    from vlcurate import _bias_table
+
+    if server:
+        with remote.client(server, token) as api:
+            reports = [(st.name, st.workflow, api.draft_bias(st.id, samples=samples, seed=seed)) for st in _remote_stages(api, project, stage)]
+    else:
+        from app.services.quality import bias
+
+        settings, sessions = _sessions()
+        with transaction(sessions) as session:
+            reports = [(st.name, st.workflow, bias.stage_report(session, st.id, samples=samples, seed=seed))
+                       for st in _local_stages(session, project, stage)]
+    if as_json:
+        print(json.dumps(reports[0][2] if stage else [r for _, _, r in reports], indent=2, ensure_ascii=False))
+        return
+    # Plain text, one block per group: the thirteen figures do not fit a terminal's width as table columns.
+    print("\n\n".join(_bias_table.text(f"{name} ({workflow})", report) for name, workflow, report in reports))

@@ -1,5 +1,5 @@
 """Remote mode of the command line: with --server URL --token T (or VLCURATE_SERVER / VLCURATE_TOKEN),
-`project list`, `import`, `suggest --from`, `export`, `agreement`, `splits`, `leaks`, `gold import` and
+`project list`, `import`, `suggest --from`, `export`, `agreement`, `bias`, `splits`, `leaks`, `gold import` and
 `gold accuracy` go through the Python client and the REST API instead of opening the database, so
 they work wherever the server is reachable (and import neither SQLAlchemy nor psycopg). The client
 distribution alone has the same commands as `vlcurate-remote` (`vlcurate.cli`)."""

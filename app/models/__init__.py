@@ -11,7 +11,7 @@ from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRequest, JobRun
 from app.models.projects import Project, Stage, StageSample
 from app.models.suggestions import Suggestion, SuggestionFailure, SuggestionOutcome
-from app.models.users import ApiToken, LoginThrottle, Role, User, WebSession
+from app.models.users import ApiToken, LoginThrottle, Role, User, UserIdentity, WebSession
 from app.models.workspaces import MemberRole, Workspace, WorkspaceMember
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "SuggestionFailure",
     "SuggestionOutcome",
     "User",
+    "UserIdentity",
     "WebSession",
     "Workspace",
     "WorkspaceMember",

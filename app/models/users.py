@@ -33,6 +33,21 @@ class User(Base):
     created_at: Mapped[datetime] = created_at()
 
 
+class UserIdentity(Base):
+    """A user's account at an OpenID provider: (issuer, subject) names one person for good, whatever
+    their email or username becomes, so a sign-in finds its user by this pair and nothing else."""
+
+    __tablename__ = "user_identities"
+    __table_args__ = (sa.UniqueConstraint("issuer", "subject", name="user_identities_issuer_subject"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    issuer: Mapped[str] = mapped_column(sa.Text)
+    subject: Mapped[str] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = created_at()
+    last_login_at: Mapped[datetime | None]
+
+
 class ApiToken(Base):
     """Bearer tokens for /api/v1. Only the sha256 of a token is stored."""
 

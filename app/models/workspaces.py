@@ -65,4 +65,7 @@ class WorkspaceMember(Base):
     user_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
     project_id: Mapped[int | None] = mapped_column(sa.ForeignKey("projects.id", ondelete="CASCADE"))
     role: Mapped[str] = mapped_column(sa.String(16))
+    # Given by single sign-on from the user's groups (app.services.users.sso), which replaces these rows at
+    # every sign-in; rows added by hand (false) are never touched by it.
+    sso_managed: Mapped[bool] = mapped_column(server_default=sa.false())
     created_at: Mapped[datetime] = created_at()

@@ -7,7 +7,9 @@ import math
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 
+from app import oidc
 from app.services.users import login_throttle, users as users_service
+from app.services.users.audit import record
 from app.web.deps import (
     Db,
     Principal,
@@ -30,21 +32,34 @@ def safe_next(target: str | None) -> str:
     return "/"
 
 
+def login_context(request: Request, next: str, **extra) -> dict:
+    """The login page's context: where to go after, the sign-on button's name, whether the password form shows."""
+    settings = request.app.state.settings
+    sso = oidc.display_name(settings) if settings.oidc_issuer else None
+    return {"next": safe_next(next), "username": "", "sso_name": sso, "passwords": settings.local_passwords, **extra}
+
+
+PASSWORDS_OFF = "Password logins are turned off on this server: use single sign-on."
+
+
 @router.get("/login")
 def login_page(request: Request, next: str = "/", user: Principal | None = Depends(page_user_or_none)):
     if user is not None:
         return RedirectResponse(safe_next(next), status_code=303)
-    return render(request, "auth/login.html", {"next": safe_next(next), "username": ""})
+    return render(request, "auth/login.html", login_context(request, next))
 
 
 @router.post("/login")
 def login(request: Request, session: Db, username: str = Form(""), password: str = Form(""), next: str = Form("/")):
+    if not request.app.state.settings.local_passwords:  # no password is even checked
+        record(session, "login.refused", target=username.strip(), ip=client_ip(request), scope="passwords_off")
+        return render(request, "auth/login.html", login_context(request, next, error=PASSWORDS_OFF), status_code=403)
     policy = login_throttle.Policy.of(request.app.state.settings)
     outcome = users_service.authenticate(session, username.strip(), password, ip=client_ip(request), policy=policy)
     if outcome.user is not None:
         login_session(request, session, outcome.user)
         return RedirectResponse("/account/password" if outcome.user.must_change_password else safe_next(next), status_code=303)
-    ctx = {"next": safe_next(next), "username": username, "error": "Wrong username or password."}
+    ctx = login_context(request, next, username=username, error="Wrong username or password.")
     if outcome.refused is None:
         return render(request, "auth/login.html", ctx, status_code=401)
     wait = math.ceil(outcome.refused.seconds)
@@ -87,6 +102,8 @@ def change_password(
     confirm: str = Form(""),
     user: Principal = Depends(page_user),
 ):
+    if not request.app.state.settings.local_passwords:
+        return render(request, "auth/password.html", {"error": PASSWORDS_OFF}, status_code=403)
     account = users_service.get_user(session, user.id)
     policy = login_throttle.Policy.of(request.app.state.settings)
     outcome = users_service.change_own_password(session, account, current, new, confirm, ip=client_ip(request), policy=policy)

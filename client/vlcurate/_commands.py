@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from vlcurate import _bias_table
 from vlcurate.client import Client
 from vlcurate.models import SplitVersionOut, StageSettings
 
@@ -99,6 +100,18 @@ def agreement(client: Client, args: argparse.Namespace) -> None:
                 interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
                 estimate = ci["estimate"]
                 print(f"  {facet}\t{metric}\t{'n/a' if estimate is None or estimate != estimate else f'{estimate:.3f}'}{interval}")
+
+
+def bias(client: Client, args: argparse.Namespace) -> None:
+    stages = client.settings(_ref(args.project)).stages
+    chosen = [s for s in stages if args.stage is None or args.stage in (s.name, str(s.id))]
+    if not chosen:
+        raise ValueError(f"Project {args.project!r} has no stage {args.stage!r} (it has: {', '.join(s.name for s in stages)}).")
+    reports = [(s, client.draft_bias(s.id, samples=args.samples, seed=args.seed)) for s in chosen]
+    if args.as_json:
+        _json(reports[0][1] if args.stage else [r for _, r in reports])
+        return
+    print("\n\n".join(_bias_table.text(f"{s.name} ({s.workflow})", r) for s, r in reports))
 
 
 def gold_import(client: Client, args: argparse.Namespace) -> None:

@@ -50,13 +50,16 @@ def _project_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _quality_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    agreement = sub.add_parser("agreement", help="inter-annotator agreement per stage (reviewer)")
-    agreement.add_argument("project")
-    agreement.add_argument("--stage")
-    agreement.add_argument("--samples", type=int, default=1000)
-    agreement.add_argument("--seed", type=int, default=0)
-    agreement.add_argument("--json", action="store_true", dest="as_json")
-    agreement.set_defaults(fn=run.agreement)
+    # Two reports per stage with bootstrap intervals: each takes the same options.
+    for name, fn, text in (("agreement", run.agreement, "inter-annotator agreement per stage (reviewer)"),
+                           ("bias", run.bias, "what drafts do to annotators per stage, model version and annotator (reviewer)")):
+        report = sub.add_parser(name, help=text)
+        report.add_argument("project")
+        report.add_argument("--stage")
+        report.add_argument("--samples", type=int, default=1000)
+        report.add_argument("--seed", type=int, default=0)
+        report.add_argument("--json", action="store_true", dest="as_json")
+        report.set_defaults(fn=fn)
     gold = sub.add_parser("gold", help="gold items and accuracy").add_subparsers(dest="action", required=True)
     gold_import = gold.add_parser("import", help="mark items gold with their answers (admin)")
     gold_import.add_argument("project")

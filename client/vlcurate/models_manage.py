@@ -23,8 +23,9 @@ class StageUpdate(BaseModel):
     lease_seconds: int | None = Field(None, ge=1, le=7 * 24 * 3600)
     guidelines: str | None = Field(None, max_length=100_000)
     config: dict[str, Any] | None = Field(
-        None, description="Keys of the stage's configuration to change (e.g. quiz_items, pause_window); a key set to null "
-        "goes back to its default; the keys left out stay. Checked as at the project's creation (422 naming the key)")
+        None, description="Configuration keys to change (checked as at project creation); a key set to null goes back to "
+        "its default, a key left out stays",
+    )
 
 
 class ProjectUpdate(BaseModel):

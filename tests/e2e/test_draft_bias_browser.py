@@ -109,3 +109,29 @@ def test_a_probe_shows_the_planted_draft_and_a_correction_is_caught(page, commit
         row = s.scalars(sa.select(Annotation).where(Annotation.item_id == item_id)).one()
         assert (row.arm, row.probe_caught, row.payload["label"]) == ("probe", correct, truth if correct else wrong)
         assert row.active_seconds is not None and 0 <= row.active_seconds <= row.seconds_spent
+
+
+@pytest.mark.parametrize("correct", [True, False])
+def test_a_filter_probe_preselects_the_wrong_images_and_a_correction_is_caught(page, committed, settings, storage, tmp_path, correct):
+    from tests.bias.test_filter_probe import filter_stage
+
+    with transaction(committed) as s:
+        stage_id, truths = filter_stage(s, settings, storage, tmp_path, n=0, n_gold=1)
+        [(item_id, truth)] = truths.items()
+    make_user(committed, "filter-prober", "annotator", PASSWORD)
+    log_in(page, "filter-prober", PASSWORD)
+    start_stage(page, stage_id)
+    page.wait_for_url("**/assignments/*")
+    # The planted scores preselect the gold images the wrong way round: image 2 for caption 1, image 1 for caption 2.
+    assert "image 2 for caption 1, image 1 for caption 2" in " ".join(page.locator(".screen-body").inner_text().split())
+    assert page.get_by_label("Image 2 for caption 1", exact=True).is_checked()
+    assert page.get_by_label("Image 1 for caption 2", exact=True).is_checked()
+    if correct:
+        page.get_by_label("Image 1 for caption 1", exact=True).check(force=True)
+        page.get_by_label("Image 2 for caption 2", exact=True).check(force=True)
+    page.locator("#submit-button").click()
+    page.wait_for_url(lambda url: "/assignments/" not in url or url.endswith("/done"), timeout=15000)
+    with transaction(committed) as s:
+        row = s.scalars(sa.select(Annotation).where(Annotation.item_id == item_id)).one()
+        expected = truth if correct else {"choice_1": 1, "choice_2": 0}
+        assert (row.arm, row.probe_caught, row.payload) == ("probe", correct, expected)

@@ -39,7 +39,8 @@ def test_settings_by_api_then_a_failed_quiz_refuses_api_and_page_until_a_reset(c
     project_id, stage_id, gold_ids = gold_stage(app, settings, storage)
     bad = client.patch(f"/api/v1/projects/{project_id}", headers=api["admin"],
                        json={"stages": [{"id": stage_id, "config": {"quiz_items": 2, "quiz_pass": 3}}]})
-    assert bad.status_code == 422 and any("'quiz_pass'" in e for e in bad.json()["errors"]), bad.json()
+    assert bad.status_code == 422 and bad.json()["detail"].startswith("stages[0].config.quiz_pass: 'quiz_pass'"), bad.json()
+    assert "a quiz of 2 items scores at most 2" in bad.json()["detail"]
     ok = client.patch(f"/api/v1/projects/{project_id}", headers=api["admin"],
                       json={"stages": [{"id": stage_id, "config": {"quiz_items": 2, "quiz_pass": 2, "quiz_tries": 1}}]})
     assert ok.status_code == 200, ok.text
@@ -47,8 +48,8 @@ def test_settings_by_api_then_a_failed_quiz_refuses_api_and_page_until_a_reset(c
         "quiz_items": 2, "quiz_pass": 2, "choices": ["a", "b", "c"]}
     with transaction(app.state.sessions) as s:
         event = s.scalars(sa.select(AuditEvent).where(AuditEvent.action == "project.update")).one()
-        assert "quiz_items" not in event.detail["before"][f"stage {stage_id} config"]
-        assert event.detail["after"][f"stage {stage_id} config"]["quiz_items"] == 2
+        assert event.detail["before"][f"stage {stage_id} config.quiz_items"] is None
+        assert event.detail["after"][f"stage {stage_id} config.quiz_items"] == 2
         factories.user(s, "pagefail")
 
     assert {answer(client, api["ann"], stage_id, c) for c in ("a", "b")} <= gold_ids  # one right of two
@@ -70,23 +71,28 @@ def test_settings_by_api_then_a_failed_quiz_refuses_api_and_page_until_a_reset(c
     assert client.get(f"/api/v1/stages/{stage_id}/qualification", headers=api["admin"]).json()[0]["quiz"] == "passed"
 
 
-def test_the_dashboard_form_sets_the_quiz_and_pause(client, app, settings, storage):
+def test_the_stage_settings_page_sets_the_quiz_and_pause(client, app, settings, storage):
     _, stage_id, _ = gold_stage(app, settings, storage)
     with transaction(app.state.sessions) as s:
         factories.user(s, "chief", role="admin")
     login(client, "chief")
-    page = client.get(f"/stages/{stage_id}/agreement")
-    form = {"csrf_token": csrf_from(page.text), "quiz_items": "2", "quiz_pass": "3", "quiz_tries": "1", "pause_window": "0",
-            "pause_threshold": "0.7"}
-    refused = client.post(f"/stages/{stage_id}/qualification", data=form, follow_redirects=True)
-    assert "quiz_pass" in refused.text and "a quiz of 2 items scores at most 2" in refused.text
+    page = client.get(f"/stages/{stage_id}/settings")
+    assert all(key in page.text for key in ("quiz_items", "quiz_pass", "quiz_tries", "pause_window", "pause_threshold"))
+    form = {"csrf_token": csrf_from(page.text)}
+    refused = client.post(f"/stages/{stage_id}/settings", data={**form, "config": '{"choices": ["a", "b", "c"], "quiz_items": 2, "quiz_pass": 3}'})
+    assert refused.status_code == 422 and "stages[0].config.quiz_pass" in refused.text
+    refused = client.post(f"/stages/{stage_id}/settings", data={**form, "config": '{"choices": ["a", "b", "c"], "pause_threshold": 2}'})
+    assert refused.status_code == 422 and "stages[0].config.pause_threshold" in refused.text
     with transaction(app.state.sessions) as s:
         assert "quiz_items" not in s.get(Stage, stage_id).config
-    saved = client.post(f"/stages/{stage_id}/qualification", data={**form, "quiz_pass": "1.5", "pause_window": "4"}, follow_redirects=True)
-    assert "Quiz and auto-pause settings saved." in saved.text and 'name="quiz_pass" type="number" min="0" step="any" value="1.5"' in saved.text
+    saved = client.post(f"/stages/{stage_id}/settings", follow_redirects=False,
+                        data={**form, "config": '{"choices": ["a", "b", "c"], "quiz_items": 2, "quiz_pass": 1.5, "pause_window": 4}'})
+    assert saved.status_code == 303
     with transaction(app.state.sessions) as s:
         config = s.get(Stage, stage_id).config
         assert (config["quiz_items"], config["quiz_pass"], config["pause_window"]) == (2, 1.5, 4)
+    dashboard = client.get(f"/stages/{stage_id}/agreement").text
+    assert "a quiz of 2 gold items" in dashboard and "scoring at least 1.5, in at most 1 try" in dashboard
 
 
 def test_the_page_says_why_the_quiz_refuses(client, app, settings, storage):

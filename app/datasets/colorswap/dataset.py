@@ -9,7 +9,7 @@ from typing import Any
 
 from app.datasets.colorswap import demo, producers
 from app.datasets.colorswap.drafts import DRAFTS
-from app.datasets.colorswap.probes import PROBE
+from app.datasets.colorswap.probes import FILTER_PROBE, PROBE
 from app.datasets.colorswap.filter import ColorSwapFilter
 from app.datasets.colorswap.recaption import ColorSwapRecaption
 from app.datasets.colorswap.schema import (
@@ -41,7 +41,7 @@ class ColorSwap(Dataset):
     breakdown = ("caption_source", "image_source")
     producers = producers.PRODUCERS
     drafts = DRAFTS
-    probes = (PROBE,)
+    probes = (PROBE, FILTER_PROBE)
     # The release: {split}.json, an array written by `json.dump(records, f, indent=4)` (the
     # repository README shows that layout), and the chosen images at the records' image paths.
     published_layout = "json"

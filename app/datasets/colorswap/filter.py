@@ -211,3 +211,10 @@ class ColorSwapFilter(Workflow):
         same = (payload.get("choice_1") == pre.choice_1) + (payload.get("choice_2") == pre.choice_2)
         return ("rejected", "edited", "accepted")[same]
 
+    def suggestion_distance(self, ctx, kind, suggestion, payload):
+        """The preselection: the share of the two captions whose image the answer chose otherwise (0, 0.5 or 1)."""
+        pre = preselect(suggestion.get("scores") or []) if kind == ITM_KIND else None
+        if pre is None:
+            return None
+        return ((payload.get("choice_1") != pre.choice_1) + (payload.get("choice_2") != pre.choice_2)) / 2
+

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.datasets.colorswap.schema import FILTER, PAIR_KIND, RECAPTION, PairSuggestion, VocabularyConfig, candidate_pointer
 from app.datasets.colorswap.swapcheck import Vocabulary, caption_runs, check_swap
+from app.datasets.wikido.tokenedits import levenshtein, words
 from app.datasets.workflow import Consolidation, Workflow, consolidate_fields, image_urls
 
 DEFAULT_RECAPTION_SOURCES = ("rule-based",)
@@ -135,6 +136,13 @@ class ColorSwapRecaption(Workflow):
             return None
         same = [one_line(payload.get(k) or "").lower() == one_line(suggestion.get(k) or "").lower() for k in ("caption_1", "caption_2")]
         return "accepted" if all(same) else "edited" if any(same) else "rejected"
+
+    def suggestion_distance(self, ctx, kind, suggestion, payload):
+        """A drafted pair: the token edits (case aside) from the drafted captions to the stored ones, both captions summed."""
+        if kind != PAIR_KIND:
+            return None
+        return float(sum(levenshtein(words(str(suggestion.get(k) or "").lower()), words(str(payload.get(k) or "").lower()))
+                         for k in ("caption_1", "caption_2")))
 
     def view_item(self, ctx):
         vocab = Vocabulary.from_config(ctx.config)

@@ -13,7 +13,7 @@ from app.datasets.dataset import BoxExport, Dataset, JsonStyle
 from app.datasets.registry import register
 from app.datasets.visargs import demo, producers
 from app.datasets.visargs.drafts import DRAFTS
-from app.datasets.visargs.probes import PROBE
+from app.datasets.visargs.probes import GROUNDING_PROBE, PROBE, STRUCTURE_PROBE
 from app.datasets.visargs.equivalence import EquivalenceItem, VisArgsEquivalence
 from app.datasets.visargs.grounding import VisArgsGrounding
 from app.datasets.visargs.premises import VisArgsPremises
@@ -84,7 +84,7 @@ class VisArgs(Dataset):
     demos = demo.DEMOS
     producers = producers.PRODUCERS
     drafts = DRAFTS
-    probes = (PROBE,)
+    probes = (PROBE, STRUCTURE_PROBE, GROUNDING_PROBE)
     # The release: annotation.json, an array of records (one row per image with
     # `datasets.load_dataset("json")`). Its raw bytes are not public; the README shows a record
     # indented by 4, which `json.dump(records, f, indent=4)` writes.

@@ -85,21 +85,21 @@ class VisArgsGrounding(Workflow):
         """Suggested boxes: all taken as they were is accepted; some kept or adjusted (IoU >= 0.5) is edited."""
         from app.agreement.boxes import iou  # with numpy, which registering the dataset need not load (app.datasets.workflow)
 
-        if kind not in self.suggestion_kinds:
-            return None
-        final = payload.get("b_box") or []
         verdicts = []
-        for box in suggestion.get("boxes") or []:
-            vp = box.get("vp")
-            if not isinstance(vp, int) or vp >= len(final):
-                continue
-            proposed = {k: box[k] for k in ("startX", "startY", "w", "h")}
-            verdicts.append("accepted" if final[vp] == proposed else "edited" if iou(final[vp], proposed) >= 0.5 else "rejected")
+        for given, proposed in _pairs(self.suggestion_kinds, kind, suggestion, payload):
+            verdicts.append("accepted" if given == proposed else "edited" if iou(given, proposed) >= 0.5 else "rejected")
         if not verdicts:
             return None
         if all(v == "accepted" for v in verdicts):
             return "accepted"
         return "rejected" if all(v == "rejected" for v in verdicts) else "edited"
+
+    def suggestion_distance(self, ctx, kind, suggestion, payload):
+        """Suggested boxes: 1 - the mean IoU of each suggested box with the answer's box for its premise."""
+        from app.agreement.boxes import iou
+
+        ious = [iou(given, proposed) for given, proposed in _pairs(self.suggestion_kinds, kind, suggestion, payload)]
+        return 1 - sum(ious) / len(ious) if ious else None
 
     def facet_values(self, payload):
         return {"boxes": payload.get("b_box")}
@@ -164,6 +164,14 @@ class VisArgsGrounding(Workflow):
         ]
         return {"image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")), "size": ctx.sizes.get("/image"), "boxes": boxes, "note": note}
 
+
+def _pairs(kinds, kind, suggestion, payload) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(the answer's box, the suggested box) for each premise a suggestion of one of `kinds` boxed."""
+    if kind not in kinds:
+        return []
+    final = payload.get("b_box") or []
+    return [(final[b["vp"]], {k: b[k] for k in ("startX", "startY", "w", "h")})
+            for b in suggestion.get("boxes") or [] if isinstance(b.get("vp"), int) and 0 <= b["vp"] < len(final)]
 
 
 def box_values(boxes: list[dict[str, Any]]) -> dict[str, Any]:

@@ -96,6 +96,12 @@ def _folded(value: Any) -> Any:
     return [clean(v).lower() for v in value or []] if isinstance(value, list) else clean(value).lower()
 
 
+def _argument_parts(payload: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """An argument's parts as a set: ("cp", text), ("conclusion", text) and ("step", text), each folded."""
+    parts = {("cp", t) for t in _folded(payload.get("commonsense_premises"))} | {("step", t) for t in _folded(payload.get("reasoning_steps"))}
+    return parts | ({("conclusion", _folded(payload.get("conclusion")))} if clean(payload.get("conclusion")) else set())
+
+
 def _trailing_dropped(rows: list[dict[str, Any]], empty) -> list[dict[str, Any]]:
     while rows and empty(rows[-1]):
         rows = rows[:-1]
@@ -215,6 +221,15 @@ class VisArgsStructure(Workflow):
             return "accepted"
         kept = set(_folded(payload.get("commonsense_premises"))) & set(_folded(suggestion.get("commonsense_premises")))
         return "edited" if any(same) or kept else "rejected"
+
+    def suggestion_distance(self, ctx, kind, suggestion, payload):
+        """A drafted argument: the Jaccard distance between its parts and the answer's (each commonsense premise,
+        the conclusion and each step, case and spacing aside); 1 when the image was discarded."""
+        if kind != ARGUMENT_KIND:
+            return None
+        drafted, given = _argument_parts(suggestion), set() if payload.get("discard") else _argument_parts(payload)
+        union = drafted | given
+        return 1 - len(drafted & given) / len(union) if union else 0.0
 
     def live_check(self, ctx, values):
         vps = premises_of(ctx.results)

@@ -1,10 +1,12 @@
-"""Changing a project once it runs (admin): its name, description and stages' settings; deleting it
+"""Changing a project once it runs (admin): its name, description and stages' settings (their
+configuration too, checked as at creation); deleting it
 (its name typed again); hiding records by external id (discarded, with the reason in their history:
 nothing annotated is erased)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -18,6 +20,7 @@ from app.services.users.audit import record
 from vlcurate.models_manage import ProjectUpdate
 
 HIDE_ACTION = "item.delete"
+_UNSET = object()  # a key a configuration does not set (None may be a value it sets)
 
 
 def update_project(session: Session, project_id: int, changes: ProjectUpdate, *, actor_id: int | None = None) -> Project:
@@ -38,26 +41,42 @@ def update_project(session: Session, project_id: int, changes: ProjectUpdate, *,
         before["description"], after["description"], project.description = project.description, changes.description, changes.description
     for n, change in enumerate(changes.stages):
         stage = stages[change.id]
-        config = None if change.config is None else _changed_config(stage, change.config, n)
-        for field, value in (("name", change.name), ("lease_seconds", change.lease_seconds), ("guidelines", change.guidelines), ("config", config)):
+        for field in ("name", "lease_seconds", "guidelines"):
+            value = getattr(change, field)
             if value is not None and value != getattr(stage, field):
                 before[f"stage {stage.id} {field}"], after[f"stage {stage.id} {field}"] = getattr(stage, field), value
                 setattr(stage, field, value)
+        if change.config is not None:
+            _update_config(stage, change.config, f"stages[{n}].config", before, after)
     if after:
         session.flush()
         record(session, "project.update", actor_id=actor_id, target=f"project:{project_id}", before=before, after=after)
     return project
 
 
-def _changed_config(stage: Stage, changes: dict, n: int) -> dict:
-    """The stage's configuration with `changes` applied (a null value drops the key: its default), checked
-    as at creation; Invalid naming `stages.<n>.config` and each bad key."""
-    config = {k: v for k, v in {**(stage.config or {}), **changes}.items() if v is not None}
+def _update_config(stage: Stage, changes: dict[str, Any], where: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Set the stage configuration's keys that `changes` gives (None: back to the default), once the whole
+    new configuration passes the check a new project's does; a refusal names the first key at fault."""
+    config = dict(stage.config or {})
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
     try:
-        return get_workflow(stage.workflow).config_schema.check_stage(config, stage.workflow)
+        config = get_workflow(stage.workflow).config_schema.check_stage(config, stage.workflow)
     except Invalid as exc:
-        raise Invalid(f"stages[{n}].config: {exc.message}", [f"stages.{n}.config: {e}" for e in exc.errors],
-                      field=f"stages.{n}.config") from None
+        key = next((k for k in changes if any(e.startswith(f"'{k}'") for e in exc.errors)), None)
+        named = f"{where}.{key}" if key else where
+        raise Invalid(f"{named}: {exc.errors[0] if exc.errors else exc.message}", exc.errors,
+                      field=named.replace("[", ".").replace("]", "")) from None
+    old = stage.config or {}
+    for key in sorted(set(old) | set(config)):
+        if old.get(key, _UNSET) != config.get(key, _UNSET):
+            before[f"stage {stage.id} config.{key}"] = old.get(key)
+            after[f"stage {stage.id} config.{key}"] = config.get(key)
+    if config != old:
+        stage.config = config
 
 
 def delete_project(session: Session, project_id: int, confirm: str, *, actor_id: int | None = None) -> None:

@@ -30,9 +30,9 @@ def claim_planted(text: str, assignment_id: int, truth: Mapping[str, Any], confi
     answer with it, so that its bytes look like every other claim's."""
     shown = {s["kind"] for s in json.loads(text)["suggestions"]}
     seen = of(config, assignment_id, workflow, truth, data, shown)
-    if seen.planted is None or seen.probe is None or seen.probe.kind not in shown:
+    if seen.planted is None or seen.kind is None or seen.kind not in shown:
         return None
-    return {seen.probe.kind: seen.planted}
+    return {seen.kind: seen.planted}
 
 
 def for_gold_answer(session: Session, config: Mapping[str, Any] | None, assignment_id: int, workflow: str, item_id: int,

@@ -140,7 +140,9 @@ def authenticate(
         record(session, "login.refused", target=username, ip=ip, scope=refused.scope, wait_seconds=round(refused.seconds, 1))
         return LoginOutcome(refused=refused)
     user = session.scalar(sa.select(User).where(User.username == username))
-    ok = security.verify_password(user.password_hash if user else security.dummy_hash(), password)
+    # A user without a password (made by single sign-on: no argon2 hash) takes as long to refuse as any other.
+    stored = user.password_hash if user is not None and user.password_hash.startswith("$") else None
+    ok = security.verify_password(stored or security.dummy_hash(), password) and stored is not None
     if user is None or not ok or not user.is_active:
         login_throttle.failed(session, username, ip, policy)
         record(session, "login.failed", target=username, ip=ip)
