@@ -15,7 +15,7 @@ from app.datasets.workflow import StageConfig
 from app.errors import Forbidden, Invalid
 from app.gate import Paused, QuizFailed
 from app.lifecycle import ItemStatus
-from app.models import AnnotatorFlag, Assignment, AuditEvent, Item, QuizAnswer, User
+from app.models import AnnotatorFlag, AnnotatorGate, Assignment, AuditEvent, Item, QuizAnswer, User
 from app.services.annotation import annotation as annotations
 from app.services.quality import accuracy, gold, qualification
 from app.services.review import review
@@ -23,7 +23,7 @@ from tests import factories
 from tests.services.test_gold import gold_file, make_project
 
 RIGHT, WRONG, ORDINARY = {"choice": "a"}, {"choice": "b"}, {"choice": "c"}
-N_ORDINARY, N_GOLD = 30, 12
+N_ORDINARY, N_GOLD = 30, 16
 
 
 def gold_stage(session, settings, storage, tmp_path, **config):
@@ -48,8 +48,13 @@ def test_a_failed_quiz_gives_no_lease_and_a_pass_gives_real_items(session, setti
     stage_id, gold_ids = gold_stage(session, settings, storage, tmp_path, quiz_items=3, quiz_pass=2.0, quiz_tries=2)
     failing, passing = factories.user(session, "failing"), factories.user(session, "passing")
     for _ in range(2):  # two tries of three wrong answers, each on a gold item it never saw
-        for _ in range(3):
+        for _ in range(2):
             assert answer(session, stage_id, failing, WRONG).item_id in gold_ids
+        spare = annotations.claim(session, stage_id, failing)  # a second tab's lease, answered after the try ended
+        assert answer(session, stage_id, failing, WRONG).item_id in gold_ids
+    annotations.submit(session, spare.assignment_id, failing, RIGHT, uuid.uuid4().hex)  # counted in no try
+    standing = session.get(AnnotatorGate, (stage_id, failing))
+    assert (standing.tries_failed, standing.try_answers, standing.last_score) == (2, 0, 0.0)
     with pytest.raises(QuizFailed) as refused:
         annotations.claim(session, stage_id, failing)
     assert "scored 0 of 3, at least 2 needed, and you used 2 of 2 tries" in refused.value.message
@@ -62,7 +67,7 @@ def test_a_failed_quiz_gives_no_lease_and_a_pass_gives_real_items(session, setti
     real = annotations.claim(session, stage_id, passing)
     assert real is not None and real.item_id not in gold_ids
     # Quiz answers count for the quiz only: no gold accuracy, nothing finalized, gold items stay gold.
-    assert session.scalar(sa.select(sa.func.count()).select_from(QuizAnswer)) == 9
+    assert session.scalar(sa.select(sa.func.count()).select_from(QuizAnswer)) == 10
     assert accuracy.accuracy_report(session, stage_id, samples=0)["annotators"] == {}
     assert set(session.scalars(sa.select(Item.status).where(Item.id.in_(gold_ids)))) == {ItemStatus.gold}
 

@@ -46,7 +46,7 @@ def quiz_answer(session: Session, stage: Stage, annotator_id: int, annotation_id
     """Count a gold answer for the stage's quiz when the annotator has not passed it: its score goes to
     the try under way; the try's last answer passes the quiz (score at least `quiz_pass`) or fails the
     try (a `quiz.passed` / `quiz.failed` audit event). Returns whether it was a quiz answer."""
-    items, needed, _ = gate.quiz_settings(stage.config)
+    items, needed, tries = gate.quiz_settings(stage.config)
     if items == 0:
         return False
     row = _gate_row(session, stage.id, annotator_id)
@@ -56,7 +56,10 @@ def quiz_answer(session: Session, stage: Stage, annotator_id: int, annotation_id
     workflow = get_workflow(stage.workflow)
     score = scoring.answer_score(workflow.facets, workflow.facet_values(truth), workflow.facet_values(clean))
     session.add(QuizAnswer(annotation_id=annotation_id, stage_id=stage.id, annotator_id=annotator_id,
-                           try_number=row.tries_failed + 1, score=score))
+                           try_number=min(row.tries_failed + 1, tries), score=score))
+    if row.tries_failed >= tries:  # a lease taken before their last try failed: kept apart, counted in no try
+        session.flush()
+        return True
     row.try_answers, row.try_score = row.try_answers + 1, row.try_score + score
     if row.try_answers >= items:
         detail = {"stage": stage.id, "score": round(row.try_score, 4), "needed": needed, "try": row.tries_failed + 1}
