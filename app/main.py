@@ -49,6 +49,7 @@ from app.web import (
     review_pages,
     sso_pages,
     stage_settings_pages,
+    worklog_pages,
 )
 from app.web.deps import Db, LoginRequired
 from app.web.static_files import STATIC, VersionedStaticFiles
@@ -157,7 +158,7 @@ def _mount_routes(app: FastAPI) -> None:
     app.include_router(api.router)
     app.include_router(gold_api.router)
     app.include_router(leaks_api.router)
-    for module in (api_items, api_manage, api_review, api_suggestions, draft_api, bias_api, audit_pages):
+    for module in (api_items, api_manage, api_review, api_suggestions, draft_api, bias_api, audit_pages, worklog_pages):
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
@@ -166,6 +167,7 @@ def _mount_routes(app: FastAPI) -> None:
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     app.include_router(audit_pages.pages, include_in_schema=False)
+    app.include_router(worklog_pages.pages, include_in_schema=False)
     api_docs.with_bearer_tokens(app)
 
 

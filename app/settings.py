@@ -197,6 +197,22 @@ class Settings(BaseSettings):
         parse_networks(value)  # raises ValueError naming the bad entry
         return value
 
+    worklog_timezone: str = Field(
+        default="UTC",
+        description="The time zone (IANA name, e.g. `Europe/Berlin`) whose calendar days the work log counts answers in.",
+    )
+
+    @field_validator("worklog_timezone")
+    @classmethod
+    def _timezone_known(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"VLCURATE_WORKLOG_TIMEZONE: '{value}' is not a known time zone (IANA name, e.g. Europe/Berlin)") from None
+        return value
+
     clip_model_dir: Path | None = Field(
         default=None, description="Local directory of a CLIP-family model for image-text matching (never downloaded)."
     )

@@ -57,16 +57,17 @@ def hidden_sql(config: str, assignment: str) -> str:
     return f"(CASE WHEN {share} > 0 THEN {value} < {share} * {SPAN} ELSE false END)"
 
 
-def active_seconds(value: Any, spent: float | None = None) -> float | None:
-    """The screen's active time as stored: a finite number of seconds, at most the time the screen was
-    open (when known) and MAX_ACTIVE_SECONDS; None when absent or unreadable."""
+def active_seconds(value: Any, spent: float | None = None, *, lease: float | None = None) -> float | None:
+    """The screen's active time as stored: a finite number of seconds, at most the wall time `spent`
+    on the item (claim to submit, when known), the stage's `lease` length (when given: time past the
+    lease is not credited) and MAX_ACTIVE_SECONDS; None when absent or unreadable."""
     try:
         seconds = float(value)
     except (TypeError, ValueError):
         return None
     if not math.isfinite(seconds) or seconds < 0:
         return None
-    seconds = min(seconds, MAX_ACTIVE_SECONDS)
+    seconds = min(seconds, MAX_ACTIVE_SECONDS, lease if lease is not None else MAX_ACTIVE_SECONDS)
     return min(seconds, spent) if spent is not None else seconds
 
 

@@ -43,6 +43,7 @@ class Annotation(Base):
         sa.UniqueConstraint("annotator_id", "idempotency_key"),
         sa.UniqueConstraint("assignment_id", "revision"),
         sa.CheckConstraint("arm IN ('shown', 'control', 'probe')", name="arm"),
+        sa.Index("ix_annotations_created_at", "created_at"),  # the work log reads answers by their time
     )
 
     id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
@@ -58,6 +59,8 @@ class Annotation(Base):
     arm: Mapped[str | None] = mapped_column(sa.String(8))
     probe_caught: Mapped[bool | None]
     active_seconds: Mapped[float | None]
+    # Claim to submit: from the lease's start (a revision: from its screen's opening), app.services.quality.worklog.
+    wall_seconds: Mapped[float | None]
     created_at: Mapped[datetime] = created_at()
 
 
@@ -70,6 +73,7 @@ class Draft(Base):
         sa.ForeignKey("assignments.id", ondelete="CASCADE"), primary_key=True
     )
     payload: Mapped[dict[str, Any]]
+    active_seconds: Mapped[float | None]  # gathered by the screen's saves, taken by the submit
     updated_at: Mapped[datetime] = mapped_column(
         sa.DateTime(timezone=True), server_default=sa.func.now(), onupdate=sa.func.now()
     )

@@ -14,7 +14,7 @@ from app.datasets import get_workflow
 from app.db import transaction
 from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
-from app.services.annotation import annotation
+from app.services.annotation import annotation, drafts
 from app.services.projects import projects
 from app.services.quality import qualification
 from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint
@@ -225,7 +225,7 @@ def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
 def draft(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
     try:
         with savepoint(session):
-            annotation.save_draft(session, assignment_id, user.id, answer.values)
+            drafts.save_draft(session, assignment_id, user.id, answer.values, answer.meta.get("active_seconds"))
     except Conflict as exc:
         return render(request, "annotate/screen.html", {"draft_error": exc.message}, status_code=409, block="draft_state")
     return render(request, "annotate/screen.html", {"draft_saved": time.strftime("%H:%M:%S")}, block="draft_state")

@@ -10,7 +10,7 @@ from fastapi.responses import FileResponse
 from app.db import transaction
 from app.errors import NotFound
 from app.models import Export, Role
-from app.services.annotation import annotation
+from app.services.annotation import annotation, drafts
 from app.services.exports import export, splits, targets
 from app.services.projects import projects
 from app.services.review import agreement
@@ -112,7 +112,7 @@ def release(assignment_id: BigId, sessions: Sessions, token: Bearer) -> None:
 @router.put("/assignments/{assignment_id}/draft", status_code=204, response_class=Response)
 def save_draft(assignment_id: BigId, body: DraftIn, sessions: Sessions, token: Bearer) -> None:
     with transaction(sessions) as session:
-        annotation.save_draft(session, assignment_id, token_user(session, token).id, body.payload)
+        drafts.save_draft(session, assignment_id, token_user(session, token).id, body.payload, body.active_seconds)
 
 
 @router.get("/stages/{stage_id}/agreement", response_model=AgreementReport, response_model_exclude_unset=True)

@@ -153,6 +153,18 @@ def annotation_rows(client: Client, args: argparse.Namespace) -> None:
     print(f"Wrote {count:,} annotations to {args.out}.")
 
 
+def work_log(client: Client, args: argparse.Namespace) -> None:
+    log = client.work_log(args.workspace, args.start, args.end, annotator=args.annotator, project=args.project, download=args.out)
+    if args.as_json:
+        _json(log.model_dump(mode="json"))
+        return
+    print(f"Days in {log.timezone}, {log.start or 'the first'} to {log.end or 'the last'}: {len(log.rows):,} rows"
+          + (f", written to {args.out}." if args.out else "."))
+    for r in log.rows:
+        gold = f"{r.gold_correct}/{r.gold_answers} gold right" if r.gold_answers else "no gold"
+        print(f"{r.day}\t{r.annotator}\t{r.project}\t{r.items} items\t{r.active_hours} h active\t{r.wall_hours} h wall\t{gold}")
+
+
 def _shares(text: str, kind: type[int] | type[float]) -> dict[str, Any]:
     pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
     if any(len(p) != 2 for p in pairs):

@@ -15,6 +15,7 @@ from vlcurate.models import ProjectSettings
 
 if TYPE_CHECKING:
     import datasets
+    from pydantic import BaseModel
 
 MAP_BATCH = 100  # rows a call when the images go in (a batch of large images is held in memory)
 OPEN_PAGES = 4  # image pages kept open while the Dataset is built (records name them in order)
@@ -119,3 +120,12 @@ def annotation_table(path: Path, cache_dir: str | None = None) -> datasets.Datas
                 row["payload"] = json.dumps(row["payload"], ensure_ascii=False, sort_keys=True)
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
         return datasets.load_dataset("json", data_files=str(text), split="train", cache_dir=cache_dir)
+
+
+def rows_table(rows: list[dict[str, Any]], model: type[BaseModel]) -> datasets.Dataset:
+    """A Dataset of plain rows, its columns the pydantic `model`'s fields (an empty one keeps them)."""
+    import datasets
+
+    if not rows:
+        return datasets.Dataset.from_dict({name: [] for name in model.model_fields})
+    return datasets.Dataset.from_list(rows)

@@ -189,8 +189,9 @@ class Operations:
         return None if reply.status == 204 else ClaimOut.model_validate(reply.json())
 
     def _submit(self, assignment_id: int, payload: dict[str, Any], idempotency_key: str | None = None,
-                seconds_spent: float | None = None) -> Op[SubmitOut]:
-        body = {"payload": payload, "idempotency_key": idempotency_key or uuid.uuid4().hex, "seconds_spent": seconds_spent}
+                seconds_spent: float | None = None, active_seconds: float | None = None) -> Op[SubmitOut]:
+        body = {"payload": payload, "idempotency_key": idempotency_key or uuid.uuid4().hex, "seconds_spent": seconds_spent,
+                "active_seconds": active_seconds}
         # The key makes a retried submit a replay, never a second annotation.
         reply = yield Call("POST", f"/assignments/{assignment_id}/submit", json=body, idempotent=True)
         return SubmitOut.model_validate(reply.json())

@@ -4,6 +4,8 @@ hiding records by external id."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,7 +14,7 @@ from vlcurate import records as rec
 from vlcurate._ops import Operations, ProjectRef
 from vlcurate._protocol import Call, Op
 from vlcurate.errors import Invalid, NotFound
-from vlcurate.models import ProjectSettings, ProjectUpdate, RecordsHidden, TokenOut, UserCreated, UserOut
+from vlcurate.models import ProjectSettings, ProjectUpdate, RecordsHidden, TokenOut, UserCreated, UserOut, WorkLog
 from vlcurate.models_manage import MAX_IDS
 
 
@@ -67,3 +69,16 @@ class AdminOps(Operations):
             total.hidden += done.hidden
             total.already += done.already
         return total
+
+    def _work_log(self, workspace: int, start: date | str | None = None, end: date | str | None = None, annotator: str | None = None,
+                  project: int | None = None, download: str | Path | None = None) -> Op[WorkLog]:
+        """The workspace's work log; with `download` (a .csv or .parquet path) the same rows as that file too."""
+        params = {k: str(v) for k, v in {"start": start, "end": end, "annotator": annotator, "project": project}.items() if v is not None}
+        reply = yield Call("GET", f"/workspaces/{workspace}/worklog", params=params)
+        if download is not None:
+            path = Path(download)
+            kind = path.suffix.lstrip(".").lower()
+            if kind not in ("csv", "parquet"):
+                raise ValueError(f"The work log downloads as .csv or .parquet, not {path.name!r}.")
+            yield Call("GET", f"/workspaces/{workspace}/worklog.{kind}", params=params, download_to=path)
+        return WorkLog.model_validate(reply.json())

@@ -81,6 +81,15 @@ def _quality_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     annotations.add_argument("--stage")
     annotations.add_argument("--out", required=True, help="the JSONL file to write")
     annotations.set_defaults(fn=run.annotation_rows)
+    worklog = sub.add_parser("worklog", help="a workspace's work log: annotator x day x project (its managers and admins)")
+    worklog.add_argument("workspace", type=int)
+    worklog.add_argument("--start", help="first day, YYYY-MM-DD (with neither date: the last 30 days)")
+    worklog.add_argument("--end", help="last day, included")
+    worklog.add_argument("--annotator")
+    worklog.add_argument("--project", type=int)
+    worklog.add_argument("--out", help="also write the rows to this .csv or .parquet file")
+    worklog.add_argument("--json", action="store_true", dest="as_json")
+    worklog.set_defaults(fn=run.work_log)
 
 
 def _data_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
+from datetime import date
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,8 @@ from vlcurate.models import (
     TokenOut,
     UserCreated,
     UserOut,
+    WorkLog,
+    WorkLogRow,
 )
 
 if TYPE_CHECKING:
@@ -168,10 +171,11 @@ class Client(SyncDriver):
         return self._run(self._claim(stage))
 
     def submit(self, assignment_id: int, payload: dict[str, Any], idempotency_key: str | None = None,
-               seconds_spent: float | None = None) -> SubmitOut:
+               seconds_spent: float | None = None, active_seconds: float | None = None) -> SubmitOut:
         """Submit your answer to a claimed item; the same `idempotency_key` again is a replay, never a
-        second annotation (one is made up when None)."""
-        return self._run(self._submit(assignment_id, payload, idempotency_key, seconds_spent))
+        second annotation (one is made up when None). `active_seconds`: your time at work on it (stored
+        capped at the time since the claim and the stage's lease length)."""
+        return self._run(self._submit(assignment_id, payload, idempotency_key, seconds_spent, active_seconds))
 
     def review_queue(self, stage: int) -> list[ReviewRow]:
         """The stage's items waiting for review, those where annotators disagree most first (reviewer)."""
@@ -277,6 +281,15 @@ class Client(SyncDriver):
     def revoke_token(self, token_id: int) -> None:
         """Revoke a token: yours, or anyone's as an admin."""
         return self._run(self._revoke_token(token_id))
+
+    def work_log(self, workspace: int, start: date | str | None = None, end: date | str | None = None, *, annotator: str | None = None,
+                 project: int | None = None, download: str | Path | None = None, dataset: bool = False) -> WorkLog | datasets.Dataset:
+        """The workspace's work log (docs/work-log.md): a `WorkLog` whose rows are (day, annotator, project) →
+        items, answers, active and wall hours, gold answers right; days from `start` to `end` included
+        (the last 30 days when neither is given). `download`: also save the rows as that .csv or .parquet
+        file; `dataset`: the rows as a `datasets.Dataset` instead (the workspace's managers and admins)."""
+        log = self._run(self._work_log(workspace, start, end, annotator, project, download))
+        return _dataset.rows_table([r.model_dump() for r in log.rows], WorkLogRow) if dataset else log
 
     # -- drafting with a model ------------------------------------------------------------------------------
 

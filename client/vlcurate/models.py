@@ -70,7 +70,8 @@ class SubmitIn(BaseModel):
     seconds_spent: float | None = Field(default=None, ge=0, le=MAX_SECONDS_SPENT, allow_inf_nan=False)
     active_seconds: float | None = Field(
         default=None, ge=0, le=MAX_SECONDS_SPENT, allow_inf_nan=False,
-        description="Time with focus and input on the item, idle spells over 30 s left out (stored capped at 4 hours)",
+        description="Time with focus and input on the item, idle spells over 30 s left out; with what its drafts gathered, "
+                    "stored capped at the time since the claim and the stage's lease length (and 4 hours)",
     )
 
 
@@ -83,6 +84,11 @@ class SubmitOut(BaseModel):
 
 class DraftIn(BaseModel):
     payload: dict[str, Any]
+    active_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_SECONDS_SPENT, allow_inf_nan=False,
+        description="Active time on the item so far (earlier drafts' included); the draft keeps the most it was told, "
+                    "capped at the time since the claim and the lease's length, and the submit takes it",
+    )
 
 
 class StageRef(BaseModel):

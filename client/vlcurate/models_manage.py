@@ -3,11 +3,13 @@ and deleting projects) and of the annotation table; `vlcurate.models` re-exports
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
 
-__all__ = ["AnnotationRow", "GoldImported", "ProjectUpdate", "RecordIds", "RecordsHidden", "StageUpdate", "SuggestionShown"]
+__all__ = ["AnnotationRow", "GoldImported", "ProjectUpdate", "RecordIds", "RecordsHidden", "StageUpdate", "SuggestionShown", "WorkLog",
+           "WorkLogRow"]
 
 MAX_IDS = 10_000  # external ids one request may name
 # A name as given, without the spaces around it; a blank one is refused (422 naming the field).
@@ -73,3 +75,27 @@ class AnnotationRow(BaseModel):
     seconds_spent: float | None = Field(description="Active time on the screen the client reported")
     suggestions: list[SuggestionShown] = Field(description="The suggestions shown and what the annotator did with each")
     review: str | None = Field(description="The reviewer's decision on this annotation: accepted, overridden, sent_back; null when none")
+
+
+class WorkLogRow(BaseModel):
+    """One annotator's work on one day in one project (docs/work-log.md)."""
+
+    day: date = Field(description="In the server's work-log time zone")
+    annotator: str
+    project_id: int
+    project: str
+    items: int = Field(description="First answers (a revision adds time, not an item)")
+    answers: int = Field(description="Every submitted revision")
+    active_hours: float = Field(description="Page visible and focused, input within the last 30 s")
+    wall_hours: float = Field(description="Claim to submit")
+    gold_answers: int
+    gold_correct: int = Field(description="Gold answers fully right")
+    gold_accuracy: float | None = Field(description="gold_correct / gold_answers; null without gold answers")
+
+
+class WorkLog(BaseModel):
+    workspace_id: int
+    timezone: str = Field(description="The zone whose calendar days `day` counts")
+    start: date | None
+    end: date | None
+    rows: list[WorkLogRow]

@@ -109,28 +109,43 @@
     }
   });
 
-  // Active time on the item (docs/draft-bias.md): time with the page focused, each gap between two
-  // inputs (keys, pointer, wheel, typing) counted up to 30 s, so an idle spell adds no more than that.
-  // It goes with the submit in the hidden `active_seconds` field; a new screen starts from zero.
-  var IDLE_MS = 30000, activeMs = 0, markAt = performance.now(), pageFocused = document.hasFocus();
+  // Active time on the item (docs/work-log.md): time with the page visible and focused, each gap
+  // between two inputs (keys, pointer, wheel, typing) counted up to 30 s, so an idle spell adds no
+  // more than that. It starts from what the item's drafts gathered (a reloaded or closed tab loses
+  // none), goes with each draft save and with the submit in the hidden `active_seconds` field.
+  var IDLE_MS = 30000, activeMs = 0, savedMs = 0, markAt = performance.now();
+  var pageFocused = document.hasFocus(), pageVisible = document.visibilityState === "visible";
+  function activeField() {
+    var form = document.querySelector("[data-annotation-form]");
+    return form && form.elements.active_seconds;
+  }
   function creditActive() {
     var now = performance.now();
-    if (pageFocused) activeMs += Math.min(now - markAt, IDLE_MS);
+    if (pageFocused && pageVisible) activeMs += Math.min(now - markAt, IDLE_MS);
     markAt = now;
+    var field = activeField();
+    if (field) field.value = (activeMs / 1000).toFixed(1);
   }
   ["keydown", "pointerdown", "pointermove", "wheel", "input"].forEach(function (type) {
     document.addEventListener(type, creditActive, { capture: true, passive: true });
   });
   window.addEventListener("focus", function () { creditActive(); pageFocused = true; });
   window.addEventListener("blur", function () { creditActive(); pageFocused = false; });
-  document.addEventListener("vlcurate:screen", function () { activeMs = 0; markAt = performance.now(); });
+  document.addEventListener("visibilitychange", function () {
+    creditActive();
+    pageVisible = document.visibilityState === "visible";
+  }, { capture: true });
+  function setUpActive() {  // a new screen counts on from its item's drafts
+    var field = activeField();
+    activeMs = savedMs = field ? 1000 * (parseFloat(field.dataset.base) || 0) : 0;
+    markAt = performance.now();
+  }
 
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (!(form.matches && form.matches("[data-annotation-form]"))) return;
     if (form.dataset.swapping) { event.preventDefault(); return; }  // the answer is on its way
     creditActive();
-    if (form.elements.active_seconds) form.elements.active_seconds.value = (activeMs / 1000).toFixed(1);
     form.dataset.sent = "1";
     if (window.htmx) htmx.trigger(form, "htmx:abort");  // a draft save in flight must not race the submit
     form.querySelectorAll("button[type=submit]").forEach(function (b) { b.setAttribute("aria-busy", "true"); });
@@ -250,11 +265,20 @@
   var isDraft = function (detail) {
     return detail.pathInfo && /\/draft$/.test(detail.pathInfo.requestPath || "");
   };
+  document.body.addEventListener("htmx:configRequest", function (event) {
+    if (!draft || event.detail.elt !== draft.form || !/\/draft$/.test(event.detail.path || "")) return;
+    creditActive();
+    draft.sending = activeMs;
+    event.detail.parameters.active_seconds = (activeMs / 1000).toFixed(1);
+  });
   document.body.addEventListener("htmx:beforeRequest", function (event) {
     if (draft && event.detail.elt === draft.form && draft.form.dataset.sent) event.preventDefault();
   });
   document.body.addEventListener("htmx:afterRequest", function (event) {
-    if (draft && event.detail.elt === draft.form && isDraft(event.detail) && event.detail.successful) draft.dirty = false;
+    if (draft && event.detail.elt === draft.form && isDraft(event.detail) && event.detail.successful) {
+      draft.dirty = false;
+      savedMs = Math.max(savedMs, draft.sending || 0);
+    }
   });
   document.body.addEventListener("htmx:beforeSwap", function (event) {
     if (isDraft(event.detail) && event.detail.xhr.status === 409) {
@@ -263,9 +287,14 @@
       if (draft) draft.dirty = false;
     }
   });
+  // Sent when something is unsaved: a change, or a second or more of active time (the draft then
+  // holds what the screen shows, which the screen would show anyway).
   var flush = function () {
-    if (!draft || !draft.dirty || draft.form.dataset.sent) return;
+    if (!draft || draft.form.dataset.sent) return;
+    creditActive();
+    if (!draft.dirty && activeMs - savedMs < 1000) return;
     draft.dirty = false;
+    savedMs = activeMs;
     fetch(draft.form.getAttribute("hx-post"), {
       method: "POST", body: new URLSearchParams(new FormData(draft.form)), keepalive: true, credentials: "same-origin",
       headers: { "X-CSRF-Token": document.body.dataset.csrf || "", "HX-Request": "true" },
@@ -276,6 +305,7 @@
 
   // What each screen sets up, at load and after a swap.
   function setUpScreen() {
+    setUpActive();
     setUpKeyHelp();
     setUpDrafts();
   }

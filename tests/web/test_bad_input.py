@@ -317,7 +317,8 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
         assignment = annotation.claim(s, world["stage"], boss).assignment_id
         ids = {"project_id": world["project"], "stage_id": world["stage"], "item_id": s.scalar(sa.select(sa.func.min(Item.id))),
                "assignment_id": assignment, "user_id": world["user"], "token_id": s.scalar(sa.select(sa.func.min(ApiToken.id))),
-               "export_id": 1, "sha256": "0" * 64, "path:path": "x.json"}
+               "export_id": 1, "sha256": "0" * 64, "path:path": "x.json", "kind": "csv",
+               "workspace_id": s.scalar(sa.text("SELECT id FROM workspaces WHERE is_default"))}
     failures = []
     with TestClient(app, raise_server_exceptions=False) as browser:
         login(browser, "boss")

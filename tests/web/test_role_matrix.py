@@ -73,6 +73,12 @@ ACCESS = {
     ("GET", "/admin/jobs"): ADMIN,
     ("GET", "/admin/audit"): ADMIN,
     ("GET", "/api/v1/audit"): ADMIN,
+    # Work logs: any user reaches them; a workspace's managers and admins read them, anyone else gets 404 (tests/web/test_worklog.py).
+    ("GET", "/worklog"): USER,
+    ("GET", "/workspaces/{workspace_id}/worklog"): USER,
+    ("GET", "/workspaces/{workspace_id}/worklog.{kind}"): USER,
+    ("GET", "/api/v1/workspaces/{workspace_id}/worklog"): USER,
+    ("GET", "/api/v1/workspaces/{workspace_id}/worklog.{kind}"): USER,
     ("GET", "/projects/{project_id}/export"): ADMIN,
     ("POST", "/projects/{project_id}/splits"): ADMIN,
     ("POST", "/projects/{project_id}/exports"): ADMIN,
@@ -142,7 +148,7 @@ ACCESS = {
 
 # Path parameters are filled with values that name nothing: an allowed caller gets a 404 or a 422 and
 # nothing changes; what is checked is that the refusal, when there is one, comes from the role.
-FILL = {"sha256": "0" * 64, "path:path": "x.json"}
+FILL = {"sha256": "0" * 64, "path:path": "x.json", "kind": "csv"}
 NOTHING = 999_999
 
 

@@ -1,4 +1,4 @@
-"""Annotating: claim for a user, open an assignment's screen data, autosave, submit, skip."""
+"""Annotating: claim for a user, open an assignment's screen data, submit, skip (autosave: `drafts`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app import queue
@@ -20,7 +19,7 @@ from app.datasets.workflow import ItemContext
 from app.decision import Decision, decide
 from app.errors import Conflict, NotFound
 from app.lifecycle import AssignmentEvent, AssignmentStatus, ItemStatus, transition
-from app.models import AnnotatorCount, Assignment, Draft, Stage
+from app.models import AnnotatorCount, Assignment, Stage
 from app.services.annotation import suggestions as suggestions_service
 from app.services.annotation.notes import sent_back_note
 from app.services.annotation.submit_statements import SubmitRead, read_for_submit, write_statement
@@ -162,7 +161,8 @@ def submit(
     if read.ctx["earlier"] is not None:
         return _replay(read, workflow, payload, assignment_id, user_id)
     if lock["item_status"] == ItemStatus.gold and lock["item_stage"] == lock["stage_id"]:
-        return _score_gold(session, read, workflow, payload, assignment_id, idempotency_key, (seconds_spent, active_seconds))
+        return _score_gold(session, read, workflow, payload, assignment_id, idempotency_key,
+                           (seconds_spent, *read.answer_times(seconds_spent, active_seconds)))
     decision = Decision(lock["item_status"], lock["item_stage"], _slots_for(lock))
     clean = workflow.validate_annotation(read.item_context, payload)
     outcomes = []
@@ -177,8 +177,8 @@ def submit(
     write = {**params, "revision": (read.ctx["last_revision"] or 0) + 1, "payload": json.dumps(clean), "seconds": seconds_spent,
              "assignment_status": transition(lock["assignment_status"], AssignmentEvent.submit), "outcomes": json.dumps(outcomes),
              "final": json.dumps(decision.final), "discard": decision.discard, "item_status": decision.status,
-             "item_stage": decision.stage_id, "slots": decision.slots, "arm": arm,
-             "active": arms.active_seconds(active_seconds, seconds_spent)}
+             "item_stage": decision.stage_id, "slots": decision.slots, "arm": arm}
+    write["wall"], write["active"] = read.answer_times(seconds_spent, active_seconds)
     changed = (decision.status, decision.stage_id, decision.slots) != (lock["item_status"], lock["item_stage"], lock["slots"])
     annotation_id = session.execute(write_statement(bool(outcomes), decision.final is not None, changed), write).scalar_one()
     if decision.stage_id != lock["item_stage"]:
@@ -233,13 +233,13 @@ def _replay(read: SubmitRead, workflow, payload: dict[str, Any], assignment_id: 
 
 
 def _score_gold(session: Session, read: SubmitRead, workflow, payload, assignment_id: int, key: str, seconds: tuple) -> SubmitResult:
-    """A honeypot's answer: scored against the truth, never finalized. `seconds`: spent and active."""
+    """A honeypot's answer: scored against the truth, never finalized. `seconds`: spent, wall and active (as stored)."""
     lock = read.lock
     item = SimpleNamespace(id=lock["item_id"], data=lock["data"])
     stage = session.get(Stage, lock["stage_id"])
-    spent, active = seconds
+    spent, wall, active = seconds
     scored = gold.submit_answer(session, session.get(Assignment, assignment_id), item, stage, payload, key, spent,
-                                active_seconds=arms.active_seconds(active, spent))
+                                active_seconds=active, wall_seconds=wall)
     return SubmitResult(scored.annotation_id, scored.revision, False, _as_ordinary(read, scored.payload, scored.flagged), lock["stage_id"])
 
 
@@ -258,19 +258,6 @@ def _as_ordinary(read: SubmitRead, clean: dict[str, Any], flagged: bool) -> str:
 
 def give_back(session: Session, assignment_id: int, user_id: int, *, skip: bool) -> None:
     queue.give_back(session, assignment_id, user_id, AssignmentEvent.skip if skip else AssignmentEvent.release)
-
-
-def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict[str, Any]) -> None:
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None or assignment.annotator_id != user_id:
-        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
-    if assignment.status != AssignmentStatus.active:
-        raise Conflict(f"This assignment is {assignment.status}; the draft was not saved.")
-    session.execute(
-        pg_insert(Draft)
-        .values(assignment_id=assignment_id, payload=payload)
-        .on_conflict_do_update(index_elements=["assignment_id"], set_={"payload": payload, "updated_at": sa.func.now()})
-    )
 
 
 @dataclass
@@ -311,6 +298,7 @@ class ScreenAssignment:
     annotator_id: int
     status: AssignmentStatus
     lease_until: Any
+    draft_active: float | None = None  # the active seconds its drafts gathered (the screen counts on from them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +337,7 @@ _SCREEN = sa.text(
            s.workflow AS stage_workflow, s.overlap AS stage_overlap, s.guidelines AS stage_guidelines, s.config AS stage_config,
            p.name AS project_name,
            (SELECT payload FROM drafts WHERE assignment_id = a.id) AS draft,
+           (SELECT active_seconds FROM drafts WHERE assignment_id = a.id) AS draft_active,
            (SELECT payload FROM annotations WHERE assignment_id = a.id ORDER BY revision DESC LIMIT 1) AS previous,
            COALESCE((SELECT submitted FROM annotator_counts WHERE stage_id = s.id AND annotator_id = :user), 0) AS mine,
            {_RESULTS_JSON} AS results,
@@ -369,7 +358,8 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     row = session.execute(_SCREEN, {"assignment": assignment_id, "user": user_id}).mappings().first()
     if row is None or row["annotator_id"] != user_id:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
-    assignment = ScreenAssignment(assignment_id, row["annotator_id"], AssignmentStatus(row["status"]), row["lease_until"])
+    assignment = ScreenAssignment(assignment_id, row["annotator_id"], AssignmentStatus(row["status"]), row["lease_until"],
+                                  row["draft_active"])
     item = ScreenItem(**{**_prefixed(row, "item_", ScreenItem), "status": ItemStatus(row["item_status"])})
     stage = ScreenStage(**_prefixed(row, "stage_", ScreenStage))
     previous = row["previous"]

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app import queue
+from app.bias import arms
 from app.datasets.workflow import ItemContext
 from app.decision import Situation, StageSettings
 from app.errors import Invalid, NotFound
@@ -31,7 +32,8 @@ LOCK_FOR_SUBMIT = sa.text(
     """
     SELECT a.annotator_id, a.status AS assignment_status, i.id AS item_id, i.status AS item_status,
            i.stage_id AS item_stage, i.slots_left AS slots, i.data,
-           s.id AS stage_id, s.project_id, s.position, s.workflow, s.config, s.overlap, s.sample_size
+           s.id AS stage_id, s.project_id, s.position, s.workflow, s.config, s.overlap, s.sample_size, s.lease_seconds,
+           extract(epoch FROM clock_timestamp() - (a.lease_until - make_interval(secs => s.lease_seconds)))::float8 AS held_seconds
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     WHERE a.id = :assignment
     FOR UPDATE OF a, i
@@ -44,6 +46,7 @@ SUBMIT_CONTEXT = sa.text(
         (SELECT json_build_object('id', e.id, 'assignment_id', e.assignment_id, 'payload', e.payload, 'revision', e.revision)
          FROM annotations e WHERE e.annotator_id = :user AND e.idempotency_key = :key) AS earlier,
         (SELECT max(revision) FROM annotations WHERE assignment_id = :assignment) AS last_revision,
+        (SELECT active_seconds FROM drafts WHERE assignment_id = :assignment) AS draft_active,
         (SELECT json_agg(json_build_object('workflow', s.workflow, 'payload', r.payload, 'position', s.position) ORDER BY r.id)
          FROM (SELECT id, stage_id, payload FROM item_results WHERE item_id = :item OFFSET 0) r JOIN stages s ON s.id = r.stage_id) AS finals,
         (SELECT min(gs.position) FROM gold_items g JOIN stages gs ON gs.id = g.stage_id WHERE g.item_id = :item) AS gold_from,
@@ -76,8 +79,9 @@ def write_statement(outcomes: bool, final: bool, item: bool) -> sa.TextClause:
     parts = [
         """ann AS (
             INSERT INTO annotations (assignment_id, item_id, stage_id, annotator_id, revision, idempotency_key, payload, seconds_spent,
-                                     arm, active_seconds)
-            VALUES (:assignment, :item, :stage, :user, :revision, :key, CAST(:payload AS jsonb), :seconds, :arm, :active) RETURNING id)""",
+                                     arm, active_seconds, wall_seconds)
+            VALUES (:assignment, :item, :stage, :user, :revision, :key, CAST(:payload AS jsonb), :seconds, :arm, :active, :wall)
+            RETURNING id)""",
         "asg AS (UPDATE assignments SET status = :assignment_status, submitted_at = now() WHERE id = :assignment)",
         "dra AS (DELETE FROM drafts WHERE assignment_id = :assignment)",
     ]
@@ -111,6 +115,17 @@ class SubmitRead:
     def stage(self) -> StageSettings:
         lock = self.lock
         return StageSettings(lock["stage_id"], lock["workflow"], lock["config"], lock["overlap"], lock["sample_size"], self.ctx["sampled"])
+
+    def answer_times(self, seconds_spent: float | None, active_seconds: float | None) -> tuple[float | None, float | None]:
+        """This answer's wall time (claim to submit: since its lease began; a revision of a submitted or
+        sent-back answer, the time its screen was open) and its active time (what the screen posted or its
+        drafts gathered, whichever is more, capped by app.bias.arms.active_seconds at the wall time
+        and the stage's lease length)."""
+        lock = self.lock
+        revision = lock["assignment_status"] in (_A.submitted, _A.returned)  # no lease of its own (a sent-back one not claimed again)
+        wall = seconds_spent if revision else max(0.0, lock["held_seconds"])
+        posted = [v for v in (arms.active_seconds(active_seconds), arms.active_seconds(self.ctx["draft_active"])) if v is not None]
+        return wall, arms.active_seconds(max(posted), wall, lease=lock["lease_seconds"]) if posted else None
 
     def shows(self, position: int) -> bool:
         """A gold item shows only the finals before its gold stage (its own final there is the truth)."""

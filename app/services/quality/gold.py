@@ -194,6 +194,7 @@ def submit_answer(
     seconds_spent: float | None,
     *,
     active_seconds: float | None = None,
+    wall_seconds: float | None = None,
 ) -> GoldSubmit:
     """Store an annotator's answer to a gold item (validated as any annotation; an expired lease
     still counts, since a gold item has no slots) with the arm it was given in and, on a probe,
@@ -207,7 +208,7 @@ def submit_answer(
     annotation = Annotation(
         assignment_id=assignment.id, item_id=item.id, stage_id=stage.id, annotator_id=assignment.annotator_id,
         revision=revision, idempotency_key=idempotency_key, payload=clean, seconds_spent=seconds_spent,
-        arm=seen.arm, probe_caught=caught, active_seconds=active_seconds,
+        arm=seen.arm, probe_caught=caught, active_seconds=active_seconds, wall_seconds=wall_seconds,
     )
     session.add(annotation)
     assignment.status = transition(assignment.status, AssignmentEvent.submit)
