@@ -1,7 +1,7 @@
 """Qualification quiz and auto-pause: annotators' standing at a stage's quiz, quiz answers, paused flags
 
 Revision ID: 0030gate
-Revises: 0029sso
+Revises: 0031worklog
 Create Date: 2026-11-26 12:00:00
 
 Nothing changes for existing stages: the quiz and auto-pause are off until a stage's settings turn them on.
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0030gate'
-down_revision = '0029sso'
+down_revision = '0031worklog'
 branch_labels = None
 depends_on = None
 

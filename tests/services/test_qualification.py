@@ -17,8 +17,9 @@ from app.gate import Paused, QuizFailed
 from app.lifecycle import ItemStatus
 from app.models import AnnotatorFlag, AnnotatorGate, Assignment, AuditEvent, Item, QuizAnswer, User
 from app.services.annotation import annotation as annotations
-from app.services.quality import accuracy, gold, qualification
+from app.services.quality import accuracy, gold, qualification, worklog
 from app.services.review import review
+from app.services.users.workspaces import default_workspace_id
 from tests import factories
 from tests.services.test_gold import gold_file, make_project
 
@@ -69,6 +70,8 @@ def test_a_failed_quiz_gives_no_lease_and_a_pass_gives_real_items(session, setti
     # Quiz answers count for the quiz only: no gold accuracy, nothing finalized, gold items stay gold.
     assert session.scalar(sa.select(sa.func.count()).select_from(QuizAnswer)) == 10
     assert accuracy.accuracy_report(session, stage_id, samples=0)["annotators"] == {}
+    logged = list(worklog.rows(session, default_workspace_id(session), worklog.WorkLogFilter()))
+    assert {r.annotator: (r.answers, r.gold_answers) for r in logged} == {"failing": (7, 0), "passing": (3, 0)}
     assert set(session.scalars(sa.select(Item.status).where(Item.id.in_(gold_ids)))) == {ItemStatus.gold}
 
     # A manager's reset gives the failed annotator their tries back; a plain annotator cannot reset.
