@@ -42,6 +42,7 @@ from app.web import (
     draft_api,
     draft_pages,
     export_pages,
+    gate_pages,
     gold_api,
     gold_pages,
     leaks_api,
@@ -163,7 +164,8 @@ def _mount_routes(app: FastAPI) -> None:
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    pages = (auth_pages, sso_pages, project_pages, archive_pages, stage_settings_pages, review_pages, gold_pages, admin_pages)
+    pages = (auth_pages, sso_pages, project_pages, archive_pages, stage_settings_pages, review_pages, gold_pages, gate_pages,
+             admin_pages)
     for module in (*pages, export_pages, draft_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)

@@ -19,7 +19,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app import honeypot
+from app import gate, honeypot
 from app.errors import Conflict, NotFound
 from app.lifecycle import (
     ASSIGNMENT_START,
@@ -156,8 +156,9 @@ PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 # share; whether any lease of the stage ran out (index ix_assignments_leases), so that the
 # statement returning their slots runs only then (its statement-level counter triggers cost
 # milliseconds even when it moves no row); and whether the stage paused their leases (a flag
-# raised by planted wrong drafts, app.services.quality.bias.probe_catch: one primary-key probe); and
-# whether the stage's project is archived (then the stage is answered as unknown).
+# raised by planted wrong drafts, app.services.quality.bias.probe_catch: gold items only; or by the
+# auto-pause: none); whether the annotator has still to pass the stage's quiz (app.gate): primary-key
+# probes; and whether the stage's project is archived (then the stage is answered as unknown).
 _MINE = sa.text(
     f"""
     SELECT live.id AS assignment_id, live.item_id, live.lease_until, EXISTS (
@@ -166,8 +167,11 @@ _MINE = sa.text(
         coalesce((SELECT (config->>'gold_share')::float8 FROM stages WHERE id = :stage), 0) AS gold_share,
         EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now()) AS ran_out,
         {PLAN_ONCE},
-        EXISTS (SELECT 1 FROM annotator_flags f JOIN stages p ON p.id = f.stage_id
-                WHERE f.stage_id = :stage AND f.annotator_id = :user AND p.config->>'probe_action' = 'pause') AS paused,
+        (SELECT CASE WHEN f.paused_at IS NOT NULL THEN 'stop' WHEN p.config->>'probe_action' = 'pause' THEN 'gold' END
+         FROM annotator_flags f JOIN stages p ON p.id = f.stage_id WHERE f.stage_id = :stage AND f.annotator_id = :user) AS paused,
+        CASE WHEN (SELECT config->>'quiz_items' FROM stages WHERE id = :stage)::int > 0 THEN NOT EXISTS (
+            SELECT 1 FROM annotator_gates g WHERE g.stage_id = :stage AND g.annotator_id = :user AND g.passed_at IS NOT NULL)
+        ELSE false END AS quiz,
         EXISTS (SELECT 1 FROM stages st JOIN projects pr ON pr.id = st.project_id WHERE st.id = :stage AND pr.archived_at IS NOT NULL) AS archived
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
@@ -314,8 +318,10 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     mine = _mine(session, params)
     if resume and mine["assignment_id"] is not None:
         return _live(mine)
-    if mine["paused"]:  # gold items only, until their probe catch rate recovers (or none is left for them)
-        gold = honeypot.pick(session, stage_id, annotator_id, mine["gold_share"], only=True)
+    if mine["paused"] == "stop":
+        raise gate.paused(session, stage_id, annotator_id)
+    if mine["paused"] or mine["quiz"]:  # gold items only: until their probe catch rate recovers (or none is left), or of the quiz
+        gold = gate.quiz_claim(session, stage_id, annotator_id) if mine["quiz"] else honeypot.pick(session, stage_id, annotator_id, 0, only=True)
         if gold is None:
             raise Conflict(PAUSED)
         return Claim(gold.assignment_id, gold.item_id, gold.lease_until)

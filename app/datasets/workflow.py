@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from app.errors import Invalid, format_validation_error
 
@@ -114,6 +114,25 @@ class StageConfig(BaseModel):
         "them gold items only, no ordinary lease (both through the gold flag)",
     )
 
+    # The qualification gate and auto-pause (app.gate in the queue, app.services.quality.qualification).
+    quiz_items: int = Field(default=0, ge=0, le=100, description="gold items in the qualification quiz an annotator passes "
+                            "before their first real item in this stage (0: no quiz)")
+    quiz_pass: float = Field(default=1, ge=0, le=100, description="score a quiz try needs (the sum of its answers' gold scores, "
+                             "each 0 to 1): at most `quiz_items`")
+    quiz_tries: int = Field(default=1, ge=1, le=20, description="quiz tries an annotator has before a manager resets them")
+    pause_window: int = Field(default=0, ge=0, le=1000, description="gold answers of the rolling accuracy that pauses an "
+                              "annotator (0: no auto-pause)")
+    pause_threshold: float = Field(default=0.7, ge=0, le=1, description="rolling gold accuracy below which the annotator is "
+                                   "paused: no lease until a manager lifts it, their unreviewed work to review")
+
+    @field_validator("quiz_pass")
+    @classmethod
+    def _pass_within_quiz(cls, value: float, info: ValidationInfo) -> float:
+        items = info.data.get("quiz_items", 0)
+        if items and value > items:
+            raise ValueError(f"a quiz of {items} items scores at most {items}")
+        return value
+
     @classmethod
     def read(cls, config: dict[str, Any] | None, key: str) -> Any:
         """A stage's value of a key every stage reads: as its stored config says, else the field's default."""
@@ -121,9 +140,10 @@ class StageConfig(BaseModel):
 
     @classmethod
     def routes_flagged(cls, config: dict[str, Any] | None) -> bool:
-        """Whether a flagged annotator's work in the stage goes to review: low gold accuracy's routing, or
-        the probes' action."""
-        return bool(cls.read(config, "gold_route_to_review")) or cls.read(config, "probe_action") == "review"
+        """Whether a flagged annotator's work in the stage goes to review: low gold accuracy's routing, the
+        probes' action, or auto-pause (a paused annotator is flagged)."""
+        return (bool(cls.read(config, "gold_route_to_review")) or cls.read(config, "probe_action") == "review"
+                or int(cls.read(config, "pause_window")) > 0)
 
     @classmethod
     def descriptions(cls) -> dict[str, str]:

@@ -6,7 +6,7 @@ from app.models.base import Base
 from app.models.counts import AnnotatorCount, ItemCount, StageCount
 from app.models.drafting import DraftFailure, Prompt, PromptRun
 from app.models.exports import Export, ItemSplit, SplitDefinition
-from app.models.gold import AnnotatorFlag, GoldItem, ImageHash, LeakReport
+from app.models.gold import AnnotatorFlag, AnnotatorGate, GoldItem, ImageHash, LeakReport, QuizAnswer
 from app.models.items import Asset, Item, ItemResult
 from app.models.jobs import AgreementReport, JobRequest, JobRun
 from app.models.projects import Project, Stage, StageSample
@@ -19,6 +19,7 @@ __all__ = [
     "AgreementReport",
     "AnnotatorCount",
     "AnnotatorFlag",
+    "AnnotatorGate",
     "Annotation",
     "ApiToken",
     "Asset",
@@ -42,6 +43,7 @@ __all__ = [
     "Project",
     "Prompt",
     "PromptRun",
+    "QuizAnswer",
     "Role",
     "SplitDefinition",
     "Stage",

@@ -39,6 +39,39 @@ class AnnotatorFlag(Base):
     accuracy: Mapped[float]
     items: Mapped[int]
     flagged_at: Mapped[datetime] = created_at()
+    # Set when the stage's auto-pause raised the flag: no lease in the stage until a manager lifts it
+    # (app.services.quality.qualification); `accuracy` and `items` are then the rolling window's.
+    paused_at: Mapped[datetime | None]
+
+
+class AnnotatorGate(Base):
+    """An annotator's standing at a stage's qualification quiz and the start of their auto-pause window
+    (a row once they answered a quiz item or a pause was lifted)."""
+
+    __tablename__ = "annotator_gates"
+
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"), primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    tries_failed: Mapped[int] = mapped_column(server_default="0")
+    try_answers: Mapped[int] = mapped_column(server_default="0")  # quiz answers given in the try under way
+    try_score: Mapped[float] = mapped_column(server_default="0")  # their summed gold scores
+    last_score: Mapped[float | None]  # the score of the last finished try
+    passed_at: Mapped[datetime | None]
+    # The newest annotation before the rolling window of auto-pause starts (a lift starts a new window).
+    window_from: Mapped[int] = mapped_column(sa.BigInteger, server_default="0")
+
+
+class QuizAnswer(Base):
+    """A gold answer given as a quiz answer: it counts for the quiz only, never for gold accuracy."""
+
+    __tablename__ = "quiz_answers"
+    __table_args__ = (sa.Index("ix_quiz_answers_stage_id", "stage_id", "annotator_id"),)
+
+    annotation_id: Mapped[int] = mapped_column(sa.ForeignKey("annotations.id", ondelete="CASCADE"), primary_key=True)
+    stage_id: Mapped[int] = mapped_column(sa.ForeignKey("stages.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(sa.ForeignKey("users.id", ondelete="CASCADE"))
+    try_number: Mapped[int]  # 1 for the first try
+    score: Mapped[float]
 
 
 class ImageHash(Base):

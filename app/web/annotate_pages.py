@@ -16,6 +16,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation, drafts
 from app.services.projects import projects
+from app.services.quality import qualification
 from app.web.deps import Answer, AnswerForm, BigId, Db, Id, LiveProject, Principal, Sessions, csrf_protect, page_user, savepoint
 from app.web.templating import is_htmx, render, render_error
 
@@ -78,6 +79,7 @@ def _screen_context(request: Request, session: Session, assignment_id: int, user
         "mine": screen.mine,
         "bar": stage_bar(request, session, screen.stage.id),
         "returned": screen.returned,
+        "quiz": qualification.quiz_banner(session, screen.stage.config, screen.stage.id, user.id),
         # A submitted item takes a revision while it is still open in this stage.
         "revisable": screen.item.stage_id == screen.stage.id and screen.item.status == ItemStatus.active,
         "idempotency_key": uuid.uuid4().hex,

@@ -14,7 +14,7 @@ from app.errors import DomainError, Invalid
 from app.models import Role
 from app.services.annotation import suggestions
 from app.services.projects import projects
-from app.services.quality import accuracy, bias, gold
+from app.services.quality import accuracy, bias, gold, qualification
 from app.services.review import agreement, equivalence, review
 from app.web.annotate_pages import live_check_fragment, workflow_screen
 from app.web.deps import Answer, BigId, Db, Id, LiveProject, Principal, csrf_protect, page_role, savepoint
@@ -229,7 +229,7 @@ def _dashboard_context(session: Session, stage_id: int, **extra) -> dict:
         found = equivalence.judging_stage(session, stage)
         judging = {"project_id": found.project_id, "stage_id": found.id} if found else {}
     report = accuracy.accuracy_report(session, stage_id)
-    gold_view = {"report": report, "chart": accuracy.trend_chart(report)}
+    gold_view = {"report": report, "chart": accuracy.trend_chart(report), "standings": qualification.standings(session, stage_id)}
     return {"stage": stage, "project": project, "stored": stored, "facets": facets, "judging": judging, "gold": gold_view,
             "bias": bias.page_view(session, stage), **extra}
 
@@ -242,8 +242,8 @@ def dashboard(request: Request, stage_id: Id, session: Db, user: Principal = Dep
     notice = None if polled else take_flash(request, "agreement")
     # Right after Recompute the report is on its way: the page polls until the worker stores it.
     pending = bool(notice and notice.get("pending"))
-    return render(request, "review/agreement.html", _dashboard_context(
-        session, stage_id, gold_message=gold_message, notice=notice and notice["text"], pending=pending))
+    ctx = _dashboard_context(session, stage_id, gold_message=gold_message, notice=notice and notice["text"], pending=pending)
+    return render(request, "review/agreement.html", {**ctx, "manage": qualification.can_manage(session, ctx["stage"], user)})
 
 
 @router.post("/stages/{stage_id}/agreement")

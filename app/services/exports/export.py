@@ -37,7 +37,7 @@ from app.exporters import (
 from app.exporters.rows import count_items
 from app.models import Export, Project, SplitDefinition
 from app.services.exports.targets import check_target, check_writable
-from app.services.quality.gold import export_lines as gold_lines
+from app.services.quality.gold_export import export_lines as gold_lines
 from app.services.users.audit import record
 from app.services.webhooks import events as webhook_events
 from app.storage import ChunkSink, Opened, Storage

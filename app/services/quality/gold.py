@@ -10,7 +10,6 @@ progress and exports (they read `done` items). `app.honeypot` serves gold items 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +33,7 @@ from app.models import (
     GoldItem,
     Item,
     ItemResult,
+    QuizAnswer,
     Stage,
     User,
 )
@@ -177,27 +177,6 @@ def make_final_gold(session: Session, item_id: int, stage_id: int, *, actor_id: 
     session.flush()
 
 
-def export_lines(session: Session, project_id: int, batch: int = 1000) -> Iterator[dict[str, Any]]:
-    """The project's gold items as `gold.jsonl` lines, stage by stage in import order: the external
-    id, the stage (name, workflow, position), the record as it was imported, and the gold answer.
-    Streamed from a server-side cursor, so memory does not grow with the number of gold items."""
-    query = (
-        sa.select(Item.external_id, Item.data, Item.source, Stage.name, Stage.workflow, Stage.position, GoldItem.answer)
-        .join(GoldItem, GoldItem.item_id == Item.id)
-        .join(Stage, Stage.id == GoldItem.stage_id)
-        .where(Stage.project_id == project_id, Item.project_id == project_id, Item.status == ItemStatus.gold)
-        .order_by(Stage.position, Item.id)
-        .execution_options(yield_per=batch)
-    )
-    for row in session.execute(query):
-        yield {
-            "id": row.external_id,
-            "stage": {"name": row.name, "workflow": row.workflow, "position": row.position},
-            "data": row.source if row.source is not None else row.data,
-            "answer": row.answer,
-        }
-
-
 def gold_item_ids(session: Session, stage_id: int) -> set[int]:
     return set(session.scalars(sa.select(GoldItem.item_id).where(GoldItem.stage_id == stage_id)))
 
@@ -236,7 +215,13 @@ def submit_answer(
     assignment.submitted_at = sa.func.now()
     session.execute(sa.delete(Draft).where(Draft.assignment_id == assignment.id))
     session.flush()
-    flagged_now = rescore(session, stage, assignment.annotator_id)
+    from app.services.quality import qualification  # it builds on this module
+
+    if qualification.quiz_answer(session, stage, assignment.annotator_id, annotation.id, item.id, clean):
+        return GoldSubmit(annotation.id, revision, clean, session.get(AnnotatorFlag, (stage.id, assignment.annotator_id)) is not None)
+    answers = scored_answers(session, stage, assignment.annotator_id)
+    flagged_now = rescore(session, stage, assignment.annotator_id, answers)
+    flagged_now = qualification.check_pause(session, stage, assignment.annotator_id, answers) or flagged_now
     return GoldSubmit(annotation.id, revision, clean, flagged_now)
 
 
@@ -263,7 +248,8 @@ class GoldAnswer:
 
 
 def scored_answers(session: Session, stage: Stage, annotator_id: int | None = None) -> list[GoldAnswer]:
-    """Each annotator's latest submitted answer to each gold item of the stage, scored against the truth."""
+    """Each annotator's latest submitted answer to each gold item of the stage, scored against the truth
+    (quiz answers left out: they count for the qualification quiz only)."""
     workflow = get_workflow(stage.workflow)
     latest = (
         sa.select(Annotation.assignment_id, sa.func.max(Annotation.revision).label("revision"))
@@ -281,7 +267,7 @@ def scored_answers(session: Session, stage: Stage, annotator_id: int | None = No
         .join(Assignment, Assignment.id == Annotation.assignment_id)
         .join(GoldItem, sa.and_(GoldItem.item_id == Annotation.item_id, GoldItem.stage_id == Annotation.stage_id))
         .join(User, User.id == Annotation.annotator_id)
-        .where(Assignment.status == AssignmentStatus.submitted)
+        .where(Assignment.status == AssignmentStatus.submitted, ~sa.exists().where(QuizAnswer.annotation_id == Annotation.id))
         .order_by(Annotation.id)
     )
     return [
@@ -291,12 +277,12 @@ def scored_answers(session: Session, stage: Stage, annotator_id: int | None = No
     ]
 
 
-def rescore(session: Session, stage: Stage, annotator_id: int) -> bool:
-    """Flag the annotator in the stage when their gold accuracy is below the stage's threshold over
-    at least its minimum of gold answers; lift the flag when it is no longer. Both are audit events.
-    A new flag in a stage that routes to review sends their earlier finished work there too
-    (`route_earlier`). Returns whether the annotator is flagged now."""
-    answers = scored_answers(session, stage, annotator_id)
+def rescore(session: Session, stage: Stage, annotator_id: int, answers: list[GoldAnswer]) -> bool:
+    """Flag the annotator in the stage when their gold accuracy (`answers`: their scored answers) is below
+    the stage's threshold over at least its minimum of gold answers; lift the flag when it is no longer
+    (an auto-pause's flag stays until a manager lifts it). Both are audit events. A new flag in a stage
+    that routes to review sends their earlier finished work there too (`route_earlier`). Returns
+    whether the annotator is flagged now."""
     scores = [a.score for a in answers]
     n = len(scores)
     accuracy = sum(scores) / n if n else 1.0
@@ -311,9 +297,9 @@ def rescore(session: Session, stage: Stage, annotator_id: int) -> bool:
         audit.record(session, "gold.flagged", target=f"user:{annotator_id}", **detail)
         session.flush()
         route_earlier(session, stage, annotator_id, answers)
-    elif below:
+    elif below and flag.paused_at is None:
         flag.accuracy, flag.items = accuracy, n
-    elif flag is not None:
+    elif flag is not None and flag.paused_at is None:
         session.delete(flag)
         audit.record(session, "gold.unflagged", target=f"user:{annotator_id}", **detail)
     session.flush()
@@ -331,20 +317,21 @@ def last_pass(answers: list[GoldAnswer], window: int, threshold: float) -> int |
     return None
 
 
-def route_earlier(session: Session, stage: Stage, annotator_id: int, answers: list[GoldAnswer]) -> list[int]:
+def route_earlier(session: Session, stage: Stage, annotator_id: int, answers: list[GoldAnswer], mode: str | None = None) -> list[int]:
     """Send the newly flagged annotator's finished work in the stage back to review, as routing
     would have sent it had the flag been there: items done in this stage whose final is the automatic
     consolidation of answers that include theirs, finished since their last passing window (the
     stage's `gold_route_earlier`: "since_passing", "all" or "none"). A reviewer's final stays, and
     items that moved on to a later stage stay there (others build on them). The automatic final is
     kept (the reviewer's is appended after it); each item gets a `gold.routed_to_review` event.
-    Returns the items' ids."""
-    if not StageConfig.routes_flagged(stage.config) or setting(stage, "gold_route_earlier") == "none":
+    `mode` in place of the stage's setting (an auto-pause sends "all"). Returns the items' ids."""
+    mode = mode or setting(stage, "gold_route_earlier")
+    if not StageConfig.routes_flagged(stage.config) or mode == "none":
         return []
     theirs = sa.select(Assignment.item_id).where(
         Assignment.annotator_id == annotator_id, Assignment.stage_id == stage.id, Assignment.status == AssignmentStatus.submitted
     )
-    if setting(stage, "gold_route_earlier") == "since_passing":
+    if mode == "since_passing":
         since = last_pass(answers, int(setting(stage, "gold_min_items")), float(setting(stage, "gold_threshold")))
         if since is not None:
             theirs = theirs.where(sa.exists().where(Annotation.assignment_id == Assignment.id, Annotation.id > since))

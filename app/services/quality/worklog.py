@@ -6,7 +6,7 @@ Every submitted answer (revisions too) counts on the day it was stored, in the w
 (VLCURATE_WORKLOG_TIMEZONE): its active seconds, and its wall seconds (claim to submit; an answer stored
 before the work log kept them counts the time its screen was open). `items` counts first answers only, so
 a revision adds time, not an item. Gold accuracy: gold answers fully right (the app's answer score is 1)
-over the gold answers that day.
+over the gold answers that day (qualification quiz answers left out, as from all gold accuracy).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ _TOTALS = f"""SELECT {_DAY} AS day, u.username AS annotator, p.id AS project_id,
     GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"""
 _GOLD = f"""SELECT {_DAY} AS day, u.username AS annotator, p.id AS project_id, s.workflow, g.answer AS truth, n.payload
     {_FROM} JOIN gold_items g ON g.item_id = n.item_id AND g.stage_id = n.stage_id
-    WHERE {{where}}"""
+    WHERE {{where}} AND NOT EXISTS (SELECT 1 FROM quiz_answers q WHERE q.annotation_id = n.id)"""  # a quiz answer is no gold accuracy
 
 
 def _gold_tally(session: Session, where: str, params: dict[str, Any]) -> dict[tuple, tuple[int, int]]:
