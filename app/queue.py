@@ -152,13 +152,11 @@ _RENEW = sa.text(
 PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 # The annotator's live lease in the stage (if any) and whether a reviewer sent anything back to
-# them, in one look at their assignments (index ix_assignments_annotator_stage); the stage's gold
-# share; whether any lease of the stage ran out (index ix_assignments_leases), so that the
-# statement returning their slots runs only then (its statement-level counter triggers cost
-# milliseconds even when it moves no row); and whether the stage paused their leases (a flag
-# raised by planted wrong drafts, app.services.quality.bias.probe_catch: gold items only; or by the
-# auto-pause: none); whether the annotator has still to pass the stage's quiz (app.gate): primary-key
-# probes; and whether the stage's project is archived (then the stage is answered as unknown).
+# them (index ix_assignments_annotator_stage); the stage's gold share; whether any lease of the stage
+# ran out (ix_assignments_leases: the statement returning their slots runs only then, as its counter
+# triggers cost even when it moves no row); by primary-key probes, whether the stage paused their
+# leases (planted wrong drafts, app.services.quality.bias.probe_catch: gold items only; the
+# auto-pause: none), whether they have still to pass its quiz (app.gate), and whether its project is archived.
 _MINE = sa.text(
     f"""
     SELECT live.id AS assignment_id, live.item_id, live.lease_until, EXISTS (
