@@ -46,6 +46,8 @@ from app.web import (
     leaks_api,
     project_pages,
     review_pages,
+    workspace_api,
+    workspace_pages,
 )
 from app.web.deps import Db, LoginRequired
 from app.web.static_files import STATIC, VersionedStaticFiles
@@ -154,11 +156,12 @@ def _mount_routes(app: FastAPI) -> None:
     app.include_router(api.router)
     app.include_router(gold_api.router)
     app.include_router(leaks_api.router)
-    for module in (api_items, api_manage, api_review, api_suggestions, draft_api, bias_api, audit_pages):
+    for module in (api_items, api_manage, api_review, api_suggestions, draft_api, bias_api, audit_pages, workspace_api):
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
-    for module in (auth_pages, project_pages, review_pages, gold_pages, admin_pages, export_pages, draft_pages, assets, api_docs):
+    for module in (auth_pages, project_pages, review_pages, gold_pages, admin_pages, workspace_pages, export_pages, draft_pages, assets,
+                   api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)
     app.include_router(audit_pages.pages, include_in_schema=False)

@@ -1,11 +1,10 @@
 """The annotation queue: claim the next item with a lease, skip, release, and expire leases.
 
-Correctness rests on the database, not on timing: a claim locks the item row
-(FOR UPDATE SKIP LOCKED) before it takes one of the item's `slots_left`, so an item is never
-held by more annotators than its stage's overlap; UNIQUE(item, stage, annotator) makes a
-second hold by the same annotator impossible. Lease times come from the database clock. A claim
-answers "nothing left" only when no claimable item is left, counting rows it skipped because another
-transaction held them (it waits briefly for those, see `LOCK_WAITS`).
+Correctness rests on the database, not on timing: a claim locks the item row (FOR UPDATE SKIP LOCKED) before it
+takes one of the item's `slots_left`, so an item is never held by more annotators than its stage's overlap;
+UNIQUE(item, stage, annotator) makes a second hold by the same annotator impossible. Lease times come from the
+database clock. A claim answers "nothing left" only when no claimable item is left, counting rows it skipped
+because another transaction held them (it waits briefly for those, see `LOCK_WAITS`).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from app.lifecycle import (
     transition,
 )
 from app.models import Assignment
+from app.services.users.workspaces import member_of_stage
 
 # The SQL below is plain text for speed; its statuses come from the lifecycle, fixed at import,
 # and the moves it makes are checked against the transition table here, once.
@@ -158,7 +158,8 @@ PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 # share; whether any lease of the stage ran out (index ix_assignments_leases), so that the
 # statement returning their slots runs only then (its statement-level counter triggers cost
 # milliseconds even when it moves no row); and whether the stage paused their leases (a flag
-# raised by planted wrong drafts, app.services.quality.bias.probe_catch: one primary-key probe).
+# raised by planted wrong drafts, app.services.quality.bias.probe_catch: one primary-key probe); and
+# whether the stage is within the annotator's workspaces (a stage outside them answers as a missing one).
 _MINE = sa.text(
     f"""
     SELECT live.id AS assignment_id, live.item_id, live.lease_until, EXISTS (
@@ -168,7 +169,8 @@ _MINE = sa.text(
         EXISTS (SELECT 1 FROM assignments x WHERE x.stage_id = :stage AND x.status = '{_LIVE}' AND x.lease_until < now()) AS ran_out,
         {PLAN_ONCE},
         EXISTS (SELECT 1 FROM annotator_flags f JOIN stages p ON p.id = f.stage_id
-                WHERE f.stage_id = :stage AND f.annotator_id = :user AND p.config->>'probe_action' = 'pause') AS paused
+                WHERE f.stage_id = :stage AND f.annotator_id = :user AND p.config->>'probe_action' = 'pause') AS paused,
+        {member_of_stage()} AS member
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -262,10 +264,7 @@ def _floor(session: Session, stage_id: int) -> int:
 
 def _stage_floors(session: Session) -> dict[int, tuple[int, float, float]]:
     engine = session.get_bind()
-    floors = _floors.get(engine)
-    if floors is None:
-        floors = _floors.setdefault(engine, {})
-    return floors
+    return _floors.get(engine) or _floors.setdefault(engine, {})
 
 
 def forget_floors() -> None:
@@ -278,8 +277,7 @@ def forget_floors() -> None:
 def lower_floor(session: Session, stage_id: int, item_id: int) -> None:
     """An item of the stage became claimable: this process's claims walk from it at once."""
     floors = _stage_floors(session)
-    cached = floors.get(stage_id)
-    if cached is not None and item_id < cached[0]:
+    if (cached := floors.get(stage_id)) is not None and item_id < cached[0]:
         floors[stage_id] = (item_id, *cached[1:])
 
 
@@ -292,7 +290,13 @@ def expire_leases(session: Session, stage_id: int) -> None:
 
 def live_lease(session: Session, stage_id: int, annotator_id: int) -> Claim | None:
     """The annotator's live lease in the stage, if they hold one; nothing is leased or renewed."""
-    return _live(session.execute(_MINE, {"stage": stage_id, "user": annotator_id}).mappings().one())
+    return _live(_mine(session, {"stage": stage_id, "user": annotator_id}))
+
+
+def _mine(session: Session, params: dict):  # `_MINE`'s row; a 404 for a stage outside the annotator's workspaces
+    if not (mine := session.execute(_MINE, params).mappings().one())["member"]:
+        raise NotFound(f"No stage with id {params['stage']}.")
+    return mine
 
 
 def _live(mine) -> Claim | None:
@@ -305,7 +309,7 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
     `answer` (an SQL expression over the leased item `i`, which may use :stage), a fresh pick
     computes it in its own statement and returns it as `Claim.answer`."""
     params = {"stage": stage_id, "user": annotator_id}
-    mine = session.execute(_MINE, params).mappings().one()
+    mine = _mine(session, params)
     if resume and mine["assignment_id"] is not None:
         return _live(mine)
     if mine["paused"]:  # gold items only, until their probe catch rate recovers (or none is left for them)
@@ -369,9 +373,13 @@ def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: i
     return [(row["id"], row["assets"]) for row in session.execute(_PEEK_FRESH, params).mappings()]
 
 
+_MEMBER_OF_ITS_STAGE = sa.text(member_of_stage("assignments.stage_id"))  # within its annotator's workspaces
+
+
 def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> Assignment:
+    """The annotator's assignment, locked; a 404 for anyone else's, or one outside their workspaces."""
     assignment = session.scalar(
-        sa.select(Assignment).where(Assignment.id == assignment_id).with_for_update()
+        sa.select(Assignment).where(Assignment.id == assignment_id, _MEMBER_OF_ITS_STAGE.bindparams(user=annotator_id)).with_for_update()
     )
     if assignment is None or assignment.annotator_id != annotator_id:
         raise NotFound(NO_SUCH_ASSIGNMENT)

@@ -16,7 +16,7 @@ from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation
 from app.services.projects import projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint
+from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint, signed_in
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -161,7 +161,7 @@ def submit(request: Request, assignment_id: BigId, answer: Answer, sessions: Ses
     the error and what was posted (no savepoint: it would cost every submit two round trips)."""
     try:
         with transaction(sessions) as session:
-            user = page_user(request, session)
+            user = signed_in(request, session)
             stage_id = _submit(session, assignment_id, user, answer)
     except (Invalid, Conflict) as error:
         with transaction(sessions) as session:
@@ -183,7 +183,7 @@ def _refused_screen(request: Request, session: Session, assignment_id: int, user
 def skip(request: Request, assignment_id: BigId, sessions: Sessions):
     """Give the item back for later, then claim and render the next one (two transactions, as `submit`)."""
     with transaction(sessions) as session:
-        user = page_user(request, session)
+        user = signed_in(request, session)
         stage_id, _ = annotation.assignment_stage(session, assignment_id, user.id)
         annotation.give_back(session, assignment_id, user.id, skip=True)
     with transaction(sessions) as session:

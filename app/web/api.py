@@ -14,7 +14,7 @@ from app.services.annotation import annotation
 from app.services.exports import export, splits, targets
 from app.services.projects import projects
 from app.services.review import agreement
-from app.services.users import users as users_service
+from app.services.users import users as users_service, workspaces
 from app.web.deps import Bearer, BigId, Db, Id, Principal, Sessions, api_role, api_user, token_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (
@@ -45,7 +45,8 @@ admin = api_role(Role.admin)
 
 @router.get("/projects", response_model=list[ProjectOut])
 def list_projects(session: Db, user: Principal = Depends(api_user)):
-    return [p.as_dict() for p in projects.progress(session)]
+    """The projects you see (all of them for a global admin), with their progress."""
+    return [p.as_dict() for p in projects.progress(session, visible=workspaces.visible_projects(user.id, user.role))]
 
 
 @router.get("/projects/{project_id}", response_model=ProjectOut)
@@ -55,7 +56,8 @@ def get_project(project_id: Id, session: Db, user: Principal = Depends(api_user)
 
 @router.post("/projects", status_code=201, response_model=ProjectOut)
 def create_project(body: ProjectIn, session: Db, user: Principal = Depends(admin)):
-    project = projects.create_project(session, body.name, body.stages, description=body.description, actor_id=user.id)
+    project = projects.create_project(session, body.name, body.stages, description=body.description, actor_id=user.id,
+                                      workspace_id=body.workspace_id)
     return projects.project_progress(session, project.id).as_dict()
 
 
@@ -197,7 +199,8 @@ def list_users(session: Db, user: Principal = Depends(admin)):
 
 @router.post("/users", status_code=201, response_model=UserCreated)
 def create_user(body: UserIn, session: Db, user: Principal = Depends(admin)):
-    created = users_service.create_user(session, body.username, body.role.value, body.password, actor_id=user.id)
+    created = users_service.create_user(session, body.username, body.role.value, body.password, actor_id=user.id,
+                                        workspace_id=body.workspace_id, member_role=body.member_role)
     return UserCreated(id=created.id, username=created.username, role=created.role)
 
 

@@ -19,6 +19,7 @@ from app.errors import Invalid
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services.users import users as users_service, web_sessions
+from app.web import scope
 from app.web.addresses import client_address, parse_networks
 
 
@@ -161,7 +162,9 @@ def _session_user(request: Request, session: Session) -> Principal | None:
     return Principal.of(owner)
 
 
-def page_user(request: Request, session: Db) -> Principal:
+def signed_in(request: Request, session: Session) -> Principal:
+    """The session's user (else a redirect to the login page), the workspace scope not yet checked:
+    for the annotation posts, whose statements check membership themselves (app.web.scope)."""
     user = _session_user(request, session)
     if user is None:
         raise LoginRequired()
@@ -171,25 +174,34 @@ def page_user(request: Request, session: Db) -> Principal:
     return user
 
 
+def page_user(request: Request, session: Db) -> Principal:
+    """The session's user, if what the path names is within their workspaces (else a 404)."""
+    user = signed_in(request, session)
+    scope.check(request, session, user)
+    return user
+
+
 def page_user_or_none(request: Request, session: Db) -> Principal | None:
     user = _session_user(request, session)
     request.state.user = user
     return user
 
 
-def _requiring(role: Role, who, refusal: str):
-    """A dependency: the user `who` finds, if their role is `role` or above."""
+def _requiring(role: Role, who, refusal: str, scoped: bool = True):
+    """A dependency: the user `who` finds, if `role`'s routes are open to them where the path points
+    (their global role, or their rank in its workspace: app.web.scope.allows); not `scoped`, the
+    global role alone (what managing workspaces themselves needs)."""
 
-    def dependency(user: Principal = Depends(who)) -> Principal:
-        if not user.at_least(role):
+    def dependency(request: Request, user: Principal = Depends(who)) -> Principal:
+        if not (scope.allows(request, user, role) if scoped else user.at_least(role)):
             raise HTTPException(403, refusal)
         return user
 
     return dependency
 
 
-def page_role(role: Role):
-    return _requiring(role, page_user, f"This page is for {role.value}s.")
+def page_role(role: Role, *, scoped: bool = True):
+    return _requiring(role, page_user, f"This page is for {role.value}s.", scoped)
 
 
 def bearer_token(request: Request) -> str:
@@ -208,7 +220,10 @@ def token_user(session: Session, token: str) -> Principal:
 
 
 def api_user(request: Request, session: Db) -> Principal:
-    return token_user(session, bearer_token(request))
+    """The token's user, if what the path names is within their workspaces (else a 404)."""
+    user = token_user(session, bearer_token(request))
+    scope.check(request, session, user)
+    return user
 
 
 async def bearer(request: Request) -> str:
@@ -219,8 +234,8 @@ async def bearer(request: Request) -> str:
 Bearer = Annotated[str, Depends(bearer)]
 
 
-def api_role(role: Role):
-    return _requiring(role, api_user, f"This needs the {role.value} role.")
+def api_role(role: Role, *, scoped: bool = True):
+    return _requiring(role, api_user, f"This needs the {role.value} role.", scoped)
 
 
 def csrf_token(request: Request) -> str:
