@@ -16,7 +16,9 @@ from app.errors import Conflict, Invalid, NotFound
 from app.lifecycle import ItemStatus
 from app.services.annotation import annotation
 from app.services.projects import projects
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, page_user, savepoint, signed_in
+from app.web.deps import (
+    Answer, AnswerForm, BigId, Db, Id, Principal, Sessions, csrf_protect, own_assignment_user, page_user, savepoint, signed_in,
+)
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -113,7 +115,7 @@ def stage_bar(request: Request, session: Session, stage_id: int):
 
 
 @router.get("/assignments/{assignment_id}")
-def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
+def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(own_assignment_user)):
     return _screen_page(request, session, assignment_id, user)
 
 
@@ -203,7 +205,7 @@ def _next_screen(request: Request, session: Session, stage_id: int, user: Princi
 
 
 @router.post("/assignments/{assignment_id}/check")
-def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
+def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(own_assignment_user)):
     """The workflow's live check of what the annotator has typed so far, as a fragment."""
     return live_check_fragment(request, annotation.open_assignment(session, assignment_id, user.id), answer.values)
 
@@ -220,7 +222,7 @@ def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
 
 
 @router.post("/assignments/{assignment_id}/draft")
-def draft(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
+def draft(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(own_assignment_user)):
     try:
         with savepoint(session):
             annotation.save_draft(session, assignment_id, user.id, answer.values)

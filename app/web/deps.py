@@ -174,6 +174,12 @@ def signed_in(request: Request, session: Session) -> Principal:
     return user
 
 
+def own_assignment_user(request: Request, session: Db) -> Principal:
+    """The session's user, for the routes of their own assignments, whose one statement checks the
+    workspace as it reads the assignment (app.services.annotation): no read of the scope of its own."""
+    return signed_in(request, session)
+
+
 def page_user(request: Request, session: Db) -> Principal:
     """The session's user, if what the path names is within their workspaces (else a 404)."""
     user = signed_in(request, session)

@@ -242,3 +242,21 @@ def test_a_new_user_joins_the_default_workspace_or_the_one_named(app, client):
                                  " JOIN workspaces w ON w.id = m.workspace_id WHERE u.username LIKE 'nu-%' ORDER BY 1")).all()
         assert s.scalar(sa.text("SELECT count(*) FROM users WHERE username = 'nu-bad'")) == 0
     assert [tuple(r) for r in rows] == [("nu-placed", False, "manager"), ("nu-plain", True, "reviewer")]
+
+
+def test_a_changed_global_role_carries_the_default_membership_along(app, client):
+    """On a one-team server a promotion works as before: the annotator made reviewer reviews; an admin
+    made annotator joins the default workspace (else they would see nothing)."""
+    with transaction(app.state.sessions) as s:
+        boss = factories.user(s, "cr-admin", "admin")
+        promoted = users.get_user(s, factories.user(s, "cr-ann"))
+        demoted = users.get_user(s, factories.user(s, "cr-old-admin", "admin"))
+        _, stages = factories.project(s, name="cr-project")
+        headers = {"Authorization": f"Bearer {factories.token(s, promoted.id)}"}
+        demoted_headers = {"Authorization": f"Bearer {factories.token(s, demoted.id)}"}
+    assert client.get(f"/api/v1/stages/{stages[0]}/review", headers=headers).status_code == 403
+    with transaction(app.state.sessions) as s:
+        users.update_user(s, users.get_user(s, promoted.id), role="reviewer", actor_id=boss)
+        users.update_user(s, users.get_user(s, demoted.id), role="annotator", actor_id=boss)
+    assert client.get(f"/api/v1/stages/{stages[0]}/review", headers=headers).status_code == 200
+    assert [p["name"] for p in client.get("/api/v1/projects", headers=demoted_headers).json()] == ["cr-project"]
