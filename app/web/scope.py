@@ -28,7 +28,7 @@ MISSING = {
     "prompt_id": "No prompt {}.",
     "workspace_id": "No workspace with id {}.",
 }
-_WIDE = {"item_id": INT8_MAX, "assignment_id": INT8_MAX}
+_WIDE = {"item_id": INT8_MAX, "assignment_id": INT8_MAX, "prompt_id": INT8_MAX}  # bigint ids
 
 
 def _named(request: Request) -> dict[str, int]:

@@ -77,7 +77,7 @@ class Operations:
     def _create_project(self, name: str, stages: list[dict[str, Any]], description: str = "", workspace: int | str | None = None) -> Op[ProjectOut]:
         body: dict[str, Any] = {"name": name, "description": description, "stages": stages}
         if workspace is not None:
-            body["workspace_id"] = yield from self._workspace_id(workspace)  # type: ignore[attr-defined]  (WorkspaceOps)
+            body["workspace_id"] = yield from self._workspace_id(workspace)  # type: ignore[attr-defined]  # WorkspaceOps has it
         reply = yield Call("POST", "/projects", json=body)
         return ProjectOut.model_validate(reply.json())
 

@@ -27,7 +27,7 @@ class AdminOps(Operations):
                      member_role: str | None = None) -> Op[UserCreated]:
         body: dict[str, Any] = {"username": username, "role": role, "password": password}
         if workspace is not None:
-            body["workspace_id"] = yield from self._workspace_id(workspace)  # type: ignore[attr-defined]  (WorkspaceOps)
+            body["workspace_id"] = yield from self._workspace_id(workspace)  # type: ignore[attr-defined]  # WorkspaceOps has it
         if member_role is not None:
             body["member_role"] = member_role
         reply = yield Call("POST", "/users", json=body)

@@ -260,3 +260,21 @@ def test_a_changed_global_role_carries_the_default_membership_along(app, client)
         users.update_user(s, users.get_user(s, demoted.id), role="annotator", actor_id=boss)
     assert client.get(f"/api/v1/stages/{stages[0]}/review", headers=headers).status_code == 200
     assert [p["name"] for p in client.get("/api/v1/projects", headers=demoted_headers).json()] == ["cr-project"]
+
+
+def test_the_new_project_form_puts_the_project_in_the_chosen_workspace(app, client):
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "np-admin", "admin")
+    assert login(client, "np-admin").status_code == 303
+    assert 'name="workspace_id"' not in client.get("/projects/new").text  # one workspace: nothing to choose
+    with transaction(app.state.sessions) as s:
+        wid = workspace_admin.create_workspace(s, "Chosen").id
+    form = client.get("/projects/new").text
+    assert 'name="workspace_id"' in form and f'value="{wid}"' in form
+    base = {"csrf_token": csrf_from(form), "workflow": "generic.choice", "choices": "yes, no"}
+    made = client.post("/projects", data={**base, "name": "in-chosen", "workspace_id": str(wid)}, follow_redirects=False)
+    missing = client.post("/projects", data={**base, "name": "in-none", "workspace_id": "999999"}, follow_redirects=False)
+    assert made.status_code == 303 and missing.status_code == 404 and "No workspace with id 999999" in missing.text
+    with transaction(app.state.sessions) as s:
+        placed = dict(s.execute(sa.text("SELECT name, workspace_id FROM projects")).all())
+    assert placed == {"in-chosen": wid}
