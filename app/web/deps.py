@@ -94,6 +94,16 @@ Id = Annotated[int, annotated_types.Interval(ge=0, le=INT4_MAX)]  # projects, st
 BigId = Annotated[int, annotated_types.Interval(ge=0, le=INT8_MAX)]  # items, assignments, annotations
 
 
+def form_id(text: str, field: str) -> int | None:
+    """An id typed in a form field (empty: none), held to the columns' range as `Id` is."""
+    text = text.strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) > INT4_MAX:
+        raise Invalid(f"The field '{field}' takes an id (a whole number), not '{text[:40]}'.", field=field)
+    return int(text)
+
+
 @contextmanager
 def savepoint(session: Session) -> Iterator[Session]:
     """A write that may fail with a domain error: on failure only its own work is undone, so the

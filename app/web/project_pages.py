@@ -22,7 +22,7 @@ from app.services.projects import projects
 from app.services.quality import figures
 from app.services.users import workspace_admin, workspaces
 from app.settings import Settings
-from app.web.deps import BigId, Db, Id, Posted, Principal, csrf_protect, page_role, page_user, savepoint
+from app.web.deps import BigId, Db, Id, Posted, Principal, csrf_protect, form_id, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
 from app.web.uploads import run_upload_import
@@ -140,7 +140,7 @@ def create_project(request: Request, session: Db, posted: Posted, user: Principa
             raise Invalid(f"Stage {first + 1}'s configuration is not valid: the message is under it, where the cursor is.",
                           field=f"config_{first}")
         with savepoint(session):
-            workspace = int(form["workspace_id"]) if form["workspace_id"].isdigit() else None
+            workspace = form_id(form["workspace_id"], "workspace_id")
             project = projects.create_project(session, form["name"], specs, description=form["description"].strip(), actor_id=user.id,
                                               workspace_id=workspace)
     except DomainError as exc:

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
-from app.errors import DomainError, Forbidden
+from app.errors import DomainError, Forbidden, Invalid
 from app.models import MemberRole, Role
 from app.services.users import users as users_service, workspace_admin, workspaces
-from app.web.deps import Db, Id, Principal, csrf_protect, page_role, page_user, savepoint
+from app.web.deps import Db, Id, Principal, csrf_protect, form_id, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import render
 from app.web.workspace_api import check_target
@@ -94,13 +94,12 @@ def delete_workspace(request: Request, workspace_id: Id, session: Db, user: Prin
 def add_member(request: Request, workspace_id: Id, session: Db, username: str = Form(""), role: str = Form("annotator"),
                project_id: str = Form(""), user: Principal = Depends(manager)):
     """Give a user a role in the whole workspace, or (`project_id`) in one of its projects."""
-    project = int(project_id) if project_id.isdigit() else None
-
     def change(s: Session) -> None:
+        project = form_id(project_id, "project_id")
         target = users_service.user_by_name(s, username.strip())
         workspace_admin.add_member(s, workspace_id, target.id, role, project_id=project, actor_id=user.id)
 
-    return _change(request, session, user, workspace_id, change, f"{username.strip()} is {role}{' of that project' if project else ''}.")
+    return _change(request, session, user, workspace_id, change, f"{username.strip()} is {role}{' of that project' if project_id else ''}.")
 
 
 @router.post("/admin/workspaces/{workspace_id}/members/{member_id}/delete")
@@ -110,8 +109,11 @@ def remove_member(request: Request, workspace_id: Id, member_id: Id, session: Db
 
 
 @router.post("/projects/{project_id}/workspace")
-def move_project(request: Request, project_id: Id, session: Db, workspace_id: Id = Form(...), user: Principal = Depends(manager)):
+def move_project(request: Request, project_id: Id, session: Db, workspace_id: str = Form(""), user: Principal = Depends(manager)):
     """Move the project to another workspace the user manages; its own memberships go along."""
+    workspace_id = form_id(workspace_id, "workspace_id")
+    if workspace_id is None:
+        raise Invalid("Choose the workspace the project goes to.", field="workspace_id")
     check_target(session, user, workspace_id)
     workspace_admin.move_project(session, project_id, workspace_id, actor_id=user.id)
     return _done(request, workspace_id, "Project moved here.")

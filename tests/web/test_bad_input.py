@@ -300,7 +300,7 @@ def test_every_route_answers_out_of_range_ids_with_a_4xx(app, world):
 # fields are the workflows' own, so the common ones are named here.
 ODD = ["", "-1", "99999999999999999999", "abc", "x" * 20_000, "[[[[", "☃"]
 FORM_FIELDS = ["choice", "verdict", "caption", "comment", "start", "opened_at", "idempotency_key", "format", "version",
-               "target", "ratios", "counts", "seed", "role", "username", "is_active", "name", "password"]
+               "target", "ratios", "counts", "seed", "role", "username", "is_active", "name", "password", "project_id", "workspace_id"]
 
 
 def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, storage, world):
@@ -317,7 +317,8 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
         assignment = annotation.claim(s, world["stage"], boss).assignment_id
         ids = {"project_id": world["project"], "stage_id": world["stage"], "item_id": s.scalar(sa.select(sa.func.min(Item.id))),
                "assignment_id": assignment, "user_id": world["user"], "token_id": s.scalar(sa.select(sa.func.min(ApiToken.id))),
-               "export_id": 1, "sha256": "0" * 64, "path:path": "x.json"}
+               "export_id": 1, "sha256": "0" * 64, "path:path": "x.json",
+               "workspace_id": s.scalar(sa.text("SELECT id FROM workspaces")), "member_id": s.scalar(sa.text("SELECT min(id) FROM workspace_members"))}
     failures = []
     with TestClient(app, raise_server_exceptions=False) as browser:
         login(browser, "boss")
