@@ -52,6 +52,8 @@ from app.web import (
     stage_settings_pages,
     worklog_pages,
     webhook_pages,
+    workspace_api,
+    workspace_pages,
 )
 from app.web.deps import Db, LoginRequired
 from app.web.static_files import STATIC, VersionedStaticFiles
@@ -160,12 +162,13 @@ def _mount_routes(app: FastAPI) -> None:
     app.include_router(api.router)
     app.include_router(gold_api.router)
     app.include_router(leaks_api.router)
-    for module in (api_items, api_manage, api_review, api_suggestions, draft_api, bias_api, audit_pages, worklog_pages, webhook_pages):
+    for module in (api_items, api_manage, api_review, api_suggestions, draft_api, bias_api, audit_pages, worklog_pages, webhook_pages,
+                   workspace_api):
         app.include_router(module.router)
     app.include_router(annotate_pages.router, include_in_schema=False)
     app.mount("/static", VersionedStaticFiles(directory=str(STATIC)), name="static")
     pages = (auth_pages, sso_pages, project_pages, archive_pages, stage_settings_pages, review_pages, gold_pages, gate_pages,
-             admin_pages)
+             admin_pages, workspace_pages)
     for module in (*pages, export_pages, draft_pages, assets, api_docs):
         # The schema documents the HTTP API only, not the pages.
         app.include_router(module.router, include_in_schema=False)

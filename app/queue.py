@@ -1,11 +1,10 @@
 """The annotation queue: claim the next item with a lease, skip, release, and expire leases.
 
-Correctness rests on the database, not on timing: a claim locks the item row
-(FOR UPDATE SKIP LOCKED) before it takes one of the item's `slots_left`, so an item is never
-held by more annotators than its stage's overlap; UNIQUE(item, stage, annotator) makes a
-second hold by the same annotator impossible. Lease times come from the database clock. A claim
-answers "nothing left" only when no claimable item is left, counting rows it skipped because another
-transaction held them (it waits briefly for those, see `LOCK_WAITS`).
+Correctness rests on the database, not on timing: a claim locks the item row (FOR UPDATE SKIP LOCKED) before it
+takes one of the item's `slots_left`, so an item is never held by more annotators than its stage's overlap;
+UNIQUE(item, stage, annotator) makes a second hold by the same annotator impossible. Lease times come from the
+database clock. A claim answers "nothing left" only when no claimable item is left, counting rows it skipped
+because another transaction held them (it waits briefly for those, see `LOCK_WAITS`).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from app.lifecycle import (
     transition,
 )
 from app.models import Assignment
+from app.services.users.workspaces import member_of_stage
 
 # The SQL below is plain text for speed; its statuses come from the lifecycle, fixed at import,
 # and the moves it makes are checked against the transition table here, once.
@@ -156,7 +156,8 @@ PLAN_ONCE = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 # ran out (ix_assignments_leases: the statement returning their slots runs only then, as its counter
 # triggers cost even when it moves no row); by primary-key probes, whether the stage paused their
 # leases (planted wrong drafts, app.services.quality.bias.probe_catch: gold items only; the
-# auto-pause: none), whether they have still to pass its quiz (app.gate), and whether its project is archived.
+# auto-pause: none), whether they have still to pass its quiz (app.gate), and whether the stage is
+# theirs: within their workspaces and of a live project (else it answers as a missing one).
 _MINE = sa.text(
     f"""
     SELECT live.id AS assignment_id, live.item_id, live.lease_until, EXISTS (
@@ -170,7 +171,7 @@ _MINE = sa.text(
         CASE WHEN (SELECT config->>'quiz_items' FROM stages WHERE id = :stage)::int > 0 THEN NOT EXISTS (
             SELECT 1 FROM annotator_gates g WHERE g.stage_id = :stage AND g.annotator_id = :user AND g.passed_at IS NOT NULL)
         ELSE false END AS quiz,
-        EXISTS (SELECT 1 FROM stages st JOIN projects pr ON pr.id = st.project_id WHERE st.id = :stage AND pr.archived_at IS NOT NULL) AS archived
+        {member_of_stage()} AS member
     FROM (SELECT 1) one LEFT JOIN LATERAL (
         SELECT id, item_id, lease_until FROM assignments
         WHERE annotator_id = :user AND stage_id = :stage AND status = '{_LIVE}' AND lease_until > now()
@@ -263,10 +264,7 @@ def _floor(session: Session, stage_id: int) -> int:
 
 def _stage_floors(session: Session) -> dict[int, tuple[int, float, float]]:
     engine = session.get_bind()
-    floors = _floors.get(engine)
-    if floors is None:
-        floors = _floors.setdefault(engine, {})
-    return floors
+    return _floors.get(engine) or _floors.setdefault(engine, {})
 
 
 def forget_floors() -> None:
@@ -279,8 +277,7 @@ def forget_floors() -> None:
 def lower_floor(session: Session, stage_id: int, item_id: int) -> None:
     """An item of the stage became claimable: this process's claims walk from it at once."""
     floors = _stage_floors(session)
-    cached = floors.get(stage_id)
-    if cached is not None and item_id < cached[0]:
+    if (cached := floors.get(stage_id)) is not None and item_id < cached[0]:
         floors[stage_id] = (item_id, *cached[1:])
 
 
@@ -296,9 +293,8 @@ def live_lease(session: Session, stage_id: int, annotator_id: int) -> Claim | No
     return _live(_mine(session, {"stage": stage_id, "user": annotator_id}))
 
 
-def _mine(session: Session, params: dict):
-    mine = session.execute(_MINE, params).mappings().one()
-    if mine["archived"]:
+def _mine(session: Session, params: dict):  # `_MINE`'s row; a 404 for a stage not theirs (other workspace, archived)
+    if not (mine := session.execute(_MINE, params).mappings().one())["member"]:
         raise NotFound(f"No stage with id {params['stage']}.")
     return mine
 
@@ -379,10 +375,14 @@ def upcoming(session: Session, stage_id: int, annotator_id: int, current_item: i
     return [(row["id"], row["assets"]) for row in session.execute(_PEEK_FRESH, params).mappings()]
 
 
+_MEMBER_OF_ITS_STAGE = sa.text(member_of_stage("assignments.stage_id"))  # within its annotator's workspaces
+
+
 def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> Assignment:
-    assignment = session.scalar(sa.select(Assignment).where(Assignment.id == assignment_id, sa.text(  # not an archived project's
-        "NOT EXISTS (SELECT 1 FROM items li JOIN projects lp ON lp.id = li.project_id WHERE li.id = assignments.item_id AND lp.archived_at IS NOT NULL)"
-    )).with_for_update(of=Assignment))
+    """The annotator's assignment, locked; a 404 for anyone else's, or one outside their workspaces."""
+    assignment = session.scalar(
+        sa.select(Assignment).where(Assignment.id == assignment_id, _MEMBER_OF_ITS_STAGE.bindparams(user=annotator_id)).with_for_update()
+    )
     if assignment is None or assignment.annotator_id != annotator_id:
         raise NotFound(NO_SUCH_ASSIGNMENT)
     return assignment

@@ -18,7 +18,8 @@ from scratch import scratch_database
 
 from app import queue  # noqa: E402
 from app.db import session_factory, transaction  # noqa: E402
-from app.models import Item, Stage, User  # noqa: E402
+from app.models import Item, Stage, User, WorkspaceMember  # noqa: E402
+from app.services.users.workspaces import default_workspace_id  # noqa: E402
 
 
 def main() -> None:
@@ -36,6 +37,8 @@ def main() -> None:
             users = [User(username=f"u{i}", password_hash="x", role="annotator") for i in range(8)]
             s.add_all(users)
             s.flush()
+            # Members of the default workspace, as `create_user` makes them (else every stage answers 404).
+            s.add_all([WorkspaceMember(workspace_id=default_workspace_id(s), user_id=u.id, role="annotator") for u in users])
             s.execute(
                 sa.insert(Item),
                 [

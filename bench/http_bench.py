@@ -90,6 +90,8 @@ def annotators(conn) -> tuple[list[int], list[str]]:
         uid = conn.execute(
             "INSERT INTO users (username, password_hash, role) VALUES (%s, %s, 'annotator') RETURNING id", (f"bench{i}", password)
         ).fetchone()[0]
+        # A member of the default workspace, as `create_user` makes one (else every stage answers 404).
+        conn.execute("INSERT INTO workspace_members (workspace_id, user_id, role) VALUES (default_workspace_id(), %s, 'annotator')", (uid,))
         plain, digest = security.new_api_token()
         conn.execute("INSERT INTO api_tokens (user_id, name, token_hash) VALUES (%s, 'bench', %s)", (uid, digest))
         ids.append(uid)

@@ -66,7 +66,7 @@ class Counted:
                 sys.executable, "-m", "uvicorn", "app.main:serve_app", "--factory", "--port", str(self.port),
                 "--no-access-log", "--log-level", "warning"]
         env = {**os.environ, "DATABASE_URL": url.render_as_string(hide_password=False), "VLCURATE_DATA_DIR": str(data_dir),
-               "PYTHONPATH": str(HERE.parent)}
+               "PYTHONPATH": f"{HERE.parent}{os.pathsep}{HERE.parent / 'client'}"}  # this tree's client models too
         self.log = (out / "server.log").open("wb")
         self.proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=HERE.parent)
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=600)

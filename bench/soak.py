@@ -132,7 +132,8 @@ def set_up(url, plan: Plan, folder: Path) -> tuple[int, dict[int, str]]:
     from PIL import Image
 
     from app.db import session_factory, transaction
-    from app.models import User
+    from app.models import User, WorkspaceMember
+    from app.services.users.workspaces import default_workspace_id
     from app.security import hash_password
     from app.services.imports import imports
     from app.services.projects import projects
@@ -160,6 +161,8 @@ def set_up(url, plan: Plan, folder: Path) -> tuple[int, dict[int, str]]:
         users = [User(username=f"soak{i:03d}", role="annotator", password_hash=digest) for i in range(plan.annotators)]
         s.add_all(users)
         s.flush()
+        # Members of the default workspace, as `create_user` makes them (else every stage answers 404).
+        s.add_all([WorkspaceMember(workspace_id=default_workspace_id(s), user_id=u.id, role="annotator") for u in users])
         tokens = {u.id: create_token(s, u, "soak")[1] for u in users}
     engine.dispose()
     return stage_id, tokens
@@ -402,7 +405,7 @@ def soak(plan: Plan) -> int:
         url = pg.url
         stage_id, tokens = set_up(url, plan, folder)
         env = {**os.environ, "DATABASE_URL": url.render_as_string(hide_password=False), "VLCURATE_DATA_DIR": str(folder / "data"),
-               "VLCURATE_SECRET_KEY": secrets.token_hex(16), "PYTHONPATH": str(ROOT)}
+               "VLCURATE_SECRET_KEY": secrets.token_hex(16), "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'client'}"}
         servers = [Server(free_port(), env) for _ in range(plan.servers)]
         tally = Tally()
         try:

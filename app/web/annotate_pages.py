@@ -17,7 +17,10 @@ from app.lifecycle import ItemStatus
 from app.services.annotation import annotation, drafts
 from app.services.projects import projects
 from app.services.quality import qualification
-from app.web.deps import Answer, AnswerForm, BigId, Db, Id, LiveProject, Principal, Sessions, csrf_protect, page_user, savepoint
+from app.web.deps import (
+    Answer, AnswerForm, BigId, Db, Id, LiveProject, Principal, Sessions, csrf_protect, own_assignment_user, page_user, savepoint,
+    signed_in,
+)
 from app.web.templating import is_htmx, render, render_error
 
 router = APIRouter(dependencies=[Depends(csrf_protect)])
@@ -115,7 +118,7 @@ def stage_bar(request: Request, session: Session, stage_id: int):
 
 
 @router.get("/assignments/{assignment_id}", dependencies=[LiveProject])
-def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(page_user)):
+def screen(request: Request, assignment_id: BigId, session: Db, user: Principal = Depends(own_assignment_user)):
     return _screen_page(request, session, assignment_id, user)
 
 
@@ -163,7 +166,7 @@ def submit(request: Request, assignment_id: BigId, answer: Answer, sessions: Ses
     the error and what was posted (no savepoint: it would cost every submit two round trips)."""
     try:
         with transaction(sessions) as session:
-            user = page_user(request, session)
+            user = signed_in(request, session)
             stage_id = _submit(session, assignment_id, user, answer)
     except (Invalid, Conflict) as error:
         with transaction(sessions) as session:
@@ -185,7 +188,7 @@ def _refused_screen(request: Request, session: Session, assignment_id: int, user
 def skip(request: Request, assignment_id: BigId, sessions: Sessions):
     """Give the item back for later, then claim and render the next one, in two transactions."""
     with transaction(sessions) as session:
-        user = page_user(request, session)
+        user = signed_in(request, session)
         stage_id, _ = annotation.assignment_stage(session, assignment_id, user.id)
         annotation.give_back(session, assignment_id, user.id, skip=True)
     with transaction(sessions) as session:
@@ -205,7 +208,7 @@ def _next_screen(request: Request, session: Session, stage_id: int, user: Princi
 
 
 @router.post("/assignments/{assignment_id}/check", dependencies=[LiveProject])
-def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
+def live_check(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(own_assignment_user)):
     """The workflow's live check of what the annotator has typed so far, as a fragment."""
     return live_check_fragment(request, annotation.open_assignment(session, assignment_id, user.id), answer.values)
 
@@ -222,7 +225,7 @@ def live_check_fragment(request: Request, screen, values: dict) -> HTMLResponse:
 
 
 @router.post("/assignments/{assignment_id}/draft", dependencies=[LiveProject])
-def draft(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(page_user)):
+def draft(request: Request, assignment_id: BigId, session: Db, answer: Answer, user: Principal = Depends(own_assignment_user)):
     try:
         with savepoint(session):
             drafts.save_draft(session, assignment_id, user.id, answer.values, answer.meta.get("active_seconds"))

@@ -14,7 +14,7 @@ from app.services.annotation import annotation, drafts
 from app.services.exports import export, splits, targets
 from app.services.projects import archive, projects
 from app.services.review import agreement
-from app.services.users import users as users_service
+from app.services.users import users as users_service, workspaces
 from app.web.deps import ApiTurn, BigId, Db, Id, LiveProject, Principal, api_role, api_user, token_user
 from app.web.limits import ApiRouter
 from app.web.schemas import (
@@ -46,10 +46,11 @@ admin = api_role(Role.admin)
 @router.get("/projects", response_model=list[ProjectOut])
 def list_projects(session: Db, archived: bool = Query(False, description="The deleted (archived) projects instead (admin)"),
                   user: Principal = Depends(api_user)):
-    """The live projects with their progress; with `archived=true` (admin), the deleted ones, which can be restored."""
+    """The live projects you see (all of them for a global admin), with their progress; with
+    `archived=true` (admin), the deleted ones, which can be restored."""
     if archived and not user.at_least(Role.admin):
         raise HTTPException(403, "This needs the admin role.")
-    return [p.as_dict() for p in projects.progress(session, archived=archived)]
+    return [p.as_dict() for p in projects.progress(session, archived=archived, visible=workspaces.visible_projects(user.id, user.role))]
 
 
 @router.post("/projects/{project_id}/restore", response_model=ProjectOut)
@@ -66,7 +67,8 @@ def get_project(project_id: Id, session: Db, user: Principal = Depends(api_user)
 
 @router.post("/projects", status_code=201, response_model=ProjectOut)
 def create_project(body: ProjectIn, session: Db, user: Principal = Depends(admin)):
-    project = projects.create_project(session, body.name, body.stages, description=body.description, actor_id=user.id)
+    project = projects.create_project(session, body.name, body.stages, description=body.description, actor_id=user.id,
+                                      workspace_id=body.workspace_id)
     return projects.project_progress(session, project.id).as_dict()
 
 
@@ -209,7 +211,8 @@ def list_users(session: Db, user: Principal = Depends(admin)):
 
 @router.post("/users", status_code=201, response_model=UserCreated)
 def create_user(body: UserIn, session: Db, user: Principal = Depends(admin)):
-    created = users_service.create_user(session, body.username, body.role.value, body.password, actor_id=user.id)
+    created = users_service.create_user(session, body.username, body.role.value, body.password, actor_id=user.id,
+                                        workspace_id=body.workspace_id, member_role=body.member_role)
     return UserCreated(id=created.id, username=created.username, role=created.role)
 
 

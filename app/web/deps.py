@@ -20,6 +20,7 @@ from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services.projects import archive
 from app.services.users import users as users_service, web_sessions
+from app.web import scope
 from app.web.addresses import client_address, parse_networks
 
 
@@ -140,6 +141,16 @@ def live_project(request: Request, session: Db) -> None:
 LiveProject = Depends(live_project)
 
 
+def form_id(text: str, field: str) -> int | None:
+    """An id typed in a form field (empty: none), held to the columns' range as `Id` is."""
+    text = text.strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) > INT4_MAX:
+        raise Invalid(f"The field '{field}' takes an id (a whole number), not '{text[:40]}'.", field=field)
+    return int(text)
+
+
 @contextmanager
 def savepoint(session: Session) -> Iterator[Session]:
     """A write that may fail with a domain error: on failure only its own work is undone, so the
@@ -208,7 +219,9 @@ def _session_user(request: Request, session: Session) -> Principal | None:
     return Principal.of(owner)
 
 
-def page_user(request: Request, session: Db) -> Principal:
+def signed_in(request: Request, session: Session) -> Principal:
+    """The session's user (else a redirect to the login page), the workspace scope not yet checked:
+    for the annotation posts, whose statements check membership themselves (app.web.scope)."""
     user = _session_user(request, session)
     if user is None:
         raise LoginRequired()
@@ -218,25 +231,40 @@ def page_user(request: Request, session: Db) -> Principal:
     return user
 
 
+def own_assignment_user(request: Request, session: Db) -> Principal:
+    """The session's user, for the routes of their own assignments, whose one statement checks the
+    workspace as it reads the assignment (app.services.annotation): no read of the scope of its own."""
+    return signed_in(request, session)
+
+
+def page_user(request: Request, session: Db) -> Principal:
+    """The session's user, if what the path names is within their workspaces (else a 404)."""
+    user = signed_in(request, session)
+    scope.check(request, session, user)
+    return user
+
+
 def page_user_or_none(request: Request, session: Db) -> Principal | None:
     user = _session_user(request, session)
     request.state.user = user
     return user
 
 
-def _requiring(role: Role, who, refusal: str):
-    """A dependency: the user `who` finds, if their role is `role` or above."""
+def _requiring(role: Role, who, refusal: str, scoped: bool = True):
+    """A dependency: the user `who` finds, if `role`'s routes are open to them where the path points
+    (their global role, or their rank in its workspace: app.web.scope.allows); not `scoped`, the
+    global role alone (what managing workspaces themselves needs)."""
 
-    def dependency(user: Principal = Depends(who)) -> Principal:
-        if not user.at_least(role):
+    def dependency(request: Request, user: Principal = Depends(who)) -> Principal:
+        if not (scope.allows(request, user, role) if scoped else user.at_least(role)):
             raise HTTPException(403, refusal)
         return user
 
     return dependency
 
 
-def page_role(role: Role):
-    return _requiring(role, page_user, f"This page is for {role.value}s.")
+def page_role(role: Role, *, scoped: bool = True):
+    return _requiring(role, page_user, f"This page is for {role.value}s.", scoped)
 
 
 def bearer_token(request: Request) -> str:
@@ -255,11 +283,14 @@ def token_user(session: Session, token: str) -> Principal:
 
 
 def api_user(request: Request, session: Db) -> Principal:
-    return token_user(session, bearer_token(request))
+    """The token's user, if what the path names is within their workspaces (else a 404)."""
+    user = token_user(session, bearer_token(request))
+    scope.check(request, session, user)
+    return user
 
 
-def api_role(role: Role):
-    return _requiring(role, api_user, f"This needs the {role.value} role.")
+def api_role(role: Role, *, scoped: bool = True):
+    return _requiring(role, api_user, f"This needs the {role.value} role.", scoped)
 
 
 def csrf_token(request: Request) -> str:

@@ -20,8 +20,9 @@ from app.models import Role
 from app.services.imports import items
 from app.services.projects import projects
 from app.services.quality import figures
+from app.services.users import workspace_admin, workspaces
 from app.settings import Settings
-from app.web.deps import BigId, Db, Id, LiveProject, Posted, Principal, csrf_protect, page_role, page_user, savepoint
+from app.web.deps import BigId, Db, Id, LiveProject, Posted, Principal, csrf_protect, form_id, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import is_htmx, render, render_error
 from app.web.uploads import run_upload_import
@@ -29,21 +30,30 @@ from app.web.uploads import run_upload_import
 router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 
 
-def _list_context(session: Session, archived: bool = False) -> dict:
-    return {"projects": projects.progress(session, archived=archived), "archived": archived}
+def _list_context(session: Session, user: Principal, archived: bool = False) -> dict:
+    visible = workspaces.visible_projects(user.id, user.role)
+    return {"projects": projects.progress(session, archived=archived, visible=visible), "archived": archived}
 
 
 @router.get("/")
 def project_list(request: Request, session: Db, archived: bool = False, user: Principal = Depends(page_user)):
-    """The projects with their progress; `archived=1` (admin) lists the deleted ones, to restore."""
+    """The projects the user sees (all of them for a global admin), with their progress; `archived=1`
+    (admin) lists the deleted ones, to restore."""
     if archived and not user.at_least(Role.admin):
         raise HTTPException(403, "The archived projects are for admins.")
-    return render(request, "projects/list.html", {**_list_context(session, archived), "notice": take_flash(request)})
+    return render(request, "projects/list.html", {**_list_context(session, user, archived), "notice": take_flash(request)})
 
 
 # -- the new-project form ----------------------------------------------------------------------------
 
-PROJECT_FIELDS = {"name": "", "description": "", "workflow": "generic.choice", "overlap": "1", "sample_size": "", "choices": ""}
+PROJECT_FIELDS = {"name": "", "description": "", "workflow": "generic.choice", "overlap": "1", "sample_size": "", "choices": "",
+                  "workspace_id": ""}
+
+
+def _workspace_choices(session: Session) -> list:
+    """The workspaces a new project may go in; none shown while there is only the default one."""
+    found = workspace_admin.list_workspaces(session)
+    return found if len(found) > 1 else []
 
 
 def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stage_errors: dict[int, str] | None = None) -> dict:
@@ -73,9 +83,9 @@ def _new_context(form: Mapping[str, Any], error: DomainError | None = None, stag
 
 
 @router.get("/projects/new")
-def new_project(request: Request, user: Principal = Depends(page_role(Role.admin))):
+def new_project(request: Request, session: Db, user: Principal = Depends(page_role(Role.admin))):
     """The form; with query parameters (the workflow select asks for its stages), the form as typed."""
-    return render(request, "projects/new.html", _new_context(request.query_params))
+    return render(request, "projects/new.html", {**_new_context(request.query_params), "workspaces": _workspace_choices(session)})
 
 
 @router.post("/projects/preview")
@@ -137,9 +147,12 @@ def create_project(request: Request, session: Db, posted: Posted, user: Principa
             raise Invalid(f"Stage {first + 1}'s configuration is not valid: the message is under it, where the cursor is.",
                           field=f"config_{first}")
         with savepoint(session):
-            project = projects.create_project(session, form["name"], specs, description=form["description"].strip(), actor_id=user.id)
+            workspace = form_id(form["workspace_id"], "workspace_id")
+            project = projects.create_project(session, form["name"], specs, description=form["description"].strip(), actor_id=user.id,
+                                              workspace_id=workspace)
     except DomainError as exc:
-        return render(request, "projects/new.html", _new_context(form, exc, problems), status_code=exc.status_code)
+        ctx = {**_new_context(form, exc, problems), "workspaces": _workspace_choices(session)}
+        return render(request, "projects/new.html", ctx, status_code=exc.status_code)
     return RedirectResponse(f"/projects/{project.id}", status_code=303)
 
 

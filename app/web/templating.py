@@ -12,6 +12,8 @@ from markupsafe import Markup
 
 from app import ROOT, __version__
 from app.errors import DomainError, size_text
+from app.models import Role
+from app.web import scope
 from app.web.deps import csrf_token
 from app.web.static_files import static_url
 
@@ -68,7 +70,8 @@ def render(
 ):
     """Render page `name`, or only the fragment its htmx request targets (see `target_fragment`).
     `block` is for endpoints that answer with one fragment whoever asks (a live check)."""
-    ctx = {"user": getattr(request.state, "user", None), "csrf_token": csrf_token(request), **(context or {})}
+    user = getattr(request.state, "user", None)
+    ctx = {"user": user, "csrf_token": csrf_token(request), **_may(request, user), **(context or {})}
     response = templates.TemplateResponse(
         request, name, ctx, status_code=status_code, headers=headers,
         block_name=block or target_fragment(request, name),
@@ -76,6 +79,14 @@ def render(
     # Caches must key on what chose the answer: the htmx headers, and the login behind the cookie.
     response.headers["Vary"] = "HX-Request, HX-Target, Cookie"
     return response
+
+
+def _may(request: Request, user) -> dict[str, bool]:
+    """Whether the page's user manages (`manages`) and reviews (`reviews`) what the page shows: a global
+    admin or reviewer, or a member with that rank in the page's project (app.web.scope)."""
+    if user is None:
+        return {"manages": False, "reviews": False}
+    return {"manages": scope.allows(request, user, Role.admin), "reviews": scope.allows(request, user, Role.reviewer)}
 
 
 def render_error(request: Request, name: str, context: dict[str, Any], exc: DomainError, **extra):

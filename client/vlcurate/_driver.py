@@ -17,11 +17,12 @@ from vlcurate import _transport
 from vlcurate._ops_admin import AdminOps
 from vlcurate._ops_drafting import DraftingOps
 from vlcurate._ops_quality import QualityOps
+from vlcurate._ops_workspaces import WorkspaceOps
 from vlcurate._protocol import NEXT_LINE, Call, Emit, Op, Parallel, Reply, Sleep, T, check
 from vlcurate.errors import VlcurateError
 
 
-class Operations(QualityOps, DraftingOps, AdminOps):
+class Operations(QualityOps, DraftingOps, AdminOps, WorkspaceOps):
     """Every operation of the API (sans I/O); the clients drive them."""
 
 

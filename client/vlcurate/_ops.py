@@ -74,8 +74,11 @@ class Operations:
         reply = yield Call("GET", f"/projects/{pid}")
         return ProjectOut.model_validate(reply.json())
 
-    def _create_project(self, name: str, stages: list[dict[str, Any]], description: str = "") -> Op[ProjectOut]:
-        reply = yield Call("POST", "/projects", json={"name": name, "description": description, "stages": stages})
+    def _create_project(self, name: str, stages: list[dict[str, Any]], description: str = "", workspace: int | str | None = None) -> Op[ProjectOut]:
+        body: dict[str, Any] = {"name": name, "description": description, "stages": stages}
+        if workspace is not None:
+            body["workspace_id"] = yield from self._workspace_id(workspace)  # type: ignore[attr-defined]  # WorkspaceOps has it
+        reply = yield Call("POST", "/projects", json=body)
         return ProjectOut.model_validate(reply.json())
 
     def _settings(self, project: ProjectRef) -> Op[ProjectSettings]:

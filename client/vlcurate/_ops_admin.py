@@ -25,8 +25,14 @@ class AdminOps(Operations):
         reply = yield Call("GET", "/users")
         return [UserOut.model_validate(u) for u in reply.json()]
 
-    def _create_user(self, username: str, role: str, password: str) -> Op[UserCreated]:
-        reply = yield Call("POST", "/users", json={"username": username, "role": role, "password": password})
+    def _create_user(self, username: str, role: str, password: str, workspace: int | str | None = None,
+                     member_role: str | None = None) -> Op[UserCreated]:
+        body: dict[str, Any] = {"username": username, "role": role, "password": password}
+        if workspace is not None:
+            body["workspace_id"] = yield from self._workspace_id(workspace)  # type: ignore[attr-defined]  # WorkspaceOps has it
+        if member_role is not None:
+            body["member_role"] = member_role
+        reply = yield Call("POST", "/users", json=body)
         return UserCreated.model_validate(reply.json())
 
     def _create_token(self, user: int | str, name: str = "") -> Op[TokenOut]:

@@ -48,6 +48,8 @@ from vlcurate.models import (
     UserOut,
     WorkLog,
     WorkLogRow,
+    MemberOut,
+    WorkspaceOut,
 )
 
 if TYPE_CHECKING:
@@ -112,9 +114,11 @@ class AsyncClient(AsyncDriver):
         """A project, by id or name, with its stages and progress counts."""
         return await self._run(self._project(project))
 
-    async def create_project(self, name: str, stages: list[dict[str, Any]], description: str = "") -> ProjectOut:
-        """A new project; `stages` as [{"workflow": "wikido.verify", "overlap": 1, ...}] (admin)."""
-        return await self._run(self._create_project(name, stages, description))
+    async def create_project(self, name: str, stages: list[dict[str, Any]], description: str = "", *,
+                       workspace: int | str | None = None) -> ProjectOut:
+        """A new project; `stages` as [{"workflow": "wikido.verify", "overlap": 1, ...}]; in `workspace` (id or
+        name; default: the default workspace) (admin)."""
+        return await self._run(self._create_project(name, stages, description, workspace))
 
     async def update_project(self, project: ProjectRef, *, name: str | None = None, description: str | None = None,
                        stages: list[dict[str, Any]] | None = None) -> ProjectSettings:
@@ -277,9 +281,11 @@ class AsyncClient(AsyncDriver):
         """Every user with their role (admin)."""
         return await self._run(self._users())
 
-    async def create_user(self, username: str, password: str, role: str = "annotator") -> UserCreated:
-        """A new user: annotator, reviewer or admin (admin)."""
-        return await self._run(self._create_user(username, role, password))
+    async def create_user(self, username: str, password: str, role: str = "annotator", *, workspace: int | str | None = None,
+                    member_role: str | None = None) -> UserCreated:
+        """A new user: annotator, reviewer or admin; a member of `workspace` (id or name) as `member_role`
+        (default: their role), else of the default workspace with their role (admin)."""
+        return await self._run(self._create_user(username, role, password, workspace, member_role))
 
     async def create_token(self, user: int | str, name: str = "") -> TokenOut:
         """A new API token of a user (by id or username); its text is shown this once (admin)."""
@@ -297,6 +303,41 @@ class AsyncClient(AsyncDriver):
         file; `dataset`: the rows as a `datasets.Dataset` instead (the workspace's managers and admins)."""
         log = await self._run(self._work_log(workspace, start, end, annotator, project, download))
         return _dataset.rows_table([r.model_dump() for r in log.rows], WorkLogRow) if dataset else log
+
+    # -- workspaces -------------------------------------------------------------------------------------
+
+    async def workspaces(self) -> list[WorkspaceOut]:
+        """The workspaces you manage (every one for an admin), with their counts of projects and members."""
+        return await self._run(self._workspaces())
+
+    async def create_workspace(self, name: str) -> WorkspaceOut:
+        """A new, empty workspace (admin)."""
+        return await self._run(self._create_workspace(name))
+
+    async def rename_workspace(self, workspace: int | str, name: str) -> WorkspaceOut:
+        """Rename a workspace, given by id or name (admin)."""
+        return await self._run(self._rename_workspace(workspace, name))
+
+    async def delete_workspace(self, workspace: int | str) -> None:
+        """Delete an empty workspace (not the default one) with its memberships (admin)."""
+        return await self._run(self._delete_workspace(workspace))
+
+    async def members(self, workspace: int | str) -> list[MemberOut]:
+        """The workspace's memberships (workspace manager)."""
+        return await self._run(self._members(workspace))
+
+    async def add_member(self, workspace: int | str, user: int | str, role: str = "annotator", *, project: ProjectRef | None = None) -> MemberOut:
+        """Give a user (by id or username) `role` (annotator, reviewer, manager) in the workspace, or only in
+        one of its projects; given again, the role changes (workspace manager)."""
+        return await self._run(self._add_member(workspace, user, role, project))
+
+    async def remove_member(self, workspace: int | str, member_id: int) -> None:
+        """End a membership, by its id (`members`) (workspace manager)."""
+        return await self._run(self._remove_member(workspace, member_id))
+
+    async def move_project(self, project: ProjectRef, workspace: int | str) -> None:
+        """Move a project to another workspace; its own memberships go along (manager of both)."""
+        return await self._run(self._move_project(project, workspace))
 
     # -- drafting with a model ------------------------------------------------------------------------------
 

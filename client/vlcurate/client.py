@@ -47,6 +47,8 @@ from vlcurate.models import (
     UserOut,
     WorkLog,
     WorkLogRow,
+    MemberOut,
+    WorkspaceOut,
 )
 
 if TYPE_CHECKING:
@@ -111,9 +113,11 @@ class Client(SyncDriver):
         """A project, by id or name, with its stages and progress counts."""
         return self._run(self._project(project))
 
-    def create_project(self, name: str, stages: list[dict[str, Any]], description: str = "") -> ProjectOut:
-        """A new project; `stages` as [{"workflow": "wikido.verify", "overlap": 1, ...}] (admin)."""
-        return self._run(self._create_project(name, stages, description))
+    def create_project(self, name: str, stages: list[dict[str, Any]], description: str = "", *,
+                       workspace: int | str | None = None) -> ProjectOut:
+        """A new project; `stages` as [{"workflow": "wikido.verify", "overlap": 1, ...}]; in `workspace` (id or
+        name; default: the default workspace) (admin)."""
+        return self._run(self._create_project(name, stages, description, workspace))
 
     def update_project(self, project: ProjectRef, *, name: str | None = None, description: str | None = None,
                        stages: list[dict[str, Any]] | None = None) -> ProjectSettings:
@@ -276,9 +280,11 @@ class Client(SyncDriver):
         """Every user with their role (admin)."""
         return self._run(self._users())
 
-    def create_user(self, username: str, password: str, role: str = "annotator") -> UserCreated:
-        """A new user: annotator, reviewer or admin (admin)."""
-        return self._run(self._create_user(username, role, password))
+    def create_user(self, username: str, password: str, role: str = "annotator", *, workspace: int | str | None = None,
+                    member_role: str | None = None) -> UserCreated:
+        """A new user: annotator, reviewer or admin; a member of `workspace` (id or name) as `member_role`
+        (default: their role), else of the default workspace with their role (admin)."""
+        return self._run(self._create_user(username, role, password, workspace, member_role))
 
     def create_token(self, user: int | str, name: str = "") -> TokenOut:
         """A new API token of a user (by id or username); its text is shown this once (admin)."""
@@ -296,6 +302,41 @@ class Client(SyncDriver):
         file; `dataset`: the rows as a `datasets.Dataset` instead (the workspace's managers and admins)."""
         log = self._run(self._work_log(workspace, start, end, annotator, project, download))
         return _dataset.rows_table([r.model_dump() for r in log.rows], WorkLogRow) if dataset else log
+
+    # -- workspaces -------------------------------------------------------------------------------------
+
+    def workspaces(self) -> list[WorkspaceOut]:
+        """The workspaces you manage (every one for an admin), with their counts of projects and members."""
+        return self._run(self._workspaces())
+
+    def create_workspace(self, name: str) -> WorkspaceOut:
+        """A new, empty workspace (admin)."""
+        return self._run(self._create_workspace(name))
+
+    def rename_workspace(self, workspace: int | str, name: str) -> WorkspaceOut:
+        """Rename a workspace, given by id or name (admin)."""
+        return self._run(self._rename_workspace(workspace, name))
+
+    def delete_workspace(self, workspace: int | str) -> None:
+        """Delete an empty workspace (not the default one) with its memberships (admin)."""
+        return self._run(self._delete_workspace(workspace))
+
+    def members(self, workspace: int | str) -> list[MemberOut]:
+        """The workspace's memberships (workspace manager)."""
+        return self._run(self._members(workspace))
+
+    def add_member(self, workspace: int | str, user: int | str, role: str = "annotator", *, project: ProjectRef | None = None) -> MemberOut:
+        """Give a user (by id or username) `role` (annotator, reviewer, manager) in the workspace, or only in
+        one of its projects; given again, the role changes (workspace manager)."""
+        return self._run(self._add_member(workspace, user, role, project))
+
+    def remove_member(self, workspace: int | str, member_id: int) -> None:
+        """End a membership, by its id (`members`) (workspace manager)."""
+        return self._run(self._remove_member(workspace, member_id))
+
+    def move_project(self, project: ProjectRef, workspace: int | str) -> None:
+        """Move a project to another workspace; its own memberships go along (manager of both)."""
+        return self._run(self._move_project(project, workspace))
 
     # -- drafting with a model ------------------------------------------------------------------------------
 

@@ -388,5 +388,6 @@ class LeakJob(BaseModel):
 
 from vlcurate.models_drafting import *  # noqa: E402, F403  (one namespace for every model of the API)
 from vlcurate.models_manage import *  # noqa: E402, F403
+from vlcurate.models_workspaces import *  # noqa: E402, F403
 
 __all__ = [name for name, value in list(globals().items()) if isinstance(value, type) and issubclass(value, BaseModel) and value is not BaseModel]

@@ -300,7 +300,7 @@ def test_every_route_answers_out_of_range_ids_with_a_4xx(app, world):
 # fields are the workflows' own, so the common ones are named here.
 ODD = ["", "-1", "99999999999999999999", "abc", "x" * 20_000, "[[[[", "☃"]
 FORM_FIELDS = ["choice", "verdict", "caption", "comment", "start", "opened_at", "idempotency_key", "format", "version",
-               "target", "ratios", "counts", "seed", "role", "username", "is_active", "name", "password"]
+               "target", "ratios", "counts", "seed", "role", "username", "is_active", "name", "password", "project_id", "workspace_id"]
 
 
 def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, storage, world):
@@ -319,7 +319,8 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
         ids = {"project_id": world["project"], "stage_id": world["stage"], "item_id": s.scalar(sa.select(sa.func.min(Item.id))),
                "assignment_id": assignment, "user_id": world["user"], "token_id": s.scalar(sa.select(sa.func.min(ApiToken.id))),
                "export_id": 1, "sha256": "0" * 64, "path:path": "x.json", "kind": "csv",
-               "workspace_id": default_workspace_id(s)}
+               "workspace_id": default_workspace_id(s),
+               "member_id": s.scalar(sa.text("SELECT min(id) FROM workspace_members"))}
         hook = Webhook(workspace_id=ids["workspace_id"], url="https://receiver.example/h", secret="whsec_" + "A" * 44, events=["item.finalized"])
         s.add(hook)
         s.flush()

@@ -26,6 +26,7 @@ from app.services.annotation.submit_statements import SubmitRead, announce_final
 from app.services.projects.projects import get_stage
 from app.services.quality import exposure, gold
 from app.services.users import audit
+from app.services.users.workspaces import member_of_stage, member_sql
 
 _A = AssignmentStatus
 _GIVEN_BACK = (_A.expired, _A.released, _A.skipped)
@@ -273,13 +274,14 @@ class Screen:
         return ItemContext(self.item.data, self.stage.config, self.results, self.item.assets, self.suggestions)
 
 
-_ASSIGNMENT_STAGE = sa.text("SELECT a.annotator_id, s.id, s.workflow FROM assignments a JOIN stages s ON s.id = a.stage_id WHERE a.id = :assignment")
+_ASSIGNMENT_STAGE = sa.text(f"SELECT a.annotator_id, s.id, s.workflow, {member_of_stage('s.id')} AS member"
+                            " FROM assignments a JOIN stages s ON s.id = a.stage_id WHERE a.id = :assignment")
 
 
 def assignment_stage(session: Session, assignment_id: int, user_id: int) -> tuple[int, str]:
     """The stage of the user's assignment, its id and workflow (what a submit or a skip needs first)."""
-    row = session.execute(_ASSIGNMENT_STAGE, {"assignment": assignment_id}).mappings().first()
-    if row is None or row["annotator_id"] != user_id:
+    row = session.execute(_ASSIGNMENT_STAGE, {"assignment": assignment_id, "user": user_id}).mappings().first()
+    if row is None or row["annotator_id"] != user_id or not row["member"]:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     return row["id"], row["workflow"]
 
@@ -335,7 +337,7 @@ _SCREEN = sa.text(
            {_RESULTS_JSON} AS results,
            {_SUGGESTIONS_JSON.format(stage="s.id", payload="g.payload")} AS suggested,
            CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = s.id) END AS truth,
-           {queue.PLAN_ONCE}
+           {queue.PLAN_ONCE}, {member_sql("p.id", "p.workspace_id")} AS member
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     JOIN projects p ON p.id = s.project_id AND p.archived_at IS NULL
     WHERE a.id = :assignment
@@ -348,7 +350,7 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     project's name, the draft, the user's newest answer, "you did N", the earlier finals and the
     suggestions."""
     row = session.execute(_SCREEN, {"assignment": assignment_id, "user": user_id}).mappings().first()
-    if row is None or row["annotator_id"] != user_id:
+    if row is None or row["annotator_id"] != user_id or not row["member"]:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     assignment = ScreenAssignment(assignment_id, row["annotator_id"], AssignmentStatus(row["status"]), row["lease_until"],
                                   row["draft_active"])

@@ -10,10 +10,8 @@ from sqlalchemy.orm import Session
 
 from app import queue
 from app.bias import arms
-from app.errors import Conflict, NotFound
+from app.errors import Conflict
 from app.lifecycle import AssignmentStatus
-from app.models import Assignment, Item
-from app.services.projects import archive
 
 # A draft's active time is capped as a submit's: at the time since the lease began and the lease's length;
 # a save never lowers it (a late keepalive save of an older tab), and one without it keeps it.
@@ -31,10 +29,7 @@ def save_draft(session: Session, assignment_id: int, user_id: int, payload: dict
     """Keep the work in progress. `active_seconds`: the screen's active time on the item so far (its
     drafts' earlier time included); the draft keeps the most it was told, capped as a submit's is, so
     that a reloaded or closed tab loses none of it (the submit takes it)."""
-    assignment = session.scalar(sa.select(Assignment).join(Item, Item.id == Assignment.item_id)
-                                .where(Assignment.id == assignment_id, archive.live(Item.project_id)))
-    if assignment is None or assignment.annotator_id != user_id:
-        raise NotFound(queue.NO_SUCH_ASSIGNMENT)
+    assignment = queue.lock_assignment(session, assignment_id, user_id)  # a 404 but for theirs, in a live project
     if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is {assignment.status}; the draft was not saved.")
     params = {"assignment": assignment_id, "payload": json.dumps(payload), "active": arms.active_seconds(active_seconds)}

@@ -18,6 +18,7 @@ from app.decision import Decision, Situation, StageSettings
 from app.errors import Invalid, NotFound
 from app.lifecycle import AssignmentStatus
 from app.services.webhooks import events as webhook_events
+from app.services.users.workspaces import member_sql
 
 MAX_KEY_LENGTH = 100
 _A = AssignmentStatus
@@ -29,12 +30,14 @@ _A = AssignmentStatus
 # except for a gold item's answer (rare; app.services.quality.gold scores it).
 # Reads of an item's finals are fenced (OFFSET 0) to the item's own rows: with statistics gone stale
 # the planner otherwise combined them with every final of the stage through ix_item_results_stage_id.
+# The lock also says whether the stage is within the annotator's workspaces (no round trip of its own).
 LOCK_FOR_SUBMIT = sa.text(
-    """
+    f"""
     SELECT a.annotator_id, a.status AS assignment_status, i.id AS item_id, i.status AS item_status,
            i.stage_id AS item_stage, i.slots_left AS slots, i.data,
            s.id AS stage_id, s.project_id, s.position, s.workflow, s.config, s.overlap, s.sample_size, s.lease_seconds,
-           extract(epoch FROM clock_timestamp() - (a.lease_until - make_interval(secs => s.lease_seconds)))::float8 AS held_seconds
+           extract(epoch FROM clock_timestamp() - (a.lease_until - make_interval(secs => s.lease_seconds)))::float8 AS held_seconds,
+           {member_sql("p.id", "p.workspace_id")} AS member
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     JOIN projects p ON p.id = s.project_id AND p.archived_at IS NULL
     WHERE a.id = :assignment
@@ -171,8 +174,8 @@ def read_for_submit(session: Session, assignment_id: int, user_id: int, key: str
     if not key or len(key) > MAX_KEY_LENGTH:
         raise Invalid(f"An idempotency key of 1 to {MAX_KEY_LENGTH} characters is required.")
     # The row lock on the assignment serializes concurrent posts of the same submit.
-    lock = session.execute(LOCK_FOR_SUBMIT, {"assignment": assignment_id}).mappings().first()
-    if lock is None or lock["annotator_id"] != user_id:
+    lock = session.execute(LOCK_FOR_SUBMIT, {"assignment": assignment_id, "user": user_id}).mappings().first()
+    if lock is None or lock["annotator_id"] != user_id or not lock["member"]:
         raise NotFound(queue.NO_SUCH_ASSIGNMENT)
     params = {"assignment": assignment_id, "user": user_id, "key": key, "item": lock["item_id"], "stage": lock["stage_id"],
               "project": lock["project_id"], "position": lock["position"]}

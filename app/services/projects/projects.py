@@ -16,9 +16,10 @@ from sqlalchemy.orm import Session
 
 from app.errors import Invalid, NotFound, format_validation_error
 from app.lifecycle import ItemStatus
-from app.models import Annotation, GoldItem, ItemCount, ItemResult, Project, Stage, StageCount
+from app.models import Annotation, GoldItem, ItemCount, ItemResult, Project, Stage, StageCount, Workspace
 from app.services.projects import archive
 from app.services.users.audit import record
+from app.services.users.workspaces import default_workspace_id
 
 
 class StageSpec(BaseModel):
@@ -87,8 +88,10 @@ def _is_workflow(name: str) -> bool:
 
 
 def create_project(
-    session: Session, name: str, stages: list[StageSpec], *, description: str = "", actor_id: int | None = None
+    session: Session, name: str, stages: list[StageSpec], *, description: str = "", actor_id: int | None = None,
+    workspace_id: int | None = None,
 ) -> Project:
+    """A new project with its stages, in `workspace_id` (default: the default workspace)."""
     name = name.strip()
     if not name:
         raise Invalid("A project needs a name.", field="name")
@@ -96,7 +99,11 @@ def create_project(
         raise Invalid("A project's name has at most 200 characters.", field="name")
     _check_stages(stages)
     archive.name_taken(session, name)
-    project = Project(name=name, description=description, created_by=actor_id)
+    if workspace_id is None:
+        workspace_id = default_workspace_id(session)
+    elif session.get(Workspace, workspace_id) is None:
+        raise NotFound(f"No workspace with id {workspace_id}.", field="workspace")
+    project = Project(name=name, description=description, created_by=actor_id, workspace_id=workspace_id)
     session.add(project)
     session.flush()
     for position, spec in enumerate(stages):
@@ -115,7 +122,7 @@ def create_project(
             )
         )
     session.flush()
-    record(session, "project.create", actor_id=actor_id, target=f"project:{project.id}", name=name)
+    record(session, "project.create", actor_id=actor_id, target=f"project:{project.id}", name=name, workspace=project.workspace_id)
     return project
 
 
@@ -245,12 +252,17 @@ class ProjectProgress:
         }
 
 
-def progress(session: Session, project_ids: list[int] | None = None, *, archived: bool = False) -> list[ProjectProgress]:
-    """Progress of the given live projects (all when None) in four grouped queries; with `archived`,
-    of the archived ones instead (the admin's list of what can be restored)."""
+def progress(
+    session: Session, project_ids: list[int] | None = None, *, archived: bool = False, visible: sa.ColumnElement[bool] | None = None
+) -> list[ProjectProgress]:
+    """Progress of the given live projects (all when None; only those `visible` matches, a condition on
+    `Project`, see workspaces.visible_projects) in four grouped queries; with `archived`, of the
+    archived ones instead (the admin's list of what can be restored)."""
     pq = sa.select(Project).where(Project.archived_at.is_not(None) if archived else Project.archived_at.is_(None)).order_by(Project.id)
     if project_ids is not None:
         pq = pq.where(Project.id.in_(project_ids))
+    if visible is not None:
+        pq = pq.where(visible)
     projects = {p.id: ProjectProgress(p.id, p.name, p.description, archived_at=p.archived_at) for p in session.scalars(pq)}
     if not projects:
         return []

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app import security
 from app.errors import Conflict, Invalid, NotFound
 from app.models import ApiToken, Role, User
-from app.services.users import login_throttle, web_sessions
+from app.services.users import login_throttle, web_sessions, workspace_admin
 from app.services.users.audit import changes, record
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{2,64}$")
@@ -38,7 +38,11 @@ def create_user(
     *,
     actor_id: int | None = None,
     must_change_password: bool = False,
+    workspace_id: int | None = None,
+    member_role: str | None = None,
 ) -> User:
+    """A new user; they join `workspace_id` as `member_role` (default: their global role), or, with no
+    workspace named, the default workspace with their global role (see workspace_admin.join)."""
     if not USERNAME_RE.match(username):
         raise Invalid("A username has 2 to 64 letters, digits, '.', '_' or '-'.")
     role_ = parse_role(role)
@@ -54,14 +58,18 @@ def create_user(
     session.add(user)
     session.flush()
     record(session, "user.create", actor_id=actor_id, target=f"user:{user.id}", role=role_.value)
+    workspace_admin.join(session, user, workspace_id, member_role, actor_id=actor_id)
     return user
 
 
-def add_user(session: Session, username: str, role: str, *, actor_id: int | None = None) -> tuple[User, str]:
+def add_user(session: Session, username: str, role: str, *, actor_id: int | None = None, workspace_id: int | None = None,
+             member_role: str | None = None) -> tuple[User, str]:
     """A new user with a generated one-time password that they must change at first login;
     returns the user and the password, to be shown once and never stored in plain text."""
     password = security.new_password()
-    return create_user(session, username, role, password, actor_id=actor_id, must_change_password=True), password
+    made = create_user(session, username, role, password, actor_id=actor_id, must_change_password=True, workspace_id=workspace_id,
+                       member_role=member_role)
+    return made, password
 
 
 def reset_password(session: Session, user: User, *, actor_id: int | None = None) -> str:
@@ -106,6 +114,7 @@ def update_user(
     before = {"role": user.role, "active": user.is_active}
     if role is not None:
         user.role = parse_role(role).value
+        workspace_admin.follow_role(session, user, before["role"], actor_id=actor_id)
     if is_active is not None:
         user.is_active = is_active
     session.flush()
