@@ -8,11 +8,11 @@ from fastapi import Depends, Response
 from app.errors import Forbidden, NotFound
 from app.models import Role
 from app.services.users import users as users_service, workspace_admin, workspaces
-from app.web.deps import Db, Id, Principal, api_role, api_user
+from app.web.deps import Db, Id, LiveProject, Principal, api_role, api_user
 from app.web.limits import ApiRouter
 from app.web.schemas import MemberIn, MemberOut, ProjectMove, WorkspaceIn, WorkspaceOut
 
-router = ApiRouter(tags=["workspaces"])
+router = ApiRouter(tags=["workspaces"], dependencies=[LiveProject])
 admin = api_role(Role.admin, scoped=False)  # workspaces themselves: global admins only
 manager = api_role(Role.admin)  # what a workspace holds: also its manager (app.web.scope)
 

@@ -11,12 +11,12 @@ from sqlalchemy.orm import Session
 from app.errors import DomainError, Forbidden, Invalid
 from app.models import MemberRole, Role
 from app.services.users import users as users_service, workspace_admin, workspaces
-from app.web.deps import Db, Id, Principal, csrf_protect, form_id, page_role, page_user, savepoint
+from app.web.deps import Db, Id, LiveProject, Principal, csrf_protect, form_id, page_role, page_user, savepoint
 from app.web.flash import flash, take_flash
 from app.web.templating import render
 from app.web.workspace_api import check_target
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 admin = page_role(Role.admin, scoped=False)  # workspaces themselves: global admins only
 manager = page_role(Role.admin)  # what a workspace holds: also its manager (app.web.scope)
 

@@ -320,7 +320,7 @@ def test_no_page_answers_odd_form_values_with_a_server_error(app, settings, stor
                "assignment_id": assignment, "user_id": world["user"], "token_id": s.scalar(sa.select(sa.func.min(ApiToken.id))),
                "export_id": 1, "sha256": "0" * 64, "path:path": "x.json", "kind": "csv",
                "workspace_id": default_workspace_id(s),
-               "member_id": s.scalar(sa.text("SELECT min(id) FROM workspace_members"))}
+               "member_id": s.scalar(sa.text("SELECT min(id) FROM workspace_members")), "annotator_id": world["user"]}
         hook = Webhook(workspace_id=ids["workspace_id"], url="https://receiver.example/h", secret="whsec_" + "A" * 44, events=["item.finalized"])
         s.add(hook)
         s.flush()

@@ -52,9 +52,11 @@ def logged(app):
         roles = {"ana": "annotator", "bo": "annotator", "mia": "annotator", "rex": "reviewer", "kim": "annotator", "root": "admin"}
         ids = {name: factories.user(s, name, role) for name, role in roles.items()}
         heads = {name: {"Authorization": f"Bearer {factories.token(s, uid)}"} for name, uid in ids.items()}
-        s.add_all([WorkspaceMember(workspace_id=a, user_id=ids["mia"], role="manager"),
-                   WorkspaceMember(workspace_id=b, user_id=ids["kim"], role="manager"),
-                   WorkspaceMember(workspace_id=a, user_id=ids["rex"], role="reviewer")])
+        # New users are members of the default workspace (A) with their global role: mia manages it.
+        s.execute(sa.update(WorkspaceMember).where(WorkspaceMember.workspace_id == a, WorkspaceMember.user_id == ids["mia"])
+                  .values(role="manager"))
+        s.add_all([WorkspaceMember(workspace_id=b, user_id=ids["kim"], role="manager"),
+                   WorkspaceMember(workspace_id=b, user_id=ids["ana"], role="annotator")])
         gold = set()
         for who, key, at, choice, active, wall in SCRIPT:
             claimed = annotation.claim(s, stages[key], ids[who])
