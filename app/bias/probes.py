@@ -6,7 +6,9 @@ caught. `exposure` decides, for an assignment, what its screen shows: the drafts
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -56,6 +58,16 @@ class Exposure:
         if self.probe.into_draft is None:
             return self.planted
         return self.probe.into_draft(self.planted, real, self.data or {})
+
+
+def pick(pool: Sequence[str], truth: Mapping[str, Any], item: Mapping[str, Any], taken: Callable[[str], bool] = lambda _: False) -> str:
+    """The planted phrase for a gold item: one of `pool`, drawn from the gold answer and the item's data, so
+    that each gold item gets its own (an annotator who has seen one probe cannot spot the next by its text)
+    while the claim, the screen and the submit all draw the same one. A phrase `taken` (the gold answer
+    already says it, so keeping it would be right) gives way to the next."""
+    key = json.dumps([truth, item], sort_keys=True, default=str, ensure_ascii=False)
+    start = int(hashlib.md5(key.encode()).hexdigest()[:8], 16) % len(pool)
+    return next((p for k in range(len(pool)) if not taken(p := pool[(start + k) % len(pool)])), pool[start])
 
 
 def exposure(config: Mapping[str, Any] | None, assignment_id: int, *, probe: Probe | None, truth: Mapping[str, Any] | None,

@@ -50,9 +50,12 @@ def test_colorswap_filter_plants_scores_that_preselect_the_images_the_wrong_way_
 
 
 def test_visargs_structure_adds_a_commonsense_premise_wired_into_the_conclusion():
-    planted = visargs.plant_structure(ARGUMENT, {})
+    draft = {"commonsense_premises": ["Water is scarce"], "conclusion": "Save water",
+             "reasoning_steps": ["(VP1, CP1 -> IC1): Drops are precious", "(IC1 -> C): Save water"]}
+    phrase = visargs.planted_commonsense(ARGUMENT, {})
+    planted = visargs.into_draft_structure(visargs.plant_structure(ARGUMENT, {}), draft, {})
     ArgumentSuggestion.model_validate(planted)  # a payload the screen reads, as a model's draft would be
-    assert planted["commonsense_premises"] == ["Water is scarce", visargs.PLANTED_CP]
+    assert planted["commonsense_premises"] == ["Water is scarce", phrase]
     assert planted["reasoning_steps"] == ["(VP1, CP1 -> IC1): Drops are precious", "(IC1, CP2 -> C): Save water"]
     steps, errors = parse_steps(planted["reasoning_steps"])
     assert not errors and validate_tree(steps, 1, 2).ok  # a valid tree: nothing but reading tells it is wrong
@@ -60,11 +63,39 @@ def test_visargs_structure_adds_a_commonsense_premise_wired_into_the_conclusion(
     assert visargs.caught_structure(ARGUMENT, {**planted, "discard": True}, {})
     assert not visargs.caught_structure(ARGUMENT, {**planted, "discard": False}, {})
     assert visargs.plant_structure({**ARGUMENT, "discard": True}, {}) is None
-    assert visargs.plant_structure({**ARGUMENT, "reasoning_steps": ["(VP1 -> IC1): x"]}, {}) is None  # nothing concludes C
+    # A draft where nothing concludes C gets a step that does, from the planted premise.
+    loose = visargs.into_draft_structure(planted, {**draft, "reasoning_steps": ["(VP1 -> IC1): x"]}, {})
+    assert loose["reasoning_steps"] == ["(VP1 -> IC1): x", "(CP2 -> C): Save water"]
     workflow, ctx = VisArgsStructure(), ItemContext({}, {})
     assert workflow.suggestion_distance(ctx, ARGUMENT_KIND, planted, ARGUMENT) == 1 - 3 / 6
     assert workflow.suggestion_distance(ctx, ARGUMENT_KIND, planted, {**planted, "conclusion": "  save   WATER "}) == 0.0
     assert workflow.suggestion_distance(ctx, ARGUMENT_KIND, planted, {**planted, "discard": True}) == 1.0
+
+
+B_ARGUMENT = {"commonsense_premises": ["Bikes are cheap"], "conclusion": "Ride more",
+              "reasoning_steps": ["(VP1, CP1 -> C): Ride more"], "discard": False}
+
+
+def test_the_structure_probe_neither_repeats_one_sentence_nor_shows_the_gold_argument():
+    """Every structure probe added the same sentence: an annotator who had seen it once knew the item was a
+    gold item; and the 'draft' shown was the gold argument itself, so deleting that sentence scored 1."""
+    pa, pb = visargs.plant_structure(ARGUMENT, {}), visargs.plant_structure(B_ARGUMENT, {})
+    added_a = set(pa["commonsense_premises"]) - set(ARGUMENT["commonsense_premises"])
+    added_b = set(pb["commonsense_premises"]) - set(B_ARGUMENT["commonsense_premises"])
+    assert added_a != added_b, added_a
+    assert pa["conclusion"] != ARGUMENT["conclusion"] or pa["commonsense_premises"][:-1] != ARGUMENT["commonsense_premises"]
+    items = [{"image": f"poster-{k}.jpg", "candidate_conclusion": f"Conclusion {k}"} for k in range(30)]
+    assert len({visargs.planted_commonsense(ARGUMENT, item) for item in items}) >= 12
+    # Through the screen's path: the model's own draft, with the plant wired in; never the gold argument.
+    real = {"payload": {"commonsense_premises": ["Rain is rare"], "conclusion": "Use less water",
+                        "reasoning_steps": ["(VP1, CP1 -> C): Use less water"]}}
+    seen = exposure({"probe_share": 1.0}, 1, probe=probe_for("visargs.structure"), truth=ARGUMENT, data=items[0], kinds={ARGUMENT_KIND})
+    shown_payload = shown(seen, {ARGUMENT_KIND: real}, lambda s, p: {"payload": p}, lambda s: s["payload"])[ARGUMENT_KIND]["payload"]
+    phrase = visargs.planted_commonsense(ARGUMENT, items[0])
+    assert shown_payload == {"commonsense_premises": ["Rain is rare", phrase], "conclusion": "Use less water",
+                             "reasoning_steps": ["(VP1, CP1, CP2 -> C): Use less water"]}
+    assert not visargs.caught_structure(ARGUMENT, {**shown_payload, "discard": False}, items[0])
+    assert visargs.caught_structure(ARGUMENT, ARGUMENT, items[0])
 
 
 def test_visargs_grounding_shifts_a_box_far_past_the_iou_that_counts_as_kept():
@@ -121,8 +152,9 @@ def test_colorswap_recaption_distance_counts_token_edits_of_both_captions():
     drafted = {"caption_1": "A red cup on a blue table.", "caption_2": "A blue cup on a red table."}
     workflow, ctx = ColorSwapRecaption(), ItemContext({}, {})
     assert workflow.suggestion_distance(ctx, PAIR_KIND, drafted, {k: v.upper() for k, v in drafted.items()}) == 0.0
-    planted = colorswap.plant(drafted, {})
-    assert workflow.suggestion_distance(ctx, PAIR_KIND, planted, drafted) == 2 * 5.0  # "beside a tall wooden lamp" twice
+    planted = colorswap.into_draft(colorswap.plant(drafted, {}), drafted, {})
+    words = len(colorswap.planted_phrase(drafted, {}).split())
+    assert workflow.suggestion_distance(ctx, PAIR_KIND, planted, drafted) == 2.0 * words  # the phrase, in both captions
     assert workflow.suggestion_distance(ctx, ITM_KIND, planted, drafted) is None
 
 

@@ -45,19 +45,55 @@ def test_wikido_underlines_words_the_gold_answer_keeps():
     assert wikido.caught(trimmed, trimmed, CAPTION)
 
 
-def test_visargs_adds_a_premise_and_colorswap_inserts_a_phrase():
+def test_visargs_adds_a_premise_and_colorswap_inserts_a_phrase_into_the_real_draft():
     truth = {"visual_premises": ["The words SAVE WATER", "A blue drop"], "discard": False}
-    planted = visargs.plant(truth, {})
-    assert planted == {"visual_premises": ["The words SAVE WATER", "A blue drop", visargs.PLANTED]}
+    draft = {"visual_premises": ["Words on a poster", "A drop"]}
+    phrase = visargs.planted_premise(truth, {})
+    planted = visargs.into_draft(visargs.plant(truth, {}), draft, {})
+    assert planted == {"visual_premises": ["Words on a poster", "A drop", phrase]}
     assert visargs.plant({"visual_premises": [], "discard": True}, {}) is None
     assert visargs.caught(truth, truth, {}) and not visargs.caught(truth, {**planted, "discard": False}, {})
     assert visargs.caught(truth, {"visual_premises": planted["visual_premises"], "discard": True}, {})
-    assert VisArgsPremises().suggestion_distance(ItemContext({}, {}), "visargs.visual_premises", planted, truth) == 1 - 2 / 3
+    assert VisArgsPremises().suggestion_distance(ItemContext({}, {}), "visargs.visual_premises", planted, draft) == 1 - 2 / 3
     pair = {"caption_1": "A red cup on a blue table.", "caption_2": "A blue cup on a red table."}
-    drafted = colorswap.plant(pair, {})
-    assert drafted == {"caption_1": "A red cup on a blue table beside a tall wooden lamp.",
-                       "caption_2": "A blue cup on a red table beside a tall wooden lamp."}
+    real = {"caption_1": "A red mug on a blue desk.", "caption_2": "A blue mug on a red desk.", "note": "kept"}
+    phrase = colorswap.planted_phrase(pair, {})
+    drafted = colorswap.into_draft(colorswap.plant(pair, {}), real, {})
+    assert drafted == {"caption_1": f"A red mug on a blue desk {phrase}.", "caption_2": f"A blue mug on a red desk {phrase}.", "note": "kept"}
     assert colorswap.caught(pair, pair, {}) and not colorswap.caught(pair, {**pair, "caption_2": drafted["caption_2"]}, {})
+    assert colorswap.plant({"caption_1": "", "caption_2": "x"}, {}) is None
+
+
+def _gold_items(n: int) -> list[dict]:
+    return [{"image": f"poster-{k}.jpg", "candidate_premises": [f"Candidate {k}"]} for k in range(n)]
+
+
+def test_the_premises_probe_neither_repeats_one_premise_nor_shows_the_gold_premises():
+    """One fixed planted premise would mark every probe once an annotator had seen it; and a draft made of
+    the gold premises plus the plant would score 1 for deleting the one line that is new."""
+    truth = {"visual_premises": ["The words SAVE WATER", "A blue drop"], "discard": False}
+    phrases = [visargs.planted_premise(truth, item) for item in _gold_items(30)]
+    assert len(set(phrases)) >= 12, phrases
+    item, real = _gold_items(1)[0], {"payload": {"visual_premises": ["A poster with words", "A drop of water"]}}
+    seen = exposure({"probe_share": 1.0}, 1, probe=probe_for("visargs.premises"), truth=truth, data=item, kinds={"visargs.visual_premises"})
+    drafted = shown(seen, {"visargs.visual_premises": real}, lambda s, p: {"payload": p}, lambda s: s["payload"])["visargs.visual_premises"]
+    assert drafted["payload"]["visual_premises"] == ["A poster with words", "A drop of water", phrases[0]]
+    assert visargs.caught(truth, truth, item) and not visargs.caught(truth, drafted["payload"], item)
+    # A phrase the gold answer states is never planted: keeping it would be right.
+    assert visargs.planted_premise({**truth, "visual_premises": [phrases[0].upper()]}, item) != phrases[0]
+
+
+def test_the_recaption_probe_neither_repeats_one_phrase_nor_shows_the_gold_captions():
+    pair = {"caption_1": "A red cup on a blue table.", "caption_2": "A blue cup on a red table."}
+    items = [{"caption_1": f"A red cup {k}.", "caption_2": f"A blue cup {k}."} for k in range(30)]
+    phrases = [colorswap.planted_phrase(pair, item) for item in items]
+    assert len(set(phrases)) >= 12, phrases
+    real = {"payload": {"caption_1": "A red mug on a blue desk.", "caption_2": "A blue mug on a red desk."}}
+    seen = exposure({"probe_share": 1.0}, 1, probe=probe_for("colorswap.recaption"), truth=pair, data=items[0], kinds={"colorswap.caption_pair"})
+    drafted = shown(seen, {"colorswap.caption_pair": real}, lambda s, p: {"payload": p}, lambda s: s["payload"])["colorswap.caption_pair"]
+    assert drafted["payload"]["caption_1"] == f"A red mug on a blue desk {phrases[0]}."
+    assert not colorswap.caught(pair, drafted["payload"], items[0]) and colorswap.caught(pair, pair, items[0])
+    assert colorswap.planted_phrase({**pair, "caption_1": f"A red cup {phrases[0]}."}, items[0]) != phrases[0]
 
 
 def test_a_probe_needs_gold_a_definition_and_a_draft_of_its_kind():

@@ -56,9 +56,11 @@ def test_what_the_probes_plant_and_the_demo_pushes_passes():
                   {"image": "keep", "label": "no", "paraphrase": "edit", "text": "Is the ball painted?"}):
         planted = voldoger_probes.plant(truth, item)
         assert planted and verify.check_suggestion("voldoger.check", planted) == [], truth
-    planted = visargs_probes.plant({"visual_premises": ["The words SAVE WATER", "A blue drop"], "discard": False}, {})
-    assert get_workflow("visargs.premises").check_suggestion("visargs.visual_premises", planted) == []
-    assert visargs_probes.plant({"visual_premises": [f"p{n}" for n in range(40)], "discard": False}, {}) is None  # no room left
+    truth = {"visual_premises": ["The words SAVE WATER", "A blue drop"], "discard": False}
+    for draft in ({"visual_premises": ["A drop"]}, {"visual_premises": [f"p{n}" for n in range(40)]}):  # the last: no room left
+        planted = visargs_probes.into_draft(visargs_probes.plant(truth, {}), draft, {})
+        assert get_workflow("visargs.premises").check_suggestion("visargs.visual_premises", planted) == []
+        assert planted["visual_premises"][-1] == visargs_probes.planted_premise(truth, {})
 
 
 def test_the_demo_suggestions_pass(tmp_path):

@@ -1,17 +1,19 @@
-"""VisArgs' probes, one per screen that shows a draft, each planted from a gold answer as if a model had
-drafted it. Premises: a visual premise the image does not show, added; caught when no premise keeps its
-text. Structure: a commonsense premise the argument does not need, added and wired into the step that
-concludes C; caught when no commonsense premise keeps its text. Grounding: the first premise's box
-shifted by half its width and height (IoU 1/7 with the gold box); caught when the answer's box for that
-premise overlaps the shifted one by less than CAUGHT_IOU."""
+"""VisArgs' probes, one per screen that shows a draft. Premises and structure plant a statement from a
+pool (`probe_pool`, one drawn per gold item) into the item's real draft, as if the model had written it.
+Premises: a visual premise the image does not show, added; caught when no premise keeps its text.
+Structure: a commonsense premise the argument does not need, added and wired into the step that concludes
+C; caught when no commonsense premise keeps its text. Grounding: the first premise's box shifted by half
+its width and height (IoU 1/7 with the gold box); caught when the answer's box for that premise overlaps
+the shifted one by less than CAUGHT_IOU."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from app.bias.probes import Probe
+from app.bias.probes import Probe, pick
 from app.datasets.visargs.argtree import StepSyntaxError, parse_step, print_step
+from app.datasets.visargs.probe_pool import COMMONSENSE, VISUAL
 from app.datasets.visargs.schema import (
     ARGUMENT_KIND,
     BOX_KIND,
@@ -25,49 +27,85 @@ from app.datasets.visargs.schema import (
     clean,
 )
 
-PLANTED = "A small brown dog sleeps in the lower left corner"
-PLANTED_CP = "Anyone who owns a bicycle distrusts newspapers"
 CAUGHT_IOU = 0.5  # the IoU at which the screens count a box as kept (VisArgsGrounding.suggestion_outcome)
 
 
+def _folded(texts: Any) -> set[str]:
+    return {clean(t).lower() for t in texts or []}
+
+
+def _added(texts: Any, phrase: str) -> list[str]:
+    """The list with the phrase last; a full list (the screen takes MAX_PREMISES) gives up its last entry."""
+    return [*list(texts or [])[:MAX_PREMISES - 1], phrase]
+
+
+def planted_premise(truth: Mapping[str, Any], item: Mapping[str, Any]) -> str:
+    """The visual premise planted on this gold item (none the gold answer itself states)."""
+    gold = _folded(truth.get("visual_premises"))
+    return pick(VISUAL, truth, item, lambda p: clean(p).lower() in gold)
+
+
 def plant(truth: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any] | None:
-    premises = list(truth.get("visual_premises") or [])
-    if truth.get("discard") or not premises or len(premises) >= MAX_PREMISES:
-        return None  # no premise to add to, or no room for one more (the screen takes MAX_PREMISES)
-    return {"visual_premises": [*premises, PLANTED]}
+    """The record's drafted premises with the planted one added (`into_draft` adds it to the real draft
+    instead); None when the gold answer discards the image or has no premise."""
+    if truth.get("discard") or not truth.get("visual_premises"):
+        return None
+    return {"visual_premises": _added(item.get("candidate_premises"), planted_premise(truth, item))}
+
+
+def into_draft(planted: Mapping[str, Any], draft: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any]:
+    return {**draft, "visual_premises": _added(draft.get("visual_premises"), planted["visual_premises"][-1])}
 
 
 def caught(truth: Mapping[str, Any], answer: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
-    kept = set() if answer.get("discard") else {clean(t).lower() for t in answer.get("visual_premises") or []}
-    return clean(PLANTED).lower() not in kept
+    kept = set() if answer.get("discard") else _folded(answer.get("visual_premises"))
+    return clean(planted_premise(truth, item)).lower() not in kept
 
 
 PROBE = Probe(workflow=PREMISES, kind=PREMISES_KIND, error="a visual premise the image does not show, added", plant=plant,
-              caught=caught)
+              caught=caught, into_draft=into_draft)
 
 
-def plant_structure(truth: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The gold argument with PLANTED_CP added as the last commonsense premise and as an input of the
-    step that concludes C; None for a discarded image, or an argument without such a step."""
-    cps = list(truth.get("commonsense_premises") or [])
-    steps = list(truth.get("reasoning_steps") or [])
-    if truth.get("discard") or len(cps) >= MAX_PREMISES:
-        return None
+def planted_commonsense(truth: Mapping[str, Any], item: Mapping[str, Any]) -> str:
+    """The commonsense premise planted on this gold item (none the gold argument itself states)."""
+    gold = _folded(truth.get("commonsense_premises"))
+    return pick(COMMONSENSE, truth, item, lambda p: clean(p).lower() in gold)
+
+
+def wired(argument: Mapping[str, Any], phrase: str) -> dict[str, Any]:
+    """The argument with the phrase as its last commonsense premise and an input of the step that concludes
+    C (a new step concluding C from it alone when none does, or when its steps do not parse)."""
+    cps = _added(argument.get("commonsense_premises"), phrase)
+    steps, conclusion, cp = list(argument.get("reasoning_steps") or []), str(argument.get("conclusion") or ""), f"CP{len(cps)}"
     for n, line in enumerate(steps):
         try:
             step = parse_step(line)
         except StepSyntaxError:
-            return None
+            break
         if step.output == "C":
-            wired = print_step(type(step)((*step.inputs, f"CP{len(cps) + 1}"), step.output, step.text))
-            return {"commonsense_premises": [*cps, PLANTED_CP], "conclusion": truth.get("conclusion") or "",
-                    "reasoning_steps": [*steps[:n], wired, *steps[n + 1:]]}
-    return None
+            inputs = step.inputs if cp in step.inputs else (*step.inputs, cp)
+            steps[n] = print_step(type(step)(inputs, step.output, step.text))
+            return {"commonsense_premises": cps, "conclusion": conclusion, "reasoning_steps": steps}
+    return {"commonsense_premises": cps, "conclusion": conclusion, "reasoning_steps": [*steps, f"({cp} -> C): {conclusion}"]}
+
+
+def plant_structure(truth: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The record's drafted argument with the planted premise wired in (`into_draft_structure` wires it
+    into the real draft instead); None for a discarded image."""
+    if truth.get("discard"):
+        return None
+    record = {"commonsense_premises": item.get("candidate_commonsense"), "conclusion": item.get("candidate_conclusion"),
+              "reasoning_steps": item.get("candidate_steps")}
+    return wired(record, planted_commonsense(truth, item))
+
+
+def into_draft_structure(planted: Mapping[str, Any], draft: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any]:
+    return {**draft, **wired(draft, planted["commonsense_premises"][-1])}
 
 
 def caught_structure(truth: Mapping[str, Any], answer: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
-    kept = set() if answer.get("discard") else {clean(t).lower() for t in answer.get("commonsense_premises") or []}
-    return clean(PLANTED_CP).lower() not in kept
+    kept = set() if answer.get("discard") else _folded(answer.get("commonsense_premises"))
+    return clean(planted_commonsense(truth, item)).lower() not in kept
 
 
 def shifted(box: Mapping[str, Any]) -> dict[str, int]:
@@ -96,7 +134,7 @@ def caught_grounding(truth: Mapping[str, Any], answer: Mapping[str, Any], item: 
 
 
 STRUCTURE_PROBE = Probe(workflow=STRUCTURE, kind=ARGUMENT_KIND, error="a commonsense premise the argument does not need, added",
-                        plant=plant_structure, caught=caught_structure)
+                        plant=plant_structure, caught=caught_structure, into_draft=into_draft_structure)
 # The grounding screen merges three kinds of suggested boxes, preferring them in this order: the plant
 # replaces the first the item has, and as it carries a box for every premise, the screen shows only its boxes.
 GROUNDING_PROBE = Probe(workflow=GROUNDING, kind=BOX_KIND, error="a premise's box shifted by half its size",
