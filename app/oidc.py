@@ -23,6 +23,7 @@ from app.settings import Settings
 TIMEOUT_S = 10.0  # one call to the provider: a hung provider fails the sign-in, it does not hold a worker
 METADATA_TTL_S = 3600.0  # how long a discovery document and key set are trusted before they are read again
 LEEWAY_S = 60  # clock skew allowed between the provider and this server on exp / iat
+SHOWN_CHARS = 300  # characters of the provider's error description shown and kept in the audit log
 # Signature algorithms accepted whatever the provider advertises: asymmetric only ('none' and the
 # HMAC ones, which would make the client secret a signing key, are refused).
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -144,7 +145,7 @@ def finish(settings: Settings, pending: Pending | None, params: dict[str, str], 
     if not _same(params.get("state", ""), pending.state):
         raise SignInError("The sign-in answer does not belong to this browser's sign-in (state mismatch). Start again.")
     if params.get("error"):
-        raise SignInError(f"The sign-in provider refused: {params.get('error_description') or params['error']}.")
+        raise SignInError(f"The sign-in provider refused: {_shown(params.get('error_description') or params['error'])}.")
     if not params.get("code"):
         raise SignInError("The sign-in provider sent no authorization code.")
     doc = metadata(settings)
@@ -162,9 +163,17 @@ def finish(settings: Settings, pending: Pending | None, params: dict[str, str], 
     return verify_id_token(settings, doc, token["id_token"], pending.nonce)
 
 
+def _shown(text: str) -> str:
+    """The provider's own words, fit to show and store: printable characters only, at most SHOWN_CHARS."""
+    clean = "".join(c if c.isprintable() else " " for c in str(text)).strip()
+    return clean[:SHOWN_CHARS] + ("…" if len(clean) > SHOWN_CHARS else "")
+
+
 def _decode(doc: dict[str, Any], id_token: str) -> jwt.Token:
     advertised = doc.get("id_token_signing_alg_values_supported") or ["RS256"]
     algorithms = [a for a in advertised if a in ALGORITHMS]
+    if not algorithms:  # an empty list would let joserfc fall back to its own default algorithms
+        raise SignInError(f"The sign-in provider advertises no signing algorithm this server accepts ({', '.join(ALGORITHMS)}).")
     try:
         try:
             return jwt.decode(id_token, KeySet.import_key_set(_cached(doc["jwks_uri"], "key set")), algorithms=algorithms)

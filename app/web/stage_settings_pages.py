@@ -33,7 +33,10 @@ def _context(session: Db, stage_id: int, config_text: str | None = None) -> dict
             "config": config_text if config_text is not None else json.dumps(stage.config or {}, indent=2, ensure_ascii=False)}
 
 
-def _parsed(text: str) -> dict[str, Any]:
+def _parsed(text: str, settings) -> dict[str, Any]:
+    """The posted configuration, held to the JSON limits the API holds request bodies to (app.jsontext)."""
+    if (why := jsontext.problem(text, max_bytes=settings.max_json_bytes, max_depth=settings.max_json_depth)) is not None:
+        raise Invalid(f"The configuration is refused: {why}.", field="config")
     try:
         config = jsontext.loads(text) if text.strip() else {}
     except jsontext.NumberRefused as exc:
@@ -57,7 +60,7 @@ def save_stage_settings(request: Request, stage_id: Id, session: Db, config: str
     """Replace the stage's configuration with the one posted (a key left out goes back to its default)."""
     stage = projects.get_stage(session, stage_id)
     try:
-        new = _parsed(config)
+        new = _parsed(config, request.app.state.settings)
         changes = {**dict.fromkeys(stage.config or {}), **new}  # keys taken out of the text: None, their default
         with savepoint(session):
             project_admin.update_project(session, stage.project_id, ProjectUpdate(stages=[StageUpdate(id=stage_id, config=changes)]),

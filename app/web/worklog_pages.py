@@ -62,6 +62,8 @@ def worklog_filter(
         first = last - timedelta(days=DEFAULT_DAYS - 1)
     if first is not None and last is not None and last < first:
         raise Invalid(f"end ({last}) is before start ({first}).", field="end")
+    if any(not c.isprintable() for c in annotator):
+        raise Invalid("annotator: a username holds no control characters.", field="annotator")
     return worklog.WorkLogFilter(timezone=tz, start=first, end=last, annotator=annotator.strip(), project_id=project)
 
 

@@ -5,6 +5,8 @@ and password logins turned off."""
 
 from __future__ import annotations
 
+import threading
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -13,9 +15,13 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
+from joserfc import jwt
+from joserfc.jwk import OctKey
 
+from app import oidc, security
 from app.db import transaction
-from app.models import AuditEvent, User, UserIdentity, WorkspaceMember
+from app.models import AuditEvent, Role, User, UserIdentity, WorkspaceMember
+from app.services.users import sso
 from app.settings import Settings
 from tests.conftest import PASSWORD, csrf_from, login, make_user
 from tests.sso_provider import provider_process
@@ -293,3 +299,65 @@ def test_settings_refuse_an_unusable_sign_on_setup(settings):
         Settings(**{**base, "oidc_groups": {"x": {"role": "manager"}}})
     with pytest.raises(pydantic.ValidationError, match="needs VLCURATE_OIDC_CLIENT_ID"):
         Settings(**{**base, "oidc_client_id": None})
+
+
+def test_a_nul_in_the_providers_error_description_is_a_clear_400_not_a_500(client, app):
+    """The provider's words are shown and kept in the audit log without control characters, cut short."""
+    state = parse_qs(urlsplit(start(client)).query)["state"][0]
+    answer = client.get("/login/sso/callback", params={"state": state, "error": "access_denied", "error_description": "no\x00consent" + "!" * 5000})
+    assert answer.status_code == 400 and "The sign-in provider refused: no consent!!!" in answer.text
+    with transaction(app.state.sessions) as s:
+        reason = s.scalar(sa.select(AuditEvent.detail["reason"].astext).where(AuditEvent.action == "login.sso_failed"))
+    assert reason.startswith("The sign-in provider refused: no consent!") and len(reason) < oidc.SHOWN_CHARS + 50
+
+
+def test_a_provider_advertising_no_allowed_algorithm_gets_no_library_default(settings):
+    """HMAC is refused whatever the provider advertises; with none of the advertised algorithms allowed,
+    the list handed to joserfc would be empty, and joserfc would fall back to its default (HS256)."""
+    key = OctKey.generate_key(256, parameters={"kid": "k1"})
+    doc = {"jwks_uri": "https://idp.invalid/jwks", "id_token_signing_alg_values_supported": ["HS256"]}
+    oidc._cache[doc["jwks_uri"]] = (time.monotonic(), {"keys": [key.as_dict(private=True)]})
+    token = jwt.encode({"alg": "HS256", "kid": "k1"}, {"sub": "x"}, key)
+    try:
+        with pytest.raises(oidc.SignInError, match="no signing algorithm"):
+            oidc._decode(doc, token)
+    finally:
+        oidc._cache.pop(doc["jwks_uri"], None)
+
+
+def test_a_password_login_of_a_sign_on_user_verifies_against_the_dummy_hash(client, app, monkeypatch):
+    """A sign-on user has no argon2 hash; their password login must do the same argon2 work as any other
+    (verify against the dummy hash), so that its answer time does not tell sign-on accounts apart."""
+    assert sign_in(client).status_code == 303
+    verified = []
+    real = security.verify_password
+    monkeypatch.setattr(security, "verify_password", lambda h, p: verified.append(h) or real(h, p))
+    with TestClient(app) as other:
+        assert login(other, "ada", "!sso").status_code == 401
+    assert verified == [security.dummy_hash()] and verified[0].startswith("$argon2")
+
+
+def _locks_waited(sessions) -> int:
+    with transaction(sessions) as s:  # a transaction per look: pg_stat_activity is read once per transaction
+        return s.scalar(sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))
+
+
+def test_two_first_sign_ins_with_one_preferred_name_at_once_get_two_usernames(committed):
+    """Both pick the free name 'grace'; the second's insert waits on the first's, and when the first
+    commits it takes the next free name instead of failing on the unique username."""
+    sessions, made = committed, {}  # real separate connections
+    def claims(sub):
+        return {"iss": "https://idp.example", "sub": sub, "preferred_username": "grace"}
+    def second():
+        with transaction(sessions) as s:
+            made["second"] = sso._create(s, claims("s2"), Role.annotator).username
+    with transaction(sessions) as first:
+        made["first"] = sso._create(first, claims("s1"), Role.annotator).username
+        racer = threading.Thread(target=second)
+        racer.start()
+        deadline = time.monotonic() + 20
+        while not _locks_waited(sessions) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert racer.is_alive(), made  # the second insert waits on the first's username
+    racer.join(20)
+    assert made == {"first": "grace", "second": "grace-2"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+import pytest
 import sqlalchemy as sa
 
 from app.bias import arms
@@ -15,6 +16,7 @@ from app.models import AuditEvent, Project, Stage
 from tests import factories
 from tests.conftest import csrf_from, login
 from tests.bias.world import stage as bias_stage
+from tests.web.test_gate_http import gold_stage
 
 
 def events(s) -> list[AuditEvent]:
@@ -99,3 +101,22 @@ def test_the_settings_page_replaces_the_configuration(client, app):
         assert s.get_one(Stage, stage_id).config == {"probe_share": 0.25, "draft_control_share": 0.3}  # gold_share left out: its default
         (event,) = events(s)
         assert event.actor_id is not None and event.detail["before"][f"stage {stage_id} config.gold_share"] == 0.2
+
+
+@pytest.mark.parametrize("config", ['{"choices": ["a", "b", "c"], "x": ' + "[" * 20000 + "]" * 20000 + "}",
+                                    '{"choices": ["a\\u0000", "b", "c"]}'])
+def test_the_stage_settings_page_refuses_deep_or_nul_json_with_a_422(client, app, settings, storage, config):
+    """JSON nested too deep or holding a NUL is refused as the API refuses it: a 422 naming why, the text
+    kept in the form, the stage's configuration unchanged."""
+    _, stage_id, _ = gold_stage(app, settings, storage)
+    with transaction(app.state.sessions) as s:
+        factories.user(s, "cfg-admin", role="admin")
+        before = s.get(Stage, stage_id).config
+    login(client, "cfg-admin")
+    page = client.get(f"/stages/{stage_id}/settings")
+    r = client.post(f"/stages/{stage_id}/settings", data={"csrf_token": csrf_from(page.text), "config": config}, follow_redirects=False)
+    assert r.status_code == 422, r.status_code
+    why, kept = ("nested deeper", "[" * 50) if "[[[" in config else ("NUL", "a\\u0000")
+    assert why in r.text and kept in r.text  # the reason, and what was typed, still in the form
+    with transaction(app.state.sessions) as s:
+        assert s.get(Stage, stage_id).config == before

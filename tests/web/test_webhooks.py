@@ -20,8 +20,10 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.db import transaction
-from app.models import AuditEvent, MemberRole, Webhook, WebhookAttempt, WebhookDelivery, Workspace, WorkspaceMember
+from app.errors import Invalid
+from app.models import AuditEvent, MemberRole, User, Webhook, WebhookAttempt, WebhookDelivery, Workspace, WorkspaceMember
 from app.services.users.workspaces import default_workspace_id
+from app.services.webhooks import delivery, events, hooks
 from app.worker import jobs, runtime
 from tests import factories
 from tests.conftest import csrf_from, login
@@ -288,7 +290,7 @@ def test_a_non_manager_can_neither_see_nor_change_another_workspaces_webhooks(ap
 
 
 @pytest.mark.parametrize("url", ["ftp://files.example/hook", "javascript:alert(1)", "file:///etc/passwd", "example.org/hook",
-                                 "http://", "https:///path-only", ""])
+                                 "http://", "https:///path-only", "", "http://example.com:abc/hook"])
 def test_urls_that_are_not_http_are_refused_with_422_and_nothing_is_stored(app, client, url):
     with transaction(app.state.sessions) as s:
         admin = factories.bearer(s, "boss", "admin")
@@ -360,3 +362,43 @@ def test_a_reviewers_final_queues_item_finalized_and_the_last_one_stage_complete
         assert [b["type"] for b in sent] == ["item.finalized"] * (n + 1) + (["stage.completed"] if n == 1 else [])
         assert sent[n]["data"] == {"item_id": item_id, "project_id": project_id, "stage_id": stage_id, "record": {"choice": "b"},
                                    "discard": False, "source": "review"}
+
+
+def test_a_webhook_url_with_a_bad_port_is_refused_when_saved_not_crashed_in_the_worker(app):
+    """A port that is no number is refused on saving; one stored before is a failed attempt, never an
+    exception that kills the delivery job and leaves the delivery pending for ever."""
+    with pytest.raises(Invalid) as refused:
+        hooks.check_url("http://example.com:abc/hook")
+    assert refused.value.status_code == 422 and refused.value.field == "url"
+    d = delivery.Pending(1, "http://example.com:abc/hook", "whsec_" + "A" * 44, "msg_x", "{}", 1)
+    outcome = delivery.send(d, 1.0, allow_private=False)
+    assert (outcome.status_code, outcome.accepted) == (None, False) and outcome.error.startswith("InvalidURL")
+
+
+def _attempt_errors(s, delivery_id: int) -> list[str | None]:
+    return list(s.scalars(sa.select(WebhookAttempt.error).where(WebhookAttempt.delivery_id == delivery_id)))
+
+
+def test_a_disabled_webhook_gets_no_more_retries(app):
+    """Disabling a webhook cancels what is queued to it (failed, "cancelled" in its log); a delivery found
+    pending to a disabled webhook is cancelled by the worker too, but for the test button's."""
+    with transaction(app.state.sessions) as s:
+        admin = s.get(User, factories.user(s, "hookadmin2", "admin"))
+        view, _ = hooks.create(s, admin, default_workspace_id(s), "https://example.org/hook", ["item.finalized"])
+        assert events.emit(s, view.workspace_id, "item.finalized", {}) == 1
+        queued = s.scalar(sa.select(WebhookDelivery.id).where(WebhookDelivery.webhook_id == view.id))
+        assert delivery.pending(s, queued) is not None
+        hooks.update(s, admin, view.id, enabled=False)
+    with transaction(app.state.sessions) as s:
+        assert delivery.pending(s, queued) is None
+        assert s.get(WebhookDelivery, queued).status == "failed"
+        assert _attempt_errors(s, queued) == [delivery.CANCELLED]
+        events.emit_to(s, view.id, hooks.TEST_EVENT, {})  # the test button works on a disabled webhook
+        test_id = s.scalar(sa.select(sa.func.max(WebhookDelivery.id)))
+        assert delivery.pending(s, test_id).attempt == 1
+        late = WebhookDelivery(webhook_id=view.id, message_id="msg_late", event_type="item.finalized", body="{}")
+        s.add(late)  # queued by a change that committed while the webhook was being disabled
+        s.flush()
+        assert delivery.pending(s, late.id) is None
+        status = s.scalar(sa.select(WebhookDelivery.status).where(WebhookDelivery.id == late.id))
+        assert (status, _attempt_errors(s, late.id)) == ("failed", [delivery.CANCELLED])

@@ -17,9 +17,11 @@ import sqlalchemy as sa
 from app.db import transaction
 from app.models import Annotation, Draft, GoldItem, Project, Workspace, WorkspaceMember
 from app.services.annotation import annotation
+from app.services.projects import archive
 from app.services.users.workspaces import default_workspace_id
 from tests import factories
 from tests.conftest import PASSWORD, login, make_choice_project
+from tests.web.test_gate_http import answer, gold_stage
 
 # (annotator, project key, stored at (UTC), choice, active seconds, wall seconds); choice "a" is a gold item's truth.
 SCRIPT = [
@@ -215,3 +217,33 @@ def test_a_revision_counts_the_time_its_screen_was_open(app):
         first, again = s.execute(sa.select(Annotation.wall_seconds, Annotation.active_seconds).order_by(Annotation.revision)).all()
     assert first.wall_seconds > 0 and first.active_seconds == min(2.0, first.wall_seconds)  # claim to submit, as the server saw it
     assert (again.wall_seconds, again.active_seconds) == (8.0, 8.0)  # no lease of its own: its screen's time, which caps the active
+
+
+def test_the_work_log_leaves_out_an_archived_project(client, app, api, settings, storage):
+    """An archived project is left out of every list: of the work log's rows and of its project filter."""
+    project_id, stage_id, _ = gold_stage(app, settings, storage)
+    answer(client, api["ann"], stage_id, "a")
+    with transaction(app.state.sessions) as s:
+        name = s.scalar(sa.select(Project.name).where(Project.id == project_id))
+        workspace = default_workspace_id(s)
+        factories.user(s, "wl-admin", "admin")
+    url = f"/api/v1/workspaces/{workspace}/worklog"
+    assert [r["project_id"] for r in client.get(url, headers=api["admin"]).json()["rows"]] == [project_id]
+    with transaction(app.state.sessions) as s:
+        archive.archive_project(s, project_id, name)
+    assert client.get(url, headers=api["admin"]).json()["rows"] == []
+    login(client, "wl-admin")
+    page = client.get(f"/workspaces/{workspace}/worklog")
+    assert page.status_code == 200 and name not in page.text
+
+
+def test_the_work_log_api_answers_bad_query_input_without_a_500(client, app, api):
+    """A NUL or an over-long annotator is refused as bad input (422); far-off dates are just empty days."""
+    with transaction(app.state.sessions) as s:
+        workspace = default_workspace_id(s)
+    url = f"/api/v1/workspaces/{workspace}/worklog"
+    for params in ({"annotator": "a\x00b"}, {"annotator": "a" * 65}, {"start": "\x00"}):
+        r = client.get(url, headers=api["admin"], params=params)
+        assert r.status_code == 422, (params, r.status_code, r.text[:200])
+    far = client.get(url, headers=api["admin"], params={"start": "0001-01-01", "end": "9999-12-31"})
+    assert far.status_code == 200 and far.json()["rows"] == [], far.text[:200]

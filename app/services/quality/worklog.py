@@ -74,7 +74,7 @@ def workspace_for(session: Session, user: User, workspace_id: int) -> Workspace:
 
 def _where(f: WorkLogFilter) -> tuple[str, dict[str, Any]]:
     """The filter as SQL conditions over `n` (annotations), `p` (projects), `u` (users), with parameters."""
-    conditions, params = ["p.workspace_id = :workspace"], {"tz": f.timezone}
+    conditions, params = ["p.workspace_id = :workspace", "p.archived_at IS NULL"], {"tz": f.timezone}
     if f.start is not None:
         conditions.append("n.created_at >= (CAST(:start AS date)::timestamp AT TIME ZONE :tz)")
         params["start"] = f.start
@@ -145,8 +145,9 @@ def totals(found: list[WorkLogRow]) -> dict[str, Any]:
 
 
 def projects_of(session: Session, workspace_id: int) -> list[tuple[int, str]]:
-    """The workspace's projects (id, name), for the page's filter."""
-    return [tuple(r) for r in session.execute(sa.select(Project.id, Project.name).where(Project.workspace_id == workspace_id).order_by(Project.name))]
+    """The workspace's projects not archived (id, name), for the page's filter."""
+    query = sa.select(Project.id, Project.name).where(Project.workspace_id == workspace_id, Project.archived_at.is_(None))
+    return [tuple(r) for r in session.execute(query.order_by(Project.name))]
 
 
 def managed(session: Session, user: User) -> list[Workspace]:

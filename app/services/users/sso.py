@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.errors import Conflict
 from app.models import MemberRole, Role, User, UserIdentity, Workspace, WorkspaceMember
 from app.services.users import web_sessions
 from app.services.users.audit import record
@@ -22,6 +24,7 @@ log = logging.getLogger(__name__)
 
 # The password hash of a user made by sign-on: not a hash at all, so no password ever matches it.
 NO_PASSWORD = "!sso"
+CREATE_TRIES = 5  # usernames tried when concurrent first sign-ins keep taking the chosen one
 REFUSED = "Your account is not in any group that may use this vlcurate server. Ask your administrator to add you to one."
 
 
@@ -112,9 +115,19 @@ def _username(session: Session, claims: dict[str, Any]) -> str:
 
 
 def _create(session: Session, claims: dict[str, Any], role: Role) -> User:
-    user = User(username=_username(session, claims), role=role.value, password_hash=NO_PASSWORD)
-    session.add(user)
-    session.flush()
+    """A new user for the identity. Two first sign-ins (of different identities) with one preferred name
+    may pick the same free username at once; the second to insert then tries the next free one."""
+    for _ in range(CREATE_TRIES):
+        user = User(username=_username(session, claims), role=role.value, password_hash=NO_PASSWORD)
+        try:
+            with session.begin_nested():
+                session.add(user)
+                session.flush()
+        except IntegrityError:
+            continue  # the name was taken meanwhile: the next statement sees it taken
+        break
+    else:
+        raise Conflict("Could not find a free username for this sign-in; try again.")
     record(session, "user.create", target=f"user:{user.id}", role=role.value, via="sso", issuer=claims["iss"])
     return user
 

@@ -56,17 +56,42 @@ class Outcome:
         return f"HTTP {self.status_code}" if self.status_code is not None else (self.error or "no answer")
 
 
+TEST_EVENT = "webhook.test"  # what the test button sends, whatever the webhook subscribes to, enabled or not
+CANCELLED = "cancelled: the webhook is disabled"
+# Ends pending deliveries as failed, each with a last attempt row that says why (the log shows it).
+_CANCEL = """
+WITH d AS (
+    UPDATE webhook_deliveries SET status = 'failed', finished_at = now()
+    WHERE status = 'pending' AND {where}
+    RETURNING id)
+INSERT INTO webhook_attempts (delivery_id, attempt, status_code, error, duration_ms)
+SELECT d.id, 1 + (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id), NULL, :why, 0 FROM d"""
+_CANCEL_HOOK = sa.text(_CANCEL.format(where="webhook_id = :target"))
+_CANCEL_ONE = sa.text(_CANCEL.format(where="id = :target"))
+
+
+def cancel(session: Session, webhook_id: int) -> int:
+    """End the webhook's pending deliveries as failed, "cancelled" in the log (the webhook was disabled)."""
+    return session.execute(_CANCEL_HOOK, {"target": webhook_id, "why": CANCELLED}).rowcount
+
+
 def pending(session: Session, delivery_id: int) -> Pending | None:
-    """The delivery if it is still to send (not accepted, not failed for good, its webhook not deleted)."""
+    """The delivery if it is still to send (not accepted, not failed for good, its webhook not deleted).
+    A disabled webhook's delivery is cancelled instead, but for the test button's (sent to a disabled
+    webhook on purpose; disabling cancels those queued before)."""
     row = session.execute(
         sa.select(WebhookDelivery.id, Webhook.url, Webhook.secret, WebhookDelivery.message_id, WebhookDelivery.body,
-                  sa.select(sa.func.count()).where(WebhookAttempt.delivery_id == WebhookDelivery.id).scalar_subquery())
+                  sa.select(sa.func.count()).where(WebhookAttempt.delivery_id == WebhookDelivery.id).scalar_subquery(),
+                  Webhook.enabled, WebhookDelivery.event_type)
         .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
         .where(WebhookDelivery.id == delivery_id, WebhookDelivery.status == "pending")
     ).first()
     if row is None:
         return None
-    *fields_, done = row
+    *fields_, done, enabled, event_type = row
+    if not enabled and event_type != TEST_EVENT:
+        session.execute(_CANCEL_ONE, {"target": delivery_id, "why": CANCELLED})
+        return None
     return Pending(*fields_, attempt=done + 1)
 
 
@@ -103,8 +128,10 @@ def send(d: Pending, timeout: float, *, allow_private: bool = False) -> Outcome:
             status, error = answer.status_code, None
     except AddressRefused as exc:
         status, error = None, f"refused: {exc}"
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
         status, error = None, f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:500]}"
+    except Exception as exc:  # noqa: BLE001  a URL or header httpx cannot build a request from: a failed attempt, not a dead job
+        status, error = None, f"{type(exc).__name__}: the request could not be made"
     return Outcome(status, error, (time.perf_counter() - started) * 1000)
 
 

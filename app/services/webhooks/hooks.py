@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from urllib.parse import urlsplit
 
+import httpx
 import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
@@ -18,10 +19,10 @@ from app.errors import Invalid, NotFound
 from app.models import Webhook, Workspace
 from app.services.users import audit
 from app.services.users.workspaces import manages
-from app.services.webhooks import signing
+from app.services.webhooks import delivery, signing
 
 EVENTS = ("item.finalized", "stage.completed", "export.finished", "annotator.paused")
-TEST_EVENT = "webhook.test"  # what the test button sends, whatever the webhook subscribes to
+TEST_EVENT = delivery.TEST_EVENT
 MAX_URL = 2000
 NO_WORKSPACE = "No such workspace."
 NO_WEBHOOK = "No such webhook."
@@ -50,11 +51,12 @@ def check_url(url: str) -> str:
         raise Invalid("Give the URL the events are posted to.", field="url")
     if len(url) > MAX_URL:
         raise Invalid(f"The URL is longer than {MAX_URL} characters.", field="url")
-    try:
+    try:  # a port that is no number fails on reading it; httpx, which sends the deliveries, must read it too
         parts = urlsplit(url)
-        host = parts.hostname
-    except ValueError:
-        raise Invalid(f"'{url[:200]}' is not a URL.", field="url") from None
+        host, _ = parts.hostname, parts.port
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        raise Invalid(f"'{url[:200]}' is not a URL (check its host and port).", field="url") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise Invalid(f"Webhook URLs must start with http:// or https:// (got '{parts.scheme or url[:40]}').", field="url")
     if not host or any(c.isspace() or not c.isprintable() for c in url):
@@ -118,6 +120,8 @@ def update(session: Session, user, webhook_id: int, *, url: str | None = None, e
     if events is not None:
         hook.events = check_events(events)
     if enabled is not None:
+        if hook.enabled and not enabled:
+            delivery.cancel(session, hook.id)  # a disabled webhook gets no more retries
         hook.enabled = enabled
     after = _shown(hook)
     if after != before:
