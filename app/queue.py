@@ -20,15 +20,7 @@ from sqlalchemy.orm import Session
 
 from app import gate, honeypot
 from app.errors import Conflict, NotFound
-from app.lifecycle import (
-    ASSIGNMENT_START,
-    AssignmentEvent,
-    AssignmentStatus,
-    ItemStatus,
-    sql_values,
-    target,
-    transition,
-)
+from app.lifecycle import ASSIGNMENT_START, AssignmentEvent, AssignmentStatus, ItemStatus, sql_values, target, transition
 from app.models import Assignment
 from app.services.users.workspaces import member_of_stage
 
@@ -314,13 +306,13 @@ def claim_next(session: Session, stage_id: int, annotator_id: int, *, resume: bo
         return _live(mine)
     if mine["paused"] == "stop":
         raise gate.paused(session, stage_id, annotator_id)
+    if mine["ran_out"]:  # before the quiz's pick, which serves a quiz item whose lease ran out again
+        expire_leases(session, stage_id)
     if mine["paused"] or mine["quiz"]:  # gold items only: until their probe catch rate recovers (or none is left), or of the quiz
         gold = gate.quiz_claim(session, stage_id, annotator_id) if mine["quiz"] else honeypot.pick(session, stage_id, annotator_id, 0, only=True)
         if gold is None:
             raise Conflict(PAUSED)
         return Claim(gold.assignment_id, gold.item_id, gold.lease_until)
-    if mine["ran_out"]:
-        expire_leases(session, stage_id)
     if mine["gold_share"] > 0:
         gold = honeypot.pick(session, stage_id, annotator_id, mine["gold_share"])  # a gold item for this claim, or None
         if gold is not None:
@@ -389,11 +381,13 @@ def lock_assignment(session: Session, assignment_id: int, annotator_id: int) -> 
 
 
 def give_back(session: Session, assignment_id: int, annotator_id: int, event: AssignmentEvent) -> None:
-    """Skip (come back later) or release an active assignment; its slot returns to the pool."""
+    """Skip (come back later) or release an active assignment; its slot returns to the pool. A quiz
+    item is kept (app.gate.keep_quiz_item: a 409)."""
     assert event in (AssignmentEvent.skip, AssignmentEvent.release)
     assignment = lock_assignment(session, assignment_id, annotator_id)
     if assignment.status != AssignmentStatus.active:
         raise Conflict(f"This assignment is already {assignment.status}.")
+    gate.keep_quiz_item(session, assignment)
     assignment.status = transition(assignment.status, event)
     lower_floor(session, assignment.stage_id, assignment.item_id)
     session.execute(sa.text("UPDATE items SET slots_left = slots_left + 1 WHERE id = :item AND stage_id = :stage"),

@@ -82,7 +82,8 @@ def _screen_context(request: Request, session: Session, assignment_id: int, user
         "mine": screen.mine,
         "bar": stage_bar(request, session, screen.stage.id),
         "returned": screen.returned,
-        "quiz": qualification.quiz_banner(session, screen.stage.config, screen.stage.id, user.id),
+        "quiz": (quiz := qualification.quiz_banner(session, screen.stage.config, screen.stage.id, user.id)),
+        "quiz_item": quiz is not None and screen.item.status == ItemStatus.gold,  # no skip (app.gate.keep_quiz_item)
         # A submitted item takes a revision while it is still open in this stage.
         "revisable": screen.item.stage_id == screen.stage.id and screen.item.status == ItemStatus.active,
         "idempotency_key": uuid.uuid4().hex,

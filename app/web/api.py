@@ -112,12 +112,14 @@ def submit(assignment_id: BigId, body: SubmitIn, turn: ApiTurn):
 
 @router.post("/assignments/{assignment_id}/skip", status_code=204, response_class=Response)
 def skip(assignment_id: BigId, turn: ApiTurn) -> None:
+    """Give the item back for later; 409 for an item of the stage's qualification quiz (answer it instead)."""
     with transaction(turn.sessions) as session:
         annotation.give_back(session, assignment_id, token_user(session, turn.token).id, skip=True)
 
 
 @router.post("/assignments/{assignment_id}/release", status_code=204, response_class=Response)
 def release(assignment_id: BigId, turn: ApiTurn) -> None:
+    """Give the item back for good; 409 for an item of the stage's qualification quiz (answer it instead)."""
     with transaction(turn.sessions) as session:
         annotation.give_back(session, assignment_id, token_user(session, turn.token).id, skip=False)
 

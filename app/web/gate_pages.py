@@ -8,10 +8,10 @@ from fastapi.responses import RedirectResponse
 
 from app.errors import Conflict, Forbidden
 from app.services.quality import qualification
-from app.web.deps import Db, Id, Principal, csrf_protect, page_user, savepoint
+from app.web.deps import Db, Id, LiveProject, Principal, csrf_protect, page_user, savepoint
 from app.web.flash import flash
 
-router = APIRouter(dependencies=[Depends(csrf_protect)])
+router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 
 
 @router.post("/stages/{stage_id}/annotators/{annotator_id}/lift-pause")

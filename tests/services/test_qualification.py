@@ -5,6 +5,7 @@ it gives leases again."""
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 
@@ -15,12 +16,15 @@ from app.datasets.workflow import StageConfig
 from app.errors import Forbidden, Invalid
 from app.gate import Paused, QuizFailed
 from app.lifecycle import ItemStatus
-from app.models import AnnotatorFlag, AnnotatorGate, Assignment, AuditEvent, Item, QuizAnswer, User
+from app.datasets.voldoger.verify import CHECK_KIND
+from app.models import Annotation, AnnotatorFlag, AnnotatorGate, Assignment, AuditEvent, Item, QuizAnswer, Stage, User
 from app.services.annotation import annotation as annotations
-from app.services.quality import accuracy, gold, qualification, worklog
+from app.services.quality import accuracy, bias, gold, qualification, worklog
 from app.services.review import review
 from app.services.users.workspaces import default_workspace_id
 from tests import factories
+from tests.bias import test_simulation as simulation
+from tests.bias import world as bias_world
 from tests.services.test_gold import gold_file, make_project
 
 RIGHT, WRONG, ORDINARY = {"choice": "a"}, {"choice": "b"}, {"choice": "c"}
@@ -159,3 +163,44 @@ def test_quiz_answers_stay_out_of_the_pause_window(session, settings, storage, t
         gold_seen += claimed.item_id in gold_ids
         annotations.submit(session, claimed.assignment_id, user, RIGHT if claimed.item_id in gold_ids else ORDINARY, uuid.uuid4().hex)
     assert session.get(AnnotatorFlag, (stage_id, user)) is None
+
+
+def test_quiz_items_carry_no_probe_and_quiz_answers_stay_out_of_the_bias_figures(session, settings, storage, tmp_path):
+    """Every gold item of this stage would be a probe (probe_share 1), yet a quiz item shows the real draft
+    on the claim's answer and the screen and is stored in the drafts-shown arm; quiz answers count in no
+    figure of the draft-bias report nor in the probe catch rate, while the gold items after the quiz are probes."""
+    random.seed(3)
+    stage_id, truths, drafts = bias_world.stage(session, settings, storage, tmp_path, n=12, n_gold=8, overlap=1, gold_share=0.5,
+                                                probe_share=1.0, quiz_items=3, quiz_pass=0.0, probe_action="review",
+                                                probe_min_items=1, probe_threshold=1.0)
+    user, rng = factories.user(session, "quizzer"), random.Random(4)
+    quiz_items = []
+    for _ in range(3):
+        claimed = annotations.claim(session, stage_id, user)
+        quiz_items.append(claimed.item_id)
+        sent = json.loads(annotations.claim_json(session, claimed, stage_id))
+        assert [s["payload"] for s in sent["suggestions"]] == [drafts[claimed.item_id]]  # the real draft, no plant
+        screen = annotations.open_assignment(session, claimed.assignment_id, user)
+        assert screen.suggestions[CHECK_KIND].payload == drafts[claimed.item_id]
+        annotations.submit(session, claimed.assignment_id, user, simulation.answer("anchored", rng, screen, truths[claimed.item_id]),
+                           uuid.uuid4().hex)
+    quiz_rows = session.execute(sa.select(Annotation.id, Annotation.arm).join(QuizAnswer, QuizAnswer.annotation_id == Annotation.id)).all()
+    assert len(quiz_rows) == 3 and {arm for _, arm in quiz_rows} == {"shown"}
+    stage = session.get(Stage, stage_id)
+    assert sum(a["answers"] for a in bias.stage_report(session, stage_id, samples=10)["overall"]["arms"].values()) == 0
+    probe = None
+    while probe is None:  # after the quiz a gold item is a probe
+        claimed = annotations.claim(session, stage_id, user)
+        screen = annotations.open_assignment(session, claimed.assignment_id, user)
+        annotations.submit(session, claimed.assignment_id, user, simulation.answer("independent", rng, screen, truths[claimed.item_id]),
+                           uuid.uuid4().hex)
+        if claimed.item_id in quiz_items or claimed.item_id in drafts and screen.suggestions[CHECK_KIND].payload != drafts[claimed.item_id]:
+            probe = session.scalar(sa.select(Annotation).where(Annotation.assignment_id == claimed.assignment_id))
+    assert probe.arm == "probe" and probe.item_id not in quiz_items
+    arms = bias.stage_report(session, stage_id, samples=10)["overall"]["arms"]
+    answered = session.scalar(sa.select(sa.func.count()).select_from(Annotation).where(Annotation.annotator_id == user))
+    assert sum(a["answers"] for a in arms.values()) == answered - 3 and arms["probe"]["answers"] == 1
+    # Quiz answers marked as missed probes (as rows from before this rule could be) still do not count.
+    session.execute(sa.update(Annotation).where(Annotation.id.in_([i for i, _ in quiz_rows])).values(probe_caught=False))
+    session.execute(sa.update(Annotation).where(Annotation.id == probe.id).values(probe_caught=True))
+    assert bias.probe_catch(session, stage, user) is None  # one probe, caught: 1 of 1, not 1 of 4

@@ -13,11 +13,15 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.db import transaction
-from app.models import Annotation, Assignment, AuditEvent, Export, Item, Project
+from app.errors import NotFound
+from app.models import Annotation, Assignment, AuditEvent, Export, Item, Project, Stage, User
 from app.services.annotation import annotation
 from app.services.exports import export
+from app.services.projects import archive
+from app.services.quality import qualification
 from tests import factories
 from tests.conftest import csrf_from, login
+from tests.web.test_gate_http import answer, gold_stage
 from tests.web.test_role_matrix import FILL, NOTHING, app_routes
 
 IDS = ("project_id", "stage_id", "item_id", "assignment_id", "export_id", "prompt_id")
@@ -49,8 +53,9 @@ def world(app, tmp_path, monkeypatch):
         held = annotation.claim(s, stage, annotator)
         exported = export.create_export(s, pid, "jsonl", settings=app.state.settings).id
         prompt = factories.prompt(s, stage, kind.name).id
+    # annotator_id: the gate routes (lift a pause, reset a quiz) name a stage and a real user.
     ids = {"project_id": pid, "stage_id": stage, "item_id": held.item_id, "assignment_id": held.assignment_id,
-           "export_id": exported, "prompt_id": prompt}
+           "export_id": exported, "prompt_id": prompt, "annotator_id": annotator}
     browsers = {}
     for role in ("admin", "ann"):
         browsers[role] = TestClient(app, raise_server_exceptions=False).__enter__()
@@ -92,6 +97,8 @@ def test_every_route_naming_an_archived_project_answers_404_and_a_restore_brings
     assert len(before) > 60, sorted(before)  # the generated list covers the app's id routes
     found = [route for route, (status, _) in before.items() if status < 400 or status in (303, 307)]
     assert len(found) > 25, before  # the ids name real rows: most routes answer them
+    gates = {route: status for route, (status, _) in before.items() if "{annotator_id}" in route[1]}
+    assert len(gates) == 4 and 404 not in gates.values(), gates  # the annotator's id names a real user
     with transaction(app.state.sessions) as s:
         counts = _counts(s)
 
@@ -155,3 +162,28 @@ def test_lists_claims_and_names_while_archived(app, client, world):
     with transaction(app.state.sessions) as s:
         actions = s.scalars(sa.select(AuditEvent.action).where(AuditEvent.target == f"project:{pid}").order_by(AuditEvent.id)).all()
     assert actions[-2:] == ["project.archive", "project.restore"]
+
+
+def test_the_gate_page_routes_answer_404_for_an_archived_project(client, app, api, settings, storage):
+    """An archived project's stage ids are answered 404 by every route, for every role: the page's reset
+    and lift as the API's, and the archived stage's quiz standing stays as it was."""
+    project_id, stage_id, _ = gold_stage(app, settings, storage)
+    with transaction(app.state.sessions) as s:
+        stage = s.get(Stage, stage_id)
+        stage.config = {**stage.config, "quiz_items": 1, "quiz_pass": 1, "quiz_tries": 1}
+    answer(client, api["ann"], stage_id, "b")  # fails the quiz: a gate row with one failed try
+    with transaction(app.state.sessions) as s:
+        ann_id = s.scalar(sa.text("SELECT id FROM users WHERE username = 'ann'"))
+        factories.user(s, "arch-lead", "admin")
+        archive.archive_project(s, project_id, s.scalar(sa.text("SELECT name FROM projects WHERE id = :p"), {"p": project_id}))
+    login(client, "arch-lead")
+    csrf = csrf_from(client.get("/").text)
+    for action in ("reset-quiz", "lift-pause"):
+        assert client.post(f"/api/v1/stages/{stage_id}/annotators/{ann_id}/{action}", headers=api["admin"]).status_code == 404
+        page = client.post(f"/stages/{stage_id}/annotators/{ann_id}/{action}", data={"csrf_token": csrf}, follow_redirects=False)
+        assert page.status_code == 404, (action, page.status_code)
+    with transaction(app.state.sessions) as s:
+        assert s.scalar(sa.text("SELECT tries_failed FROM annotator_gates WHERE stage_id = :s"), {"s": stage_id}) == 1
+        # The service refuses it too, whichever route asks.
+        with pytest.raises(NotFound):
+            qualification.reset_quiz(s, stage_id, ann_id, s.get(User, s.scalar(sa.text("SELECT id FROM users WHERE username = 'arch-lead'"))))

@@ -1,6 +1,6 @@
 """The qualification quiz and auto-pause through HTTP: the stage's settings changed by the API (checked,
-audited), the quiz's refusal on the API and the annotation page, lift and reset by the API and the
-dashboard's buttons, refused to an annotator."""
+audited), the quiz's refusal on the API and the annotation page, quiz items that cannot be skipped,
+the pause's webhook event, lift and reset by the API and the dashboard's buttons, refused to an annotator."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import uuid
 import sqlalchemy as sa
 
 from app.db import transaction
-from app.models import AnnotatorFlag, AuditEvent, Stage
+from app.models import AnnotatorFlag, AuditEvent, Stage, User, WebhookDelivery
 from app.services.quality import gold
+from app.services.users.workspaces import default_workspace_id
+from app.services.webhooks import hooks
 from tests import factories
 from tests.conftest import csrf_from, login, make_choice_project, start_annotating
 
@@ -148,3 +150,64 @@ def test_lift_by_the_dashboard_button_and_the_api(client, app, api, settings, st
     with transaction(app.state.sessions) as s:
         assert s.get(AnnotatorFlag, (stage_id, ann_id)) is None
     assert client.post(f"/api/v1/stages/{stage_id}/claim", headers=api["ann"]).status_code == 200
+
+
+def _set_config(app, stage_id, **keys):
+    with transaction(app.state.sessions) as s:
+        stage = s.get(Stage, stage_id)
+        stage.config = {**stage.config, **keys}
+
+
+def test_a_quiz_item_cannot_be_skipped_to_draw_an_easier_one(client, app, api, settings, storage):
+    """The banner tells the annotator the item is a quiz item; neither a skip, a release nor a lease left
+    to run out may hand them another gold item (else they answer only the easy ones, using up the
+    stage's gold items): the skip and release answer 409 saying why, and the same item comes back."""
+    _, stage_id, gold_ids = gold_stage(app, settings, storage)
+    _set_config(app, stage_id, quiz_items=2, quiz_pass=2, quiz_tries=1)
+    claimed = client.post(f"/api/v1/stages/{stage_id}/claim", headers=api["ann"]).json()
+    assert claimed["item_id"] in gold_ids
+    for verb in ("skip", "release"):
+        refused = client.post(f"/api/v1/assignments/{claimed['assignment_id']}/{verb}", headers=api["ann"])
+        assert refused.status_code == 409 and "quiz items cannot be skipped or given back" in refused.json()["detail"], refused.text
+    again = client.post(f"/api/v1/stages/{stage_id}/claim", headers=api["ann"]).json()
+    assert (again["assignment_id"], again["item_id"]) == (claimed["assignment_id"], claimed["item_id"])
+    with transaction(app.state.sessions) as s:  # the lease runs out: the next claim serves the same item
+        s.execute(sa.text("UPDATE assignments SET lease_until = now() - interval '1 minute' WHERE id = :a"), {"a": claimed["assignment_id"]})
+    expired = client.post(f"/api/v1/stages/{stage_id}/claim", headers=api["ann"]).json()
+    assert expired["item_id"] == claimed["item_id"], expired
+    with transaction(app.state.sessions) as s:
+        assert s.scalar(sa.text("SELECT count(*) FROM assignments WHERE stage_id = :s"), {"s": stage_id}) == 1
+        factories.user(s, "quizpage")
+    # The screen shows no Skip button on a quiz item and says why; a posted skip is refused all the same.
+    login(client, "quizpage")
+    screen = start_annotating(client, stage_id)
+    assert screen.status_code == 200 and 'id="quiz-note"' in screen.text
+    assert "Quiz items cannot be skipped" in screen.text and 'id="skip-button"' not in screen.text
+    assignment = _submit_url(screen).split("/")[2]
+    skipped = client.post(f"/assignments/{assignment}/skip", data={"csrf_token": csrf_from(screen.text)})
+    assert skipped.status_code == 409 and "quiz items cannot be skipped" in skipped.text
+    # Once the quiz is passed, a gold item (now an unmarked check item) skips as any other.
+    sent = client.post(_submit_url(screen), data={"choice": "a", "csrf_token": csrf_from(screen.text), "idempotency_key": uuid.uuid4().hex})
+    assert sent.status_code == 200 and 'id="skip-button"' not in sent.text  # the second quiz item
+    sent = client.post(_submit_url(sent), data={"choice": "a", "csrf_token": csrf_from(sent.text), "idempotency_key": uuid.uuid4().hex})
+    assert sent.status_code == 200 and 'id="skip-button"' in sent.text and 'id="quiz-note"' not in sent.text
+
+
+def test_a_pause_sends_the_annotator_paused_webhook_event(client, app, api, settings, storage):
+    """README's webhook table lists `annotator.paused`: a subscribed webhook gets a delivery when the
+    auto-pause fires, in the pause's transaction, with the pause's figures."""
+    _, stage_id, gold_ids = gold_stage(app, settings, storage)
+    _set_config(app, stage_id, gold_share=0.5, pause_window=1, pause_threshold=0.5)
+    with transaction(app.state.sessions) as s:
+        admin = s.get(User, factories.user(s, "hookadmin", "admin"))
+        hooks.create(s, admin, default_workspace_id(s), "https://example.org/hook", ["annotator.paused"])
+        ann_id = s.scalar(sa.text("SELECT id FROM users WHERE username = 'ann'"))
+    while answer(client, api["ann"], stage_id, "b") not in gold_ids:
+        pass
+    refused = client.post(f"/api/v1/stages/{stage_id}/claim", headers=api["ann"])
+    assert refused.status_code == 409 and "paused" in refused.json()["detail"]  # the pause fired
+    with transaction(app.state.sessions) as s:
+        sent = s.execute(sa.select(WebhookDelivery.event_type, WebhookDelivery.body)).all()
+    assert [t for t, _ in sent] == ["annotator.paused"], sent
+    assert {k: json.loads(sent[0][1])["data"][k] for k in ("stage_id", "annotator_id", "username", "accuracy", "window", "threshold")} == {
+        "stage_id": stage_id, "annotator_id": ann_id, "username": "ann", "accuracy": 0.0, "window": 1, "threshold": 0.5}

@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app import queue
+from app import gate, queue
 from app.bias import arms, probes
 from app.datasets import get_workflow
 from app.datasets.workflow import ItemContext
@@ -111,11 +111,13 @@ _PROBE_JSON = sa.text(
     f"""SELECT {_item_answer(":assignment", "COALESCE(CAST(:planted AS jsonb) -> g.kind, g.payload)")}
     FROM items i WHERE i.id = :item"""
 )
-# A claim the pick did not answer (a resumed lease, a gold item: with [truth, config, workflow, data] for its probe).
+# A claim the pick did not answer (a resumed lease, a gold item: with [truth, config, workflow, data, whether
+# it is a quiz item] for its probe).
 _CLAIM_JSON = sa.text(
     f"""SELECT {_item_answer(":assignment")},
                CASE WHEN i.status = '{ItemStatus.gold}' THEN (
-                   SELECT json_build_array(g.answer, s.config, s.workflow, i.data)
+                   SELECT json_build_array(g.answer, s.config, s.workflow, i.data,
+                                           {gate.taking_quiz_sql("s.config", "s.id", "(SELECT annotator_id FROM assignments WHERE id = :assignment)")})
                    FROM gold_items g JOIN stages s ON s.id = g.stage_id WHERE g.item_id = i.id AND g.stage_id = :stage) END
     FROM items i WHERE i.id = :item"""
 )
@@ -337,6 +339,7 @@ _SCREEN = sa.text(
            {_RESULTS_JSON} AS results,
            {_SUGGESTIONS_JSON.format(stage="s.id", payload="g.payload")} AS suggested,
            CASE WHEN i.status = '{ItemStatus.gold}' THEN (SELECT answer FROM gold_items WHERE item_id = i.id AND stage_id = s.id) END AS truth,
+           CASE WHEN i.status = '{ItemStatus.gold}' THEN {gate.taking_quiz_sql("s.config", "s.id", "a.annotator_id")} ELSE false END AS quiz_item,
            {queue.PLAN_ONCE}, {member_sql("p.id", "p.workspace_id")} AS member
     FROM assignments a JOIN items i ON i.id = a.item_id JOIN stages s ON s.id = a.stage_id
     JOIN projects p ON p.id = s.project_id AND p.archived_at IS NULL
@@ -363,7 +366,7 @@ def open_assignment(session: Session, assignment_id: int, user_id: int) -> Scree
     elif previous is not None and assignment.status != AssignmentStatus.submitted:
         returned = sent_back_note(session, item.id, stage.id)
     suggestions = {s["kind"]: suggestions_service.SuggestionView(**s) for s in row["suggested"]}
-    seen = exposure.of(stage.config, assignment_id, stage.workflow, row["truth"], item.data, suggestions)
+    seen = exposure.of(stage.config, assignment_id, stage.workflow, row["truth"], item.data, suggestions, quiz=row["quiz_item"])
     suggestions = probes.shown(seen, suggestions, lambda s, p: replace(s, payload=p))  # none in the control arm
     return Screen(assignment, item, stage, row["draft"], row["results"], suggestions, previous, returned, row["project_name"], row["mine"])
 

@@ -1,6 +1,6 @@
 """The draft-bias report of a stage (app.bias.report) from its answers and their drafts' outcomes, as a
 dict (JSON), flat figure rows (Parquet) and the quality page's chart; and an annotator's probe catch
-rate where the stage acts on it (app.services.quality.gold flags them)."""
+rate where the stage acts on it (app.services.quality.gold flags them). Quiz answers count in neither."""
 
 from __future__ import annotations
 
@@ -19,8 +19,11 @@ from app.lifecycle import AssignmentStatus
 from app.models import Stage
 from app.services.projects.projects import get_stage
 
+# Quiz answers (app.services.quality.qualification) are an annotator's first answers, given before they
+# may work and always on gold items: they are left out of every figure, as they are of gold accuracy.
+_NOT_QUIZ = "NOT EXISTS (SELECT 1 FROM quiz_answers q WHERE q.annotation_id = n.id)"
 # Each annotator's newest answer to each item of the stage, submitted, with the gold answer where the
-# item is a gold item of the stage.
+# item is a gold item of the stage; no quiz answer.
 _ANSWERS = sa.text(
     f"""
     SELECT u.username, n.arm, n.payload, n.probe_caught, coalesce(n.active_seconds, n.seconds_spent) AS seconds, g.answer AS truth
@@ -28,22 +31,23 @@ _ANSWERS = sa.text(
     JOIN assignments a ON a.id = n.assignment_id AND a.status = '{AssignmentStatus.submitted}'
     JOIN users u ON u.id = n.annotator_id
     LEFT JOIN gold_items g ON g.item_id = n.item_id AND g.stage_id = n.stage_id
+    WHERE {_NOT_QUIZ}
     ORDER BY n.id
     """
 )
 _OUTCOMES = sa.text(
-    """
+    f"""
     SELECT u.username, o.kind, o.model, o.model_version, s.prompt_id, o.shown, o.outcome, o.edit_distance
     FROM suggestion_outcomes o JOIN annotations n ON n.id = o.annotation_id JOIN users u ON u.id = n.annotator_id
     JOIN suggestions s ON s.id = o.suggestion_id
-    WHERE o.stage_id = :stage
+    WHERE o.stage_id = :stage AND {_NOT_QUIZ}
     ORDER BY o.id
     """
 )
 
 
 # Whether any answer of the stage was given without its drafts or with a probe (the settings may be off now).
-_MEASURED = sa.text("SELECT EXISTS (SELECT 1 FROM annotations WHERE stage_id = :stage AND arm IN ('control', 'probe'))")
+_MEASURED = sa.text(f"SELECT EXISTS (SELECT 1 FROM annotations n WHERE stage_id = :stage AND arm IN ('control', 'probe') AND {_NOT_QUIZ})")
 
 
 def _answers(session: Session, stage: Stage) -> list[report.Answer]:
@@ -123,14 +127,14 @@ def page_view(session: Session, stage: Stage, *, samples: int = 1000) -> dict[st
     return {"report": built, "annotators": charts.annotator_chart(built), "shift": charts.shift_chart(built)}
 
 
-# An annotator's newest answer to each probe of the stage: caught or missed.
+# An annotator's newest answer to each probe of the stage, quiz answers aside: caught or missed.
 _PROBES = sa.text(
-    """
+    f"""
     SELECT count(*), count(*) FILTER (WHERE probe_caught) FROM (
-        SELECT DISTINCT ON (assignment_id) probe_caught FROM annotations
+        SELECT DISTINCT ON (assignment_id) id, probe_caught FROM annotations
         WHERE stage_id = :stage AND annotator_id = :user AND item_id IN (SELECT item_id FROM gold_items WHERE stage_id = :stage)
         ORDER BY assignment_id, revision DESC) n
-    WHERE probe_caught IS NOT NULL
+    WHERE probe_caught IS NOT NULL AND {_NOT_QUIZ}
     """
 )
 

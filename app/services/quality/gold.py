@@ -200,7 +200,8 @@ def submit_answer(
     still counts, since a gold item has no slots) with the arm it was given in and, on a probe,
     whether it caught the planted error; score it and update the annotator's flag."""
     clean = get_workflow(stage.workflow).validate_annotation(ItemContext(item.data, stage.config, earlier_results(session, item.id, stage)), payload)
-    seen, truth = exposure.for_gold_answer(session, stage.config, assignment.id, stage.workflow, item.id, stage.id, item.data)
+    seen, truth = exposure.for_gold_answer(session, stage.config, assignment.id, stage.workflow, item.id, stage.id, item.data,
+                                           assignment.annotator_id)
     caught = seen.probe.caught(truth, clean, item.data) if seen.probe is not None and truth is not None else None
     revision = (
         session.scalar(sa.select(sa.func.max(Annotation.revision)).where(Annotation.assignment_id == assignment.id)) or 0

@@ -31,6 +31,7 @@ from app.services.projects.projects import get_stage
 from app.services.quality import gold
 from app.services.users import audit
 from app.services.users.workspaces import manages
+from app.services.webhooks import events
 
 _RELEASED = target(AssignmentEvent.release, AssignmentStatus.active)
 
@@ -99,7 +100,7 @@ def check_pause(session: Session, stage: Stage, annotator_id: int, answers: list
 def pause_annotator(session: Session, stage: Stage, annotator_id: int, accuracy: float, window: list[gold.GoldAnswer]) -> None:
     """Pause the annotator in the stage (the "annotator paused" event): the flag with `paused_at`, their
     live leases there released (slots back to the pool), their finished work whose final no reviewer
-    made sent to review, and an `annotator.paused` audit event. Claims then refuse them (app.gate)
+    made sent to review, an `annotator.paused` audit event and the webhook event of that name. Claims then refuse them (app.gate)
     until `lift_pause`."""
     flag = session.get(AnnotatorFlag, (stage.id, annotator_id))
     if flag is None:
@@ -118,9 +119,13 @@ def pause_annotator(session: Session, stage: Stage, annotator_id: int, accuracy:
         if freed:
             queue.lower_floor(session, stage.id, min(freed))
     routed = gold.route_earlier(session, stage, annotator_id, window, mode="all")
+    threshold = float(StageConfig.read(stage.config, "pause_threshold"))
     audit.record(session, "annotator.paused", target=f"user:{annotator_id}", stage=stage.id, accuracy=round(accuracy, 4),
-                 window=len(window), threshold=float(StageConfig.read(stage.config, "pause_threshold")),
-                 released=len(released), routed=len(routed), answers=[a.annotation_id for a in window])
+                 window=len(window), threshold=threshold, released=len(released), routed=len(routed),
+                 answers=[a.annotation_id for a in window])
+    events.emit_for_project(session, stage.project_id, "annotator.paused", {
+        "stage_id": stage.id, "annotator_id": annotator_id, "username": username(session, annotator_id),
+        "accuracy": round(accuracy, 4), "window": len(window), "threshold": threshold})
     session.flush()
 
 
@@ -134,8 +139,11 @@ def username(session: Session, user_id: int) -> str:
 
 
 def _managed_stage(session: Session, stage_id: int, actor: User, annotator_id: int) -> Stage:
-    """The stage, when `actor` manages its project's workspace (else Forbidden) and the annotator exists."""
+    """The stage, when it is of a live project (an archived one's answers as a missing one), `actor`
+    manages its project's workspace (else Forbidden) and the annotator exists."""
     stage = get_stage(session, stage_id)
+    if session.scalar(sa.select(Project.archived_at).where(Project.id == stage.project_id)) is not None:
+        raise NotFound(f"No stage with id {stage_id}.")
     if not can_manage(session, stage, actor):
         raise Forbidden("Only an admin or a manager of the project's workspace can do this.")
     if session.get(User, annotator_id) is None:
