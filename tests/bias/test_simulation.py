@@ -5,10 +5,14 @@ between the arms that is significant for the anchored annotator only."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import uuid
 
+import sqlalchemy as sa
+
 from app.datasets.voldoger.verify import CHECK_KIND, check_values
+from app.models import Assignment
 from app.services.annotation import annotation
 from app.services.quality import bias
 from tests import factories
@@ -33,6 +37,9 @@ def work(session, stage_id: int, user_id: int, style: str, truths: dict[int, str
     while (claimed := annotation.claim(session, stage_id, user_id)) is not None:
         screen = annotation.open_assignment(session, claimed.assignment_id, user_id)
         payload = answer(style, rng, screen, truths[claimed.item_id])
+        # Ten seconds on the screen (the lease began that long ago), so the active time sent is within its wall time.
+        session.execute(sa.update(Assignment).where(Assignment.id == claimed.assignment_id)
+                        .values(lease_until=Assignment.lease_until - dt.timedelta(seconds=10)))
         annotation.submit(session, claimed.assignment_id, user_id, payload, uuid.uuid4().hex, seconds_spent=5.0, active_seconds=4.0)
         done += 1
     return done
