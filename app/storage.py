@@ -3,6 +3,11 @@
 With S3 every process reads and writes the same bucket, so nothing one process stores has to be read
 from another's disk: replicas stream objects from it (`open`), or hand browsers short-lived
 presigned URLs (`url`, when VLCURATE_S3_PRESIGN_SECONDS is set).
+
+A local directory keeps an import's images in one pack file each (`app.packs`), which every read
+(`get`, `open`, `exists`) resolves by slice key; S3 stores objects one by one (a presigned URL names a
+whole object) and reads slice keys too (a ranged GET), so a directory of packs copied into a bucket
+still serves.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
 
+from app.packs import Pack, Slice, sliced
 from app.settings import Settings
 
 
@@ -38,8 +44,10 @@ class Opened(NamedTuple):
 
 
 class Storage(Protocol):
+    concurrent_reads: int  # how many objects `get_many` reads at once
     def put(self, key: str, data: bytes, content_type: str) -> None: ...
     def stage(self, key: str, data: bytes, content_type: str) -> None: ...
+    def pack(self, key: str) -> Pack | None: ...
     def put_file(self, key: str, path: Path, content_type: str) -> None: ...
     def get(self, key: str) -> bytes: ...
     def open(self, key: str) -> Opened: ...
@@ -62,6 +70,8 @@ def _check_key(key: str) -> str:
 
 
 class LocalStorage:
+    concurrent_reads = 1  # a file read from the page cache is done before a thread would start
+
     def __init__(self, root: Path):
         self.root = root
         self._root = str(root)
@@ -99,6 +109,12 @@ class LocalStorage:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
 
+    def pack(self, key: str) -> Pack:
+        """A pack to write objects into under a staging key, promoted as one object."""
+        path = self._file(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return Pack(path)
+
     def put_file(self, key: str, path: Path, content_type: str) -> None:
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -112,36 +128,71 @@ class LocalStorage:
             raise
 
     def get(self, key: str) -> bytes:
+        if (part := sliced(key)) is not None:
+            pack, offset, length = part
+            try:
+                fd = os.open(self._file(pack), os.O_RDONLY)
+            except (FileNotFoundError, NotADirectoryError):
+                raise KeyError(key) from None
+            try:
+                data = os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
+            if len(data) != length:  # a pack cut short: the slice is not all there
+                raise KeyError(key)
+            return data
         try:
             return self._path(key).read_bytes()
         except FileNotFoundError:
             raise KeyError(key) from None
 
     def open(self, key: str) -> Opened:
+        part = sliced(key)
         try:
-            fh = self._path(key).open("rb")
-        except FileNotFoundError:
+            fh = self._path(part[0] if part else key).open("rb")
+        except (FileNotFoundError, NotADirectoryError):
             raise KeyError(key) from None
-        return Opened(fh, os.fstat(fh.fileno()).st_size)
+        size = os.fstat(fh.fileno()).st_size
+        if part is None:
+            return Opened(fh, size)
+        _, offset, length = part
+        if offset + length > size:
+            fh.close()
+            raise KeyError(key)
+        return Opened(io.BufferedReader(Slice(fh, offset, length)), length)
 
     def url(self, key: str, content_type: str, *, disposition: str | None = None, cache_control: str | None = None) -> None:
         """A local directory has no URL of its own: the app serves its objects."""
         return None
 
     def exists(self, key: str) -> bool:
+        if (part := sliced(key)) is not None:
+            pack, offset, length = part
+            try:
+                return os.stat(self._file(pack)).st_size >= offset + length
+            except (FileNotFoundError, NotADirectoryError):
+                return False
         return os.path.isfile(self._file(key))
 
     def delete(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        """Delete the object (a slice goes only with its whole pack: deleting one deletes nothing)."""
+        if sliced(key) is None:
+            self._path(key).unlink(missing_ok=True)
 
     def promote(self, staged: str, key: str) -> None:
-        """Move the object at `staged` to `key` (a rename: atomic, and the same bytes may already be there)."""
+        """Move the object at `staged` to `key` (a rename: atomic, and the same bytes may already be
+        there), and fsync the folder, so the move outlasts a crash once rows naming it commit."""
         source, path = self._file(staged), self._file(key)
         try:
             os.replace(source, path)
         except FileNotFoundError:  # the target's folder is made on its first object
             os.makedirs(os.path.dirname(path), exist_ok=True)
             os.replace(source, path)
+        fd = os.open(os.path.dirname(path), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def sweep(self, prefix: str, older_than_seconds: float) -> int:
         """Delete the objects under the folder `prefix` last written more than `older_than_seconds` ago;
@@ -160,6 +211,8 @@ class LocalStorage:
 
 
 class S3Storage:
+    concurrent_reads = 16  # each read is a round trip
+
     def __init__(
         self, bucket: str, prefix: str = "", endpoint_url: str | None = None, region: str | None = None, *,
         presign_seconds: int = 0, public_endpoint_url: str | None = None,
@@ -186,27 +239,46 @@ class S3Storage:
         """An object written whole or not at all (an S3 put is atomic)."""
         self.put(key, data, content_type)
 
-    def get(self, key: str) -> bytes:
+    def pack(self, key: str) -> None:
+        """None: a bucket keeps each object whole, as a presigned URL names it."""
+        return None
+
+    def _get_object(self, key: str) -> dict:
+        """GetObject for a whole object, or a ranged one for a slice key; KeyError when it is missing."""
+        from botocore.exceptions import ClientError
+
+        part = sliced(key)
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+            if part is None:
+                return self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+            pack, offset, length = part
+            found = self.client.get_object(Bucket=self.bucket, Key=self._key(pack), Range=f"bytes={offset}-{offset + length - 1}")
         except self.client.exceptions.NoSuchKey:
             raise KeyError(key) from None
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "InvalidRange":
+                raise KeyError(key) from None
+            raise
+        if found["ContentLength"] != length:
+            found["Body"].close()
+            raise KeyError(key)
+        return found
+
+    def get(self, key: str) -> bytes:
+        return self._get_object(key)["Body"].read()
 
     def put_file(self, key: str, path: Path, content_type: str) -> None:
         """Upload a file (in parts when it is large, never whole in memory)."""
         self.client.upload_file(str(path), self.bucket, self._key(key), ExtraArgs={"ContentType": content_type})
 
     def open(self, key: str) -> Opened:
-        try:
-            found = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
-        except self.client.exceptions.NoSuchKey:
-            raise KeyError(key) from None
+        found = self._get_object(key)
         return Opened(found["Body"], found["ContentLength"])
 
     def url(self, key: str, content_type: str, *, disposition: str | None = None, cache_control: str | None = None) -> str | None:
         """A presigned GET URL valid for VLCURATE_S3_PRESIGN_SECONDS, answering with these headers;
-        None when presigning is off (the app then streams the object itself)."""
-        if self.signer is None:
+        None when presigning is off, or for a slice of a pack (the app then streams the object itself)."""
+        if self.signer is None or sliced(key) is not None:
             return None
         params = {"Bucket": self.bucket, "Key": self._key(key), "ResponseContentType": content_type}
         if disposition:
@@ -218,16 +290,19 @@ class S3Storage:
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
 
+        part = sliced(key)
         try:
-            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
-            return True
+            head = self.client.head_object(Bucket=self.bucket, Key=self._key(part[0] if part else key))
+            return part is None or head["ContentLength"] >= part[1] + part[2]
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return False
             raise
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        """Delete the object (a slice goes only with its whole pack: deleting one deletes nothing)."""
+        if sliced(key) is None:
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
 
     def promote(self, staged: str, key: str) -> None:
         """Move the object at `staged` to `key`: a server-side copy (content type kept), then the delete."""
@@ -252,16 +327,13 @@ class S3Storage:
 
 # Reads are network round trips on S3 (tens of ms each) and page-cache copies locally; this many
 # at once hides the first without crowding a machine's threads.
-READ_CONCURRENCY = 16
-
-
-def get_many(storage: Storage, keys: Iterable[str], concurrency: int = READ_CONCURRENCY) -> dict[str, bytes]:
-    """The objects under the distinct `keys`, read concurrently (boto3 clients and files are safe
-    to read from several threads); a missing one raises KeyError."""
+def get_many(storage: Storage, keys: Iterable[str]) -> dict[str, bytes]:
+    """The objects under the distinct `keys`, `storage.concurrent_reads` at once (boto3 clients and
+    files are safe to read from several threads); a missing one raises KeyError."""
     distinct = list(dict.fromkeys(keys))
-    if len(distinct) <= 1:
+    if len(distinct) <= 1 or storage.concurrent_reads <= 1:
         return {k: storage.get(k) for k in distinct}
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(distinct)), thread_name_prefix="vlcurate-storage") as pool:
+    with ThreadPoolExecutor(max_workers=min(storage.concurrent_reads, len(distinct)), thread_name_prefix="vlcurate-storage") as pool:
         return dict(zip(distinct, pool.map(storage.get, distinct), strict=True))
 
 
@@ -295,7 +367,7 @@ class ChunkSink(io.RawIOBase):
         yield from parts
 
 
-def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 4 * READ_CONCURRENCY) -> Iterator[bytes]:
+def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 64) -> Iterator[bytes]:
     """A zip of the objects under `keys`' values, each named by its key in `keys`, stored as they are
     (images are compressed already), read `chunk_size` at a time (concurrently, `get_many`) and
     yielded a chunk at a time."""

@@ -206,6 +206,21 @@ def make_token(sessions, user_id: int) -> str:
         return create_token(s, get_user(s, user_id))[1]
 
 
+def damage_stored(storage, key: str) -> None:
+    """Damage a stored image past its first 40 bytes: cut short when it is a whole object, zeroed
+    when it is a slice of a pack (as a failing disk leaves it)."""
+    from app.packs import sliced
+
+    part = sliced(key)
+    if part is None:
+        storage.put(key, storage.get(key)[:40], "image/png")
+        return
+    pack, offset, length = part
+    with open(storage.root / pack, "r+b") as fh:
+        fh.seek(offset + 40)
+        fh.write(bytes(length - 40))
+
+
 def png_bytes(colour=(200, 30, 30), size=(32, 24)) -> bytes:
     import io
 

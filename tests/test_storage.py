@@ -10,6 +10,7 @@ from app.errors import Invalid
 from app.models import Asset
 from app.services.imports import imports
 from app.services.projects import projects
+from app.packs import slice_key
 from app.storage import LocalStorage, S3Storage, StorageKeyError, get_many
 from tests.conftest import png_bytes
 
@@ -164,7 +165,7 @@ def test_open_and_put_file_on_both_backends(s3_env, moto_endpoint, tmp_path):
 
 
 def test_many_objects_are_read_at_once_on_both_backends(s3_env, moto_endpoint, tmp_path):
-    """The worker reads a batch's images concurrently: each key once, each with its own bytes."""
+    """The worker reads a batch's images at once (from a bucket, concurrently): each key once, each with its own bytes."""
     keys = [f"images/{i:02d}/x.png" for i in range(40)]
     for store in (LocalStorage(tmp_path / "local"), S3Storage("vlc-store", prefix="many/", endpoint_url=moto_endpoint, region="us-east-1")):
         for i, key in enumerate(keys):
@@ -200,3 +201,64 @@ def test_make_storage_passes_the_presign_settings(settings, moto_endpoint):
         "s3_presign_seconds": 120, "s3_public_endpoint_url": "https://s3.example.org",
     }))
     assert store.presign_seconds == 120 and store.url("k", "image/png").startswith("https://s3.example.org/vlc-store/k?")
+
+
+def _packed(store, objects: list[bytes]) -> list[str]:
+    """Write `objects` into one pack staged under staging/, promote it, and return their slice keys."""
+    pack = store.pack("staging/p/images.pack")
+    keys = [slice_key("images/packs/p.pack", *pack.add(data), f"{i}.png") for i, data in enumerate(objects)]
+    pack.close()
+    store.promote("staging/p/images.pack", "images/packs/p.pack")
+    return keys
+
+
+def test_a_pack_holds_many_objects_each_read_by_its_slice_key(tmp_path):
+    store = LocalStorage(tmp_path)
+    objects = [png_bytes((i, 1, 1)) for i in range(5)] + [b"", b"x" * 70_000]
+    keys = _packed(store, objects)
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()] == ["images/packs/p.pack"]
+    for key, data in zip(keys, objects, strict=True):
+        assert store.get(key) == data and store.exists(key)
+        opened = store.open(key)
+        assert opened.size == len(data) and b"".join(opened.chunks(size=1000)) == data
+    assert get_many(store, keys[:3]) == dict(zip(keys[:3], objects[:3], strict=True))
+    store.delete(keys[0])  # a slice goes only with its pack
+    assert store.get(keys[0]) == objects[0]
+    end = sum(map(len, objects))
+    for missing in (slice_key("images/packs/p.pack", end - 1, 2, "x.png"), slice_key("images/packs/gone.pack", 0, 1, "x.png"),
+                    slice_key("images/ab/x.png", 0, 1, "x.png")):
+        assert not store.exists(missing)
+        with pytest.raises(KeyError):
+            store.get(missing)
+        with pytest.raises(KeyError):
+            store.open(missing)
+    with pytest.raises(StorageKeyError):
+        store.get("images/../../etc.pack/0+1/x.png")
+
+
+def test_a_discarded_pack_leaves_nothing(tmp_path):
+    store = LocalStorage(tmp_path)
+    pack = store.pack("staging/q/images.pack")
+    pack.add(b"bytes")
+    pack.discard()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_a_bucket_reads_slices_of_a_pack_with_ranged_gets(s3_env, moto_endpoint, tmp_path):
+    """A directory of packs copied into a bucket serves: each slice by a ranged GET, never presigned."""
+    local = LocalStorage(tmp_path)
+    objects = [png_bytes((9, i, 9)) for i in range(3)]
+    keys = _packed(local, objects)
+    s3 = S3Storage("vlc-store", prefix="packed/", endpoint_url=moto_endpoint, region="us-east-1", presign_seconds=60)
+    assert s3.pack("staging/p/images.pack") is None
+    s3.put_file("images/packs/p.pack", tmp_path / "images/packs/p.pack", "application/octet-stream")
+    for key, data in zip(keys, objects, strict=True):
+        assert s3.get(key) == data and s3.exists(key) and s3.url(key, "image/png") is None
+        opened = s3.open(key)
+        assert opened.size == len(data) and b"".join(opened.chunks()) == data
+    past = slice_key("images/packs/p.pack", sum(map(len, objects)) - 1, 2, "x.png")
+    assert not s3.exists(past)
+    for missing in (past, slice_key("images/packs/gone.pack", 0, 1, "x.png")):
+        with pytest.raises(KeyError):
+            s3.get(missing)
+    assert s3.url("images/packs/p.pack", "application/octet-stream") is not None

@@ -19,7 +19,7 @@ from app.services.imports import items
 from app.services.projects import projects
 from app.services.review import review
 from app.storage import zipped
-from app.web.assets import CACHE, _lookup, lookup_many
+from app.web.assets import CACHE, _lookup, storage_keys
 from app.web.deps import BigId, Db, Id, LiveProject, Principal, api_role, api_user
 from app.web.limits import ApiRouter
 from app.web.schemas import FILE, CurrentAnnotation, HistoryEntry, ItemOut, ItemPage, ItemRow, ProjectSettings, RecordsOut, StageSettings
@@ -153,5 +153,4 @@ def image_batch(
     """Up to 1,000 stored images in one answer, a zip streamed as the storage reads them: a client
     pulling finals with images asks for a page at a time instead of one request an image (404
     naming the images the server does not hold, before anything is sent)."""
-    keys = {sha: asset.storage_key for sha, asset in lookup_many(session, sha256).items()}
-    return StreamingResponse(zipped(request.app.state.storage, keys), media_type="application/zip")
+    return StreamingResponse(zipped(request.app.state.storage, storage_keys(session, sha256)), media_type="application/zip")

@@ -36,11 +36,11 @@ def _lookup(session: Session, sha256: str) -> Asset:
     return asset
 
 
-def lookup_many(session: Session, shas: list[str]) -> dict[str, Asset]:
-    """The stored images of the distinct `shas`; 404 naming those the server does not hold."""
+def storage_keys(session: Session, shas: list[str]) -> dict[str, str]:
+    """The storage keys of the distinct `shas`' images; 404 naming those the server does not hold."""
     wanted = list(dict.fromkeys(shas))
     valid = [sha for sha in wanted if SHA_RE.match(sha)]
-    found = {a.sha256: a for a in session.scalars(sa.select(Asset).where(Asset.sha256.in_(valid)))} if valid else {}
+    found = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key).where(Asset.sha256.in_(valid))).all()) if valid else {}
     missing = [sha for sha in wanted if sha not in found]
     if missing:
         raise HTTPException(404, f"No such image: {', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else ""))

@@ -396,3 +396,46 @@ def test_the_collector_runs_less_often_during_an_import_and_as_before_after_it(s
             assert gc.get_threshold()[0] == max(tuning.IMPORT_GC_GEN0, before[0])
         assert gc.get_threshold()[0] == max(tuning.IMPORT_GC_GEN0, before[0])
     assert gc.get_threshold() == before
+
+
+def _files(storage) -> set[str]:
+    return {p.relative_to(storage.root).as_posix() for p in storage.root.rglob("*") if p.is_file()}
+
+
+def test_an_import_writes_its_new_images_into_one_pack_and_never_an_image_stored_before(session, settings, storage, project_id, tmp_path):
+    """A second import naming a stored image writes nothing for it: its asset keeps its key."""
+    for i in range(4):
+        (tmp_path / f"{i}.png").write_bytes(png_bytes((i, 50, 50)))
+    first = b"\n".join(json.dumps({"id": f"a{i}", "image": f"{i}.png"}).encode() for i in range(3))
+    assert run(session, settings, storage, project_id, first, base=tmp_path).new_images == 3
+    packs = _files(storage)
+    assert len(packs) == 1 and next(iter(packs)).startswith("images/packs/")
+    keys = dict(session.execute(sa.select(Asset.sha256, Asset.storage_key)).all())
+    assert {storage.get(key) for key in keys.values()} == {png_bytes((i, 50, 50)) for i in range(3)}
+
+    again = b"\n".join(json.dumps({"id": f"b{i}", "image": f"{i}.png"}).encode() for i in range(3))
+    assert run(session, settings, storage, project_id, again, base=tmp_path).new_images == 0
+    assert _files(storage) == packs and dict(session.execute(sa.select(Asset.sha256, Asset.storage_key)).all()) == keys
+
+    one_new = b"\n".join(json.dumps({"id": f"c{i}", "image": f"{i}.png"}).encode() for i in (0, 3))
+    assert run(session, settings, storage, project_id, one_new, base=tmp_path).new_images == 1
+    newest = _files(storage) - packs
+    assert len(newest) == 1 and (storage.root / next(iter(newest))).read_bytes() == png_bytes((3, 50, 50))
+
+
+def test_images_written_while_a_batch_is_read_reach_their_pack(session, settings, storage, project_id, tmp_path, monkeypatch):
+    """With a tiny memory budget the images are written mid-batch, while the COPY of the batch
+    before is open: the lookup ends the COPY first, and every image and row arrives."""
+    from app.services.imports import import_sources
+
+    monkeypatch.setattr(imports, "BATCH", 3)
+    monkeypatch.setattr(import_sources, "PENDING_BYTES", 1)
+    images = {f"{i}.png": png_bytes((i, 9, 99)) for i in range(7)}
+    for name, data in images.items():
+        (tmp_path / name).write_bytes(data)
+    lines = [json.dumps({"id": f"r{i}", "image": f"{i % 7}.png"}) for i in range(12)]
+    result = run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert (result.created, result.new_images) == (12, 7) and count_items(session, project_id) == 12
+    stored = {sha: storage.get(key) for sha, key in session.execute(sa.select(Asset.sha256, Asset.storage_key))}
+    assert sorted(stored.values()) == sorted(images.values())
+    assert len(_files(storage)) == 1

@@ -3,6 +3,8 @@ says what is wrong (and where), and changes nothing: no row, no storage object."
 
 from __future__ import annotations
 
+import hashlib
+
 import io
 import json
 import re
@@ -217,14 +219,18 @@ def test_bad_input_gets_a_4xx_that_says_why_and_changes_nothing(app, client, set
 
 
 def test_a_good_import_leaves_no_staged_object(app, client, settings, world):
+    """Its two new images land in one pack, each read back from its slice as it was posted."""
     before = _objects(settings)
     body = _records({"id": "a", "image": "a.png", "question": "q"}, {"id": "b", "image": "b.png", "question": "q"})
-    images = _zip({"a.png": png_bytes((1, 99, 1)), "b.png": png_bytes((1, 99, 2))})
+    posted = {"a.png": png_bytes((1, 99, 1)), "b.png": png_bytes((1, 99, 2))}
     r = client.post(f"/api/v1/projects/{world['project']}/items", headers=world["headers"]["admin"],
-                    files={"file": ("items.jsonl", body), "images": ("images.zip", images)})
+                    files={"file": ("items.jsonl", body), "images": ("images.zip", _zip(posted))})
     assert r.status_code == 201 and r.json()["new_images"] == 2
     added = _objects(settings) - before
-    assert len(added) == 2 and all(key.startswith("images/") for key in added)
+    assert len(added) == 1 and all(key.startswith("images/packs/") for key in added)
+    for data in posted.values():
+        served = client.get(f"/api/v1/images/{hashlib.sha256(data).hexdigest()}", headers=world["headers"]["admin"])
+        assert served.status_code == 200 and served.content == data
 
 
 def _integer(annotation, metadata=()) -> tuple[bool, bool]:

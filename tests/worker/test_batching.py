@@ -20,7 +20,7 @@ from app.datasets.wikido.producers import wikido_itm
 from app.db import transaction
 from app.models import Asset, Item, Suggestion
 from app.worker import backends, runtime, suggest_batch
-from tests.conftest import colorswap_records
+from tests.conftest import colorswap_records, damage_stored
 from tests.worker.test_jobs import _import
 
 
@@ -140,7 +140,7 @@ def test_a_job_with_a_corrupt_image_stores_the_rest_and_says_which_item_failed(c
         ids = s.scalars(sa.select(Item.id).order_by(Item.id)).all()
         broken = s.get(Item, ids[1])
         key = s.scalar(sa.select(Asset.storage_key).where(Asset.sha256 == broken.assets["/candidates/1/image"]))
-    storage.put(key, storage.get(key)[:40], "image/png")  # a truncated file in storage
+    damage_stored(storage, key)
     with pytest.raises(runtime.JobFailed) as failed:
         suggest_batch.compute_suggestions(filter_id, "colorswap.itm", ids)
     assert str(failed.value).startswith(

@@ -18,7 +18,7 @@ from app.models import Asset, Item, Suggestion, SuggestionFailure
 from app.services.annotation import suggestion_failures
 from app.services.imports import imports
 from app.worker import jobs, runtime, suggest_batch
-from tests.conftest import colorswap_records, login, make_user, png_bytes
+from tests.conftest import colorswap_records, damage_stored, login, make_user, png_bytes
 from tests.worker.test_jobs import VLCURATE, _import, _worker_env
 
 
@@ -41,7 +41,7 @@ def _corrupt_one(committed, settings, storage, tiny_clip):
     with transaction(committed) as s:
         ids = s.scalars(sa.select(Item.id).order_by(Item.id)).all()
         key = s.scalar(sa.select(Asset.storage_key).where(Asset.sha256 == s.get(Item, ids[1]).assets["/candidates/1/image"]))
-    storage.put(key, storage.get(key)[:40], "image/png")  # the stored file is truncated
+    damage_stored(storage, key)
     with pytest.raises(runtime.JobFailed, match=f"1 of 3 items failed, the other 2 are stored: item {ids[1]}: "):
         suggest_batch.compute_suggestions(filter_id, "colorswap.itm", ids)
     return (records, files), project_id, filter_id, ids, cfg

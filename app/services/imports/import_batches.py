@@ -47,6 +47,7 @@ from app.tuning import fewer_collections
 MAX_REPORTED_ERRORS = 20
 HASH_TASK = "hash_images"  # the worker's job that takes the perceptual hashes of a project's new images
 
+_STORED = sa.text("SELECT sha256, storage_key FROM assets WHERE sha256 = ANY(CAST(:shas AS text[]))")
 _ITEM_COLUMNS = "project_id, external_id, data, source, assets, group_id, stage_id, status, slots_left"
 # Ids the project has, each with whether it had it before this import (ids come from a sequence, so
 # this import's rows are above `before`; without `before` the flag is null).
@@ -108,6 +109,12 @@ class Batches:
         self.raw = session.connection().connection.driver_connection
         self.copying = ExitStack()  # the COPY the server may still be taking in
         self.collecting = fewer_collections()
+        staging.lookup = self._stored
+
+    def _stored(self, shas: list[str]) -> dict[str, str]:
+        """The storage keys of those of these images that are stored already (sha256 -> key)."""
+        self.copying.close()  # the connection answers no query while a COPY is open
+        return dict(self.session.execute(_STORED, {"shas": shas}).all())
 
     def __enter__(self) -> Batches:
         self.collecting.__enter__()
@@ -182,7 +189,8 @@ class Batches:
                 self.repeats[len(self.errors)] = (number, *repeated)
             self.errors.append(message)
         if not self.errors:
-            self.new_images += _record_assets(self.session, fresh)
+            self.staging.write()
+            self.new_images += _record_assets(self.session, fresh, self.staging.keys)
             if rows[self.fresh:]:  # records of items there before: a revision each where the record changed
                 changed = record_revisions.revise(self.session, self.project_id, rows[self.fresh:], self.actor_id)
                 self.updated += changed
@@ -226,7 +234,8 @@ class Batches:
                     except ImageRejected as exc:
                         self.batch_errors.append((number, f"{where}: field '{field}': {ref}: {exc}", None))
                         continue
-                    # Stored now so that image bytes are not all held in memory at once.
+                    # Staged now (written once PENDING_BYTES wait, or at the flush), so that image
+                    # bytes are not all held in memory at once.
                     self.staging.put(image)
                     fresh[image.sha256] = replace(image, data=b"")
                     self.checked[ref] = image.sha256
@@ -278,13 +287,13 @@ _INSERT_ASSETS = sa.text(
 )
 
 
-def _record_assets(session: Session, images: list[CheckedImage]) -> int:
-    """Record the images first named by this import as assets, in one statement (an image stored
-    before is left as it is); returns how many assets are new. Their perceptual hashes are the
-    worker's (`request_hashes`)."""
+def _record_assets(session: Session, images: list[CheckedImage], keys: dict[str, str]) -> int:
+    """Record the images first named by this import as assets (`keys`: where each is stored), in one
+    statement (an image stored before is left as it is); returns how many assets are new. Their
+    perceptual hashes are the worker's (`request_hashes`)."""
     if not images:
         return 0
-    columns = {"sha": [c.sha256 for c in images], "key": [c.storage_key for c in images], "mime": [c.mime for c in images],
+    columns = {"sha": [c.sha256 for c in images], "key": [keys[c.sha256] for c in images], "mime": [c.mime for c in images],
                "width": [c.width for c in images], "height": [c.height for c in images], "size": [c.size_bytes for c in images]}
     return session.execute(_INSERT_ASSETS, columns).rowcount
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
@@ -14,6 +14,7 @@ from uuid import uuid4
 from app.errors import Invalid, size_text
 from app.images import CheckedImage, ImageRejected
 from app.settings import Settings
+from app.packs import Pack, slice_key
 from app.storage import S3Storage, Storage
 
 
@@ -152,26 +153,76 @@ def sweep_staging(storage: Storage, older_than_seconds: float = STAGING_MAX_AGE_
     return storage.sweep(STAGING, older_than_seconds)
 
 
+PENDING_BYTES = 32 << 20  # image bytes held before asking which of them are stored already
+
+
 class Staging:
-    """The images one import stores, under a staging prefix until it is done (see the module docstring)."""
+    """The images one import stores, under a staging prefix until it is done (see the module docstring):
+    in one pack where the storage writes packs (a local directory), else one object each (S3).
+
+    Checked images wait in memory, up to PENDING_BYTES, until one call of `lookup` (the import's query
+    of the assets table: sha256 -> storage key) says which are stored already; only the others are
+    written, so an image is stored once however many imports name it. `keys` then holds every image's
+    storage key, for the import's asset rows."""
 
     def __init__(self, storage: Storage):
         self.storage = storage
-        self.prefix = f"{STAGING}/{uuid4().hex}/"
-        self.keys: dict[str, str] = {}  # final key -> staged key
+        self.id = uuid4().hex
+        self.prefix = f"{STAGING}/{self.id}/"
+        self.lookup: Callable[[list[str]], dict[str, str]] = lambda shas: {}
+        self.keys: dict[str, str] = {}  # sha256 -> storage key, once written or found stored
+        self.staged: dict[str, str] = {}  # final key -> staged key, of objects stored one by one
+        self.pending: dict[str, CheckedImage] = {}
+        self.pending_bytes = 0
+        self.pack: Pack | None = None
+        self.packs: bool | None = None  # whether the storage writes packs: known at the first new image
 
     def put(self, image: CheckedImage) -> None:
-        if image.storage_key not in self.keys and not self.storage.exists(image.storage_key):
-            # One folder an import: staged objects are named by their content, as their final keys.
-            self.keys[image.storage_key] = self.prefix + image.storage_key.rsplit("/", 1)[1]
-            self.storage.stage(self.keys[image.storage_key], image.data, image.mime)
+        if image.sha256 not in self.keys and image.sha256 not in self.pending:
+            self.pending[image.sha256] = image
+            self.pending_bytes += len(image.data)
+            if self.pending_bytes >= PENDING_BYTES:
+                self.write()
+
+    def write(self) -> None:
+        """Write the images waiting that nothing stored before."""
+        if not self.pending:
+            return
+        stored = self.lookup(list(self.pending))
+        for sha, image in self.pending.items():
+            if sha in stored:
+                self.keys[sha] = stored[sha]
+                continue
+            final = image.storage_key
+            name = final.rsplit("/", 1)[1]
+            if self.packs is None:
+                self.pack = self.storage.pack(self.prefix + "images.pack")
+                self.packs = self.pack is not None
+            if self.pack is not None:
+                self.keys[sha] = slice_key(self.pack_key, *self.pack.add(image.data), name)
+            else:  # one folder an import: staged objects are named by their content, as their final keys
+                self.staged[final] = self.prefix + name
+                self.storage.stage(self.staged[final], image.data, image.mime)
+                self.keys[sha] = final
+        self.pending, self.pending_bytes = {}, 0
+
+    @property
+    def pack_key(self) -> str:
+        return f"images/packs/{self.id}.pack"
 
     def promote(self) -> None:
-        for final, staged in self.keys.items():
+        self.write()
+        if self.pack is not None:
+            self.pack.close()
+            self.storage.promote(self.prefix + "images.pack", self.pack_key)
+        for final, staged in self.staged.items():
             self.storage.promote(staged, final)
 
     def discard(self) -> None:
-        for staged in self.keys.values():
+        self.pending = {}
+        if self.pack is not None:
+            self.pack.discard()
+        for staged in self.staged.values():
             self.storage.delete(staged)
 
 
@@ -181,7 +232,7 @@ def staged_images(storage: Storage) -> Iterator[Staging]:
     staging = Staging(storage)
     try:
         yield staging
+        staging.promote()
     except BaseException:
         staging.discard()
         raise
-    staging.promote()

@@ -5,16 +5,18 @@ does not grow with the file. Where images are read from and staged is `app.servi
 All or nothing: the rows are written inside a savepoint of the caller's transaction, rolled back
 when any record or image is refused (the import goes on reading to report the first problems).
 
-Images go to a staging prefix (`staging/<import>/...`, written as they are checked, so their bytes
-are never all in memory) and are promoted to their content-addressed keys only once everything has
-been checked and every row written; an import refused on the way (a bad record, the second image
-corrupt) deletes what it staged, so nothing is left behind. Staging, not "store, then delete on
-rollback": images are shared by content, and a concurrent import of the same bytes may already have
-found the object and pointed a row at it, so an object under its final key is never deleted. What
-stays possible is a failed commit after the promotion: those objects are unreferenced but harmless,
-and a later import of the same bytes reuses them. A process killed mid-import leaves its staged
-objects under `staging/`, which nothing reads and the worker's periodic reconcile job deletes once
-they are a day old (`sweep_staging`; no import runs that long).
+Images go to a staging prefix (`staging/<import>/...`, written as they are checked, 32 MB at most
+held, so their bytes are never all in memory) and are promoted only once everything has been checked and every row
+written: on a local directory the import's one pack (`images/packs/<import>.pack`, each image named
+by its slice of it, `app.storage`), on S3 each image to its content-addressed key. An image whose
+sha256 the assets table knows is not written again. An import refused on the way (a bad record, the
+second image corrupt) deletes what it staged, so nothing is left behind. Staging, not "store, then
+delete on rollback": on S3 images are shared by content, and a concurrent import of the same bytes
+may already have found the object and pointed a row at it, so an object under its final key is
+never deleted. What stays possible is a failed commit after the promotion: the objects are
+unreferenced but harmless. A process killed mid-import leaves what it staged under `staging/`,
+which nothing reads and the worker's periodic reconcile job deletes once it is a day old
+(`sweep_staging`; no import runs that long).
 
 An import checks its images but takes no perceptual hash: it records a request for the worker's
 `hash_images` job in its own transaction, and the web handlers queue that job once the import has
