@@ -15,9 +15,10 @@ import pytest
 import sqlalchemy as sa
 
 from app.db import transaction
-from app.models import Annotation, Draft, GoldItem, Project, Workspace, WorkspaceMember
+from app.models import Annotation, Draft, GoldItem, Project, Stage, Workspace, WorkspaceMember
 from app.services.annotation import annotation
 from app.services.projects import archive
+from app.services.quality import gold as gold_accuracy
 from app.services.users.workspaces import default_workspace_id
 from tests import factories
 from tests.conftest import PASSWORD, login, make_choice_project
@@ -124,6 +125,21 @@ def test_the_rows_are_the_annotations_sums_and_dates_filter_them(client, app, lo
     only = client.get(f"/api/v1/workspaces/{logged['a']}/worklog", headers=logged["heads"]["root"],
                       params={"start": "2026-03-01", "end": "2026-03-01", "annotator": "bo", "project": logged["p1"]}).json()
     assert _got(only) == {("2026-03-01", "bo", "P1"): (1, 1, round(50 / 3600, 4), round(80 / 3600, 4), 1, 1)}
+
+
+def test_a_revised_gold_answer_counts_once_as_the_stages_gold_accuracy_counts_it(client, app, logged):
+    """Ana's answer of 2 March ("a", revised to "c" at 09:20) made a gold item with truth "a": one gold
+    answer that day, the revision's, wrong: what the stage's gold accuracy counts."""
+    with transaction(app.state.sessions) as s:
+        first = s.scalar(sa.select(Annotation).where(Annotation.created_at == sa.text("TIMESTAMPTZ '2026-03-02 09:00+00'")))
+        s.add(GoldItem(stage_id=first.stage_id, item_id=first.item_id, answer={"choice": "a"}, source="import"))
+        s.flush()
+        scored = [a for a in gold_accuracy.scored_answers(s, s.get(Stage, first.stage_id), first.annotator_id) if a.day == "2026-03-02"]
+    body = client.get(f"/api/v1/workspaces/{logged['a']}/worklog", params={"start": "2026-03-02", "end": "2026-03-02", "annotator": "ana",
+                      "project": logged["p1"]}, headers=logged["heads"]["root"]).json()
+    (row,) = body["rows"]
+    assert (row["answers"], row["gold_answers"], row["gold_correct"], row["gold_accuracy"]) == (2, 1, 0, 0.0)
+    assert (row["gold_answers"], row["gold_correct"]) == (len(scored), sum(a.score >= 1.0 for a in scored))
 
 
 def test_days_are_counted_in_the_configured_time_zone(client, app, logged):

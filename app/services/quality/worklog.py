@@ -6,7 +6,8 @@ Every submitted answer (revisions too) counts on the day it was stored, in the w
 (VLCURATE_WORKLOG_TIMEZONE): its active seconds, and its wall seconds (claim to submit; an answer stored
 before the work log kept them counts the time its screen was open). `items` counts first answers only, so
 a revision adds time, not an item. Gold accuracy: gold answers fully right (the app's answer score is 1)
-over the gold answers that day (qualification quiz answers left out, as from all gold accuracy).
+over the gold answers, each on the day it was stored, counted as the stage's gold accuracy counts
+them: an assignment's latest revision once it is submitted, qualification quiz answers left out.
 """
 
 from __future__ import annotations
@@ -100,9 +101,13 @@ _TOTALS = f"""SELECT {_DAY} AS day, u.username AS annotator, p.id AS project_id,
     {_FROM}
     WHERE {{where}}
     GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"""
+# The answers the stage's gold accuracy scores (`gold.scored_answers`): each submitted assignment's
+# latest revision, quiz answers left out.
 _GOLD = f"""SELECT {_DAY} AS day, u.username AS annotator, p.id AS project_id, s.workflow, g.answer AS truth, n.payload
     {_FROM} JOIN gold_items g ON g.item_id = n.item_id AND g.stage_id = n.stage_id
-    WHERE {{where}} AND NOT EXISTS (SELECT 1 FROM quiz_answers q WHERE q.annotation_id = n.id)"""  # a quiz answer is no gold accuracy
+    JOIN assignments a ON a.id = n.assignment_id AND a.status = 'submitted'
+    WHERE {{where}} AND NOT EXISTS (SELECT 1 FROM quiz_answers q WHERE q.annotation_id = n.id)
+      AND NOT EXISTS (SELECT 1 FROM annotations m WHERE m.assignment_id = n.assignment_id AND m.revision > n.revision)"""
 
 
 def _gold_tally(session: Session, where: str, params: dict[str, Any]) -> dict[tuple, tuple[int, int]]:
