@@ -16,7 +16,13 @@ import os
 import re
 from typing import BinaryIO
 
-_SLICE = re.compile(r"(?P<pack>.+\.pack)/(?P<offset>[0-9]{1,15})\+(?P<length>[0-9]{1,15})/[^/]+")
+PACKS = "images/packs"  # where packs are kept: `<PACKS>/<32 hex digits>.pack`
+_SLICE = re.compile(r"(?P<pack>images/packs/[0-9a-f]{32}\.pack)/(?P<offset>[0-9]{1,12})\+(?P<length>[0-9]{1,10})/[^/]+")
+
+
+def pack_key(pack_id: str) -> str:
+    """The key of the pack named `pack_id` (32 hex digits)."""
+    return f"{PACKS}/{pack_id}.pack"
 
 
 def slice_key(pack: str, offset: int, length: int, name: str) -> str:
@@ -25,7 +31,8 @@ def slice_key(pack: str, offset: int, length: int, name: str) -> str:
 
 
 def sliced(key: str) -> tuple[str, int, int] | None:
-    """(pack key, offset, length) of a slice key; None for the key of a whole object."""
+    """(pack key, offset, length) of a slice key; None for the key of a whole object (any key not
+    of the slice form under PACKS)."""
     found = _SLICE.fullmatch(key)
     return (found["pack"], int(found["offset"]), int(found["length"])) if found else None
 

@@ -17,7 +17,6 @@ import os
 import shutil
 import tempfile
 import time
-import zipfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -56,6 +55,7 @@ class Storage(Protocol):
     def delete(self, key: str) -> None: ...
     def promote(self, staged: str, key: str) -> None: ...
     def sweep(self, prefix: str, older_than_seconds: float) -> int: ...
+    def old_objects(self, prefix: str, older_than_seconds: float) -> list[str]: ...
 
 
 class StorageKeyError(ValueError):
@@ -67,6 +67,23 @@ def _check_key(key: str) -> str:
     if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise StorageKeyError(f"invalid storage key {key!r}")
     return key
+
+
+def _fsync_folder(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _folders_up_to(folder: str, root: str) -> Iterator[str]:
+    """`folder` and the folders above it, up to and including `root`."""
+    while True:
+        yield folder
+        if os.path.samefile(folder, root) or os.path.dirname(folder) == folder:
+            return
+        folder = os.path.dirname(folder)
 
 
 class LocalStorage:
@@ -188,11 +205,17 @@ class LocalStorage:
         except FileNotFoundError:  # the target's folder is made on its first object
             os.makedirs(os.path.dirname(path), exist_ok=True)
             os.replace(source, path)
-        fd = os.open(os.path.dirname(path), os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            for folder in _folders_up_to(os.path.dirname(os.path.dirname(path)), self._root):  # those it made
+                _fsync_folder(folder)
+        _fsync_folder(os.path.dirname(path))
+
+    def old_objects(self, prefix: str, older_than_seconds: float) -> list[str]:
+        """The keys of the objects under the folder `prefix` last written more than `older_than_seconds` ago."""
+        base = self._path(prefix)
+        if not base.is_dir():
+            return []
+        cutoff = time.time() - older_than_seconds
+        return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file() and p.stat().st_mtime < cutoff)
 
     def sweep(self, prefix: str, older_than_seconds: float) -> int:
         """Delete the objects under the folder `prefix` last written more than `older_than_seconds` ago;
@@ -309,14 +332,22 @@ class S3Storage:
         self.client.copy_object(Bucket=self.bucket, Key=self._key(key), CopySource={"Bucket": self.bucket, "Key": self._key(staged)})
         self.client.delete_object(Bucket=self.bucket, Key=self._key(staged))
 
+    def _old_pages(self, prefix: str, older_than_seconds: float) -> Iterator[list[str]]:
+        """The bucket keys under `prefix` last modified more than `older_than_seconds` ago, a listing page at a time."""
+        cutoff = datetime.now(timezone.utc) - timedelta(seconds=older_than_seconds)
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix) + "/"):
+            yield [o["Key"] for o in page.get("Contents", []) if o["LastModified"] < cutoff]
+
+    def old_objects(self, prefix: str, older_than_seconds: float) -> list[str]:
+        """The keys of the objects under `prefix` last modified more than `older_than_seconds` ago."""
+        return sorted(key.removeprefix(self.prefix) for page in self._old_pages(prefix, older_than_seconds) for key in page)
+
     def sweep(self, prefix: str, older_than_seconds: float) -> int:
         """Delete the objects under `prefix` last modified more than `older_than_seconds` ago; returns how many."""
-        cutoff = datetime.now(timezone.utc) - timedelta(seconds=older_than_seconds)
         gone = 0
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix) + "/"):
-            old = [{"Key": o["Key"]} for o in page.get("Contents", []) if o["LastModified"] < cutoff]
+        for old in self._old_pages(prefix, older_than_seconds):
             if old:
-                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": old, "Quiet": True})
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in old], "Quiet": True})
                 gone += len(old)
         return gone
 
@@ -346,40 +377,3 @@ def make_storage(settings: Settings) -> Storage:
             presign_seconds=settings.s3_presign_seconds, public_endpoint_url=settings.s3_public_endpoint_url,
         )
     return LocalStorage(settings.storage_dir)
-
-
-class ChunkSink(io.RawIOBase):
-    """A write-only stream that hands out what was written so far (zipfile writes a stream that
-    cannot seek with data descriptors, so an archive goes out as it is made)."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        self.parts.append(bytes(data))
-        return len(data)
-
-    def drain(self) -> Iterator[bytes]:
-        parts, self.parts = self.parts, []
-        yield from parts
-
-
-def zipped(storage: Storage, keys: dict[str, str], chunk_size: int = 64) -> Iterator[bytes]:
-    """A zip of the objects under `keys`' values, each named by its key in `keys`, stored as they are
-    (images are compressed already), read `chunk_size` at a time (concurrently, `get_many`) and
-    yielded a chunk at a time."""
-    sink = ChunkSink()
-    names = list(keys)
-    with zipfile.ZipFile(sink, "w", zipfile.ZIP_STORED) as archive:
-        for start in range(0, len(names), chunk_size):
-            chunk = names[start:start + chunk_size]
-            objects = get_many(storage, [keys[name] for name in chunk])
-            for name in chunk:
-                archive.writestr(name, objects[keys[name]])
-            # One piece a chunk: a streamed response hands each piece to the server from a thread,
-            # which a piece a zip record (three an image) made the export's main cost.
-            yield b"".join(sink.drain())
-    yield b"".join(sink.drain())

@@ -10,7 +10,7 @@ from app.errors import Invalid
 from app.models import Asset
 from app.services.imports import imports
 from app.services.projects import projects
-from app.packs import slice_key
+from app.packs import pack_key, slice_key
 from app.storage import LocalStorage, S3Storage, StorageKeyError, get_many
 from tests.conftest import png_bytes
 
@@ -203,12 +203,15 @@ def test_make_storage_passes_the_presign_settings(settings, moto_endpoint):
     assert store.presign_seconds == 120 and store.url("k", "image/png").startswith("https://s3.example.org/vlc-store/k?")
 
 
+PACK = pack_key("0123456789abcdef0123456789abcdef")
+
+
 def _packed(store, objects: list[bytes]) -> list[str]:
     """Write `objects` into one pack staged under staging/, promote it, and return their slice keys."""
     pack = store.pack("staging/p/images.pack")
-    keys = [slice_key("images/packs/p.pack", *pack.add(data), f"{i}.png") for i, data in enumerate(objects)]
+    keys = [slice_key(PACK, *pack.add(data), f"{i}.png") for i, data in enumerate(objects)]
     pack.close()
-    store.promote("staging/p/images.pack", "images/packs/p.pack")
+    store.promote("staging/p/images.pack", PACK)
     return keys
 
 
@@ -216,7 +219,7 @@ def test_a_pack_holds_many_objects_each_read_by_its_slice_key(tmp_path):
     store = LocalStorage(tmp_path)
     objects = [png_bytes((i, 1, 1)) for i in range(5)] + [b"", b"x" * 70_000]
     keys = _packed(store, objects)
-    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()] == ["images/packs/p.pack"]
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()] == [PACK]
     for key, data in zip(keys, objects, strict=True):
         assert store.get(key) == data and store.exists(key)
         opened = store.open(key)
@@ -225,15 +228,20 @@ def test_a_pack_holds_many_objects_each_read_by_its_slice_key(tmp_path):
     store.delete(keys[0])  # a slice goes only with its pack
     assert store.get(keys[0]) == objects[0]
     end = sum(map(len, objects))
-    for missing in (slice_key("images/packs/p.pack", end - 1, 2, "x.png"), slice_key("images/packs/gone.pack", 0, 1, "x.png"),
-                    slice_key("images/ab/x.png", 0, 1, "x.png")):
+    for missing in (slice_key(PACK, end - 1, 2, "x.png"), slice_key(pack_key("f" * 32), 0, 1, "x.png")):
         assert not store.exists(missing)
         with pytest.raises(KeyError):
             store.get(missing)
         with pytest.raises(KeyError):
             store.open(missing)
+    # Only a key under images/packs/ names a slice: any other is a whole object, whatever its shape.
+    for whole in ("exports/7/img_a.pack/0+10/b_1.png", "images/packs/p.pack/0+1/x.png", "images/ab/x.pack/0+1/y.png"):
+        store.put(whole, b"a file", "image/png")
+        assert store.get(whole) == b"a file" and store.exists(whole) and b"".join(store.open(whole).chunks()) == b"a file"
+        store.delete(whole)
+        assert not store.exists(whole)
     with pytest.raises(StorageKeyError):
-        store.get("images/../../etc.pack/0+1/x.png")
+        store.get("images/packs/../../etc/0+1/x.png")
 
 
 def test_a_discarded_pack_leaves_nothing(tmp_path):
@@ -251,14 +259,14 @@ def test_a_bucket_reads_slices_of_a_pack_with_ranged_gets(s3_env, moto_endpoint,
     keys = _packed(local, objects)
     s3 = S3Storage("vlc-store", prefix="packed/", endpoint_url=moto_endpoint, region="us-east-1", presign_seconds=60)
     assert s3.pack("staging/p/images.pack") is None
-    s3.put_file("images/packs/p.pack", tmp_path / "images/packs/p.pack", "application/octet-stream")
+    s3.put_file(PACK, tmp_path / PACK, "application/octet-stream")
     for key, data in zip(keys, objects, strict=True):
         assert s3.get(key) == data and s3.exists(key) and s3.url(key, "image/png") is None
         opened = s3.open(key)
         assert opened.size == len(data) and b"".join(opened.chunks()) == data
-    past = slice_key("images/packs/p.pack", sum(map(len, objects)) - 1, 2, "x.png")
+    past = slice_key(PACK, sum(map(len, objects)) - 1, 2, "x.png")
     assert not s3.exists(past)
-    for missing in (past, slice_key("images/packs/gone.pack", 0, 1, "x.png")):
+    for missing in (past, slice_key(pack_key("f" * 32), 0, 1, "x.png")):
         with pytest.raises(KeyError):
             s3.get(missing)
-    assert s3.url("images/packs/p.pack", "application/octet-stream") is not None
+    assert s3.url(PACK, "application/octet-stream") is not None

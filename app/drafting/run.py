@@ -126,15 +126,15 @@ def load_items(
             asset = assets.get(item.assets.get(pointer, ""))
             if asset is None:
                 continue
-            if presigned:
-                url = storage.url(asset.storage_key, asset.mime)
-                if url is None:
-                    raise JobFailed(
-                        "image_transport = \"presigned\" needs S3 storage with VLCURATE_S3_PRESIGN_SECONDS set; "
-                        "use \"data_url\" with this storage."
-                    )
+            url = storage.url(asset.storage_key, asset.mime) if presigned else None
+            if presigned and url is None and not getattr(storage, "presign_seconds", 0):
+                raise JobFailed(
+                    "image_transport = \"presigned\" needs S3 storage with VLCURATE_S3_PRESIGN_SECONDS set; "
+                    "use \"data_url\" with this storage."
+                )
+            if url is not None:
                 images.append(DraftImage(asset.mime, url=url))
-            else:
+            else:  # data_url, or a slice of a pack, which no URL names alone
                 data = storage.get(asset.storage_key)
                 images.append(DraftImage(asset.mime, data))
                 found[pointer] = data

@@ -12,7 +12,7 @@ from app.models.base import Base, created_at, status_column
 
 
 class Asset(Base):
-    """An image stored content-addressed by its sha256."""
+    """An image, stored once and found by its sha256 (`storage_key`: a whole object, or a slice of a pack)."""
 
     __tablename__ = "assets"
 

@@ -18,7 +18,7 @@ from app.services.exports import finals
 from app.services.imports import items
 from app.services.projects import projects
 from app.services.review import review
-from app.storage import zipped
+from app.zipstream import zipped
 from app.web.assets import CACHE, _lookup, storage_keys
 from app.web.deps import BigId, Db, Id, LiveProject, Principal, api_role, api_user
 from app.web.limits import ApiRouter

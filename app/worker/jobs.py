@@ -46,7 +46,7 @@ from app.worker import backends, webhook_job
 from app.worker.availability import leak_embedders, unavailable
 from app.worker.runtime import RETRY, JobFailed, archived, env, progress_of, report, why
 from app.worker.suggest_batch import compute_suggestions
-from app.worker.upkeep import defer_each, prune_periodic_runs, retry_stalled, unqueued_requests
+from app.worker.upkeep import defer_each, prune_periodic_runs, retry_stalled, sweep_stored, unqueued_requests
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint()
@@ -391,7 +391,7 @@ async def reconcile(context: JobContext, timestamp: int) -> dict[str, int]:
     pruned = await asyncio.to_thread(prune)
     expired = await asyncio.to_thread(end_expired)
     requeued = await requeue_requests(e.sessions)
-    swept = await asyncio.to_thread(imports.sweep_staging, e.storage)
+    swept = await asyncio.to_thread(sweep_stored, e.sessions, e.storage, hourly=timestamp % 3600 < 60)
     batches = await asyncio.to_thread(find)
     deferred = await defer_each([(b.job, b.arguments) for b in batches])
     return {"stalled": stalled, "deferred": deferred, "requeued": requeued, "pruned": pruned, "swept": swept, "sessions_ended": expired}

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import transaction
 from app.models import JobRequest
+from app.services.imports import imports
 from app.services.projects import archive
 
 log = logging.getLogger(__name__)
@@ -111,3 +112,14 @@ def prune_periodic_runs(session: Session, task_name: str, keep_seconds: int = KE
         ),
         {"task": task_name, "keep": keep_seconds},
     ).rowcount
+
+
+def sweep_stored(sessions: sessionmaker[Session], storage, *, hourly: bool) -> int:
+    """Delete what imports left behind: staged objects a day old, and, with `hourly` (the job's run in
+    the first minute of an hour: it reads every pack's name from the assets table), day-old packs no
+    asset names. Returns how many objects went."""
+    swept = imports.sweep_staging(storage)
+    if hourly:
+        with transaction(sessions) as s:
+            swept += imports.sweep_packs(s, storage)
+    return swept

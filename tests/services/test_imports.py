@@ -417,10 +417,11 @@ def test_an_import_writes_its_new_images_into_one_pack_and_never_an_image_stored
     assert run(session, settings, storage, project_id, again, base=tmp_path).new_images == 0
     assert _files(storage) == packs and dict(session.execute(sa.select(Asset.sha256, Asset.storage_key)).all()) == keys
 
-    one_new = b"\n".join(json.dumps({"id": f"c{i}", "image": f"{i}.png"}).encode() for i in (0, 3))
+    (tmp_path / "copy.png").write_bytes(png_bytes((3, 50, 50)))  # the same bytes as 3.png, waiting beside it
+    one_new = b"\n".join(json.dumps({"id": f"c{i}", "image": name}).encode() for i, name in enumerate(("0.png", "3.png", "copy.png")))
     assert run(session, settings, storage, project_id, one_new, base=tmp_path).new_images == 1
     newest = _files(storage) - packs
-    assert len(newest) == 1 and (storage.root / next(iter(newest))).read_bytes() == png_bytes((3, 50, 50))
+    assert len(newest) == 1 and (storage.root / next(iter(newest))).read_bytes() == png_bytes((3, 50, 50))  # one copy
 
 
 def test_images_written_while_a_batch_is_read_reach_their_pack(session, settings, storage, project_id, tmp_path, monkeypatch):
@@ -439,3 +440,39 @@ def test_images_written_while_a_batch_is_read_reach_their_pack(session, settings
     stored = {sha: storage.get(key) for sha, key in session.execute(sa.select(Asset.sha256, Asset.storage_key))}
     assert sorted(stored.values()) == sorted(images.values())
     assert len(_files(storage)) == 1
+
+
+def test_a_refusal_after_images_were_written_leaves_no_pack_and_nothing_staged(session, settings, storage, project_id, tmp_path, monkeypatch):
+    """Images written into the staged pack batches before the bad record are gone with the refusal."""
+    from app.services.imports import import_sources
+
+    monkeypatch.setattr(imports, "BATCH", 2)
+    monkeypatch.setattr(import_sources, "PENDING_BYTES", 1)
+    for i in range(5):
+        (tmp_path / f"{i}.png").write_bytes(png_bytes((i, 3, 33)))
+    lines = [json.dumps({"id": f"r{i}", "image": f"{i}.png"}) for i in range(5)] + [json.dumps({"id": "bad", "image": "none.png"})]
+    with pytest.raises(Invalid, match="nothing was imported"):
+        run(session, settings, storage, project_id, "\n".join(lines).encode(), base=tmp_path)
+    assert not _files(storage) and session.scalar(sa.select(sa.func.count()).select_from(Asset)) == 0
+
+
+def test_the_sweep_deletes_only_a_day_old_pack_no_asset_names(session, settings, storage, project_id, tmp_path):
+    """What an import whose commit failed after its pack was promoted left: unnamed, and old."""
+    import os
+    import time
+
+    from app.packs import pack_key
+
+    (tmp_path / "a.png").write_bytes(png_bytes((4, 4, 4)))
+    run(session, settings, storage, project_id, b'{"id": "a", "image": "a.png"}', base=tmp_path)
+    (named,) = _files(storage)
+    lost, recent = pack_key("a" * 32), pack_key("b" * 32)
+    for key in (lost, recent):
+        storage.put(key, png_bytes((5, 5, 5)), "application/octet-stream")
+    two_days_ago = time.time() - 2 * 86400
+    for key in (named, lost):
+        os.utime(storage.root / key, (two_days_ago, two_days_ago))
+    assert imports.sweep_packs(session, storage) == 1
+    assert _files(storage) == {named, recent}
+    assert imports.sweep_packs(session, storage, older_than_seconds=-60) == 1  # (every pack old now)
+    assert _files(storage) == {named}

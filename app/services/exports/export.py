@@ -40,7 +40,8 @@ from app.services.exports.targets import check_target, check_writable
 from app.services.quality.gold_export import export_lines as gold_lines
 from app.services.users.audit import record
 from app.services.webhooks import events as webhook_events
-from app.storage import ChunkSink, Opened, Storage
+from app.storage import Opened, Storage
+from app.zipstream import ChunkSink
 
 __all__ = ["FORMATS", "count_items", "create_export", "export_to", "exports_of", "find_file", "locate", "run_export", "zip_stream"]
 

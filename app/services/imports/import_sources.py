@@ -11,10 +11,13 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 from uuid import uuid4
 
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
 from app.errors import Invalid, size_text
 from app.images import CheckedImage, ImageRejected
+from app.packs import PACKS, Pack, pack_key, slice_key
 from app.settings import Settings
-from app.packs import Pack, slice_key
 from app.storage import S3Storage, Storage
 
 
@@ -156,14 +159,37 @@ def sweep_staging(storage: Storage, older_than_seconds: float = STAGING_MAX_AGE_
 PENDING_BYTES = 32 << 20  # image bytes held before asking which of them are stored already
 
 
+_PACKS_NAMED = sa.text(
+    "SELECT DISTINCT split_part(storage_key, '/', 1) || '/' || split_part(storage_key, '/', 2) || '/' || split_part(storage_key, '/', 3)"
+    " FROM assets WHERE storage_key LIKE :packs"
+)
+
+
+def sweep_packs(session: Session, storage: Storage, older_than_seconds: float = STAGING_MAX_AGE_SECONDS) -> int:
+    """Delete the packs no asset names, last written more than `older_than_seconds` ago: what an
+    import whose commit failed after its pack was promoted left (its rows are gone, so no reader
+    finds it). Returns how many. A pack is promoted moments before its import commits, so a day-old
+    unnamed one is no running import's."""
+    old = storage.old_objects(PACKS, older_than_seconds)
+    if not old:
+        return 0
+    named = set(session.scalars(_PACKS_NAMED, {"packs": PACKS + "/%"}))
+    unnamed = [key for key in old if key not in named]
+    for key in unnamed:
+        storage.delete(key)
+    return len(unnamed)
+
+
 class Staging:
     """The images one import stores, under a staging prefix until it is done (see the module docstring):
     in one pack where the storage writes packs (a local directory), else one object each (S3).
 
     Checked images wait in memory, up to PENDING_BYTES, until one call of `lookup` (the import's query
     of the assets table: sha256 -> storage key) says which are stored already; only the others are
-    written, so an image is stored once however many imports name it. `keys` then holds every image's
-    storage key, for the import's asset rows."""
+    written, so an image an asset names is not written again (two imports that store the same new
+    image at the same moment may both write it; the asset names one copy). The assets table is
+    trusted: an image whose object was lost is not written again by a new import. `keys` then holds
+    every image's storage key, for the import's asset rows."""
 
     def __init__(self, storage: Storage):
         self.storage = storage
@@ -208,7 +234,7 @@ class Staging:
 
     @property
     def pack_key(self) -> str:
-        return f"images/packs/{self.id}.pack"
+        return pack_key(self.id)
 
     def promote(self) -> None:
         self.write()

@@ -5,17 +5,19 @@ does not grow with the file. Where images are read from and staged is `app.servi
 All or nothing: the rows are written inside a savepoint of the caller's transaction, rolled back
 when any record or image is refused (the import goes on reading to report the first problems).
 
-Images go to a staging prefix (`staging/<import>/...`, written as they are checked, 32 MB at most
-held, so their bytes are never all in memory) and are promoted only once everything has been checked and every row
-written: on a local directory the import's one pack (`images/packs/<import>.pack`, each image named
-by its slice of it, `app.storage`), on S3 each image to its content-addressed key. An image whose
-sha256 the assets table knows is not written again. An import refused on the way (a bad record, the
-second image corrupt) deletes what it staged, so nothing is left behind. Staging, not "store, then
-delete on rollback": on S3 images are shared by content, and a concurrent import of the same bytes
-may already have found the object and pointed a row at it, so an object under its final key is
-never deleted. What stays possible is a failed commit after the promotion: the objects are
-unreferenced but harmless. A process killed mid-import leaves what it staged under `staging/`,
-which nothing reads and the worker's periodic reconcile job deletes once it is a day old
+Images go to a staging prefix (`staging/<import>/...`; checked images wait in memory until 32 MB
+of them do or their batch is written, so their bytes are never all in memory) and are promoted
+only once everything has been checked and every row written: on a local directory the import's one
+pack (`images/packs/<import>.pack`, each image named by its slice of it, `app.packs`), on S3 each
+image to its content-addressed key. An image whose sha256 the assets table knows is not written
+again. An import refused on the way (a bad record, the second image corrupt) deletes what it
+staged, so nothing is left behind. Staging, not "store, then delete on rollback": on S3 images are
+shared by content, and a concurrent import of the same bytes may already have found the object and
+pointed a row at it, so an object under its final key is never deleted. What stays possible is a
+failed commit after the promotion: the objects are then unreferenced (on S3 a later import of the
+same bytes writes them again in place; a local pack no asset names is deleted by the worker's
+periodic reconcile job once a day old, `sweep_packs`). A process killed mid-import leaves what it
+staged under `staging/`, which nothing reads and the reconcile job deletes once it is a day old
 (`sweep_staging`; no import runs that long).
 
 An import checks its images but takes no perceptual hash: it records a request for the worker's
@@ -36,14 +38,14 @@ from sqlalchemy.orm import Session
 from app.errors import Invalid
 from app.services.annotation import sampling
 from app.services.imports.import_batches import HASH_TASK, MAX_REPORTED_ERRORS, Batches, request_hashes
-from app.services.imports.import_sources import ImageSource, Staging, staged_images, sweep_staging
+from app.services.imports.import_sources import ImageSource, Staging, staged_images, sweep_packs, sweep_staging
 from app.services.imports.records import parse_records
 from app.services.projects.projects import get_project, stages_of
 from app.services.users.audit import record
 from app.settings import Settings
 from app.storage import Storage
 
-__all__ = ["HASH_TASK", "ImageSource", "ImportResult", "Staging", "import_items", "sweep_staging"]
+__all__ = ["HASH_TASK", "ImageSource", "ImportResult", "Staging", "import_items", "sweep_packs", "sweep_staging"]
 
 Progress = Callable[[str, int, int], None]
 

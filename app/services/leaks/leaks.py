@@ -1,7 +1,7 @@
 """The leakage and duplicates report of a split version, and "keep groups together".
 
-Finds, among the items a split version places: exact image duplicates (same sha256: images are
-content-addressed), near-duplicate images (perceptual hashes within the first stage's
+Finds, among the items a split version places: exact image duplicates (same sha256: an image is
+stored once), near-duplicate images (perceptual hashes within the first stage's
 `duplicate_image_distance` bits), and duplicate texts (the same normalised text, or MinHash LSH
 near matches); and, in the worker job where the models are there, near-duplicate texts by MiniLM
 cosine and near-duplicate images by CLIP cosine (`Embedders`; the report's `matchers` says which
