@@ -32,7 +32,9 @@ router = APIRouter(dependencies=[Depends(csrf_protect), LiveProject])
 
 def _list_context(session: Session, user: Principal, archived: bool = False) -> dict:
     visible = workspaces.visible_projects(user.id, user.role)
-    return {"projects": projects.progress(session, archived=archived, visible=visible), "archived": archived}
+    # A workspace manager's way to their workspaces and work logs (an admin's is the menu).
+    managed = workspaces.managed_workspaces(session, user.id, user.role) if user.role != Role.admin and not archived else []
+    return {"projects": projects.progress(session, archived=archived, visible=visible), "archived": archived, "managed": managed}
 
 
 @router.get("/")

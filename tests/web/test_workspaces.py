@@ -164,6 +164,12 @@ def test_a_manager_manages_their_workspaces_projects_and_no_others(world):
     assert browser.get(f"/projects/{a['project_id']}/export").status_code == 200
     page = browser.get(f"/projects/{a['project_id']}")
     assert 'id="export-link"' in page.text  # the page offers what the manager may do
+    home = browser.get("/").text  # their way to the workspace and its work log; an annotator has none
+    managed = re.search(r'<p id="managed-workspaces">(.*?)</p>', home, re.S).group(1)
+    assert f'href="/admin/workspaces/{a["workspace_id"]}">Alpha</a>' in managed and "Bravo" not in managed
+    assert browser.get("/admin/workspaces").status_code == 200 and "Alpha" in browser.get("/worklog").text
+    assert 'id="managed-workspaces"' not in world["browsers"]["annotator"].get("/").text
+    assert browser.get(f"/stages/{a['stage_id']}/agreement").status_code == 200  # where pauses are lifted
     assert browser.patch(f"/api/v1/projects/{b['project_id']}", headers=token, json={"description": "x"}).status_code == 404
     # Members of their own workspace: yes; workspaces themselves, users and tokens: no (global admin's).
     added = browser.post(f"/api/v1/workspaces/{a['workspace_id']}/members", headers=token, json={"username": "b-worker", "role": "annotator"})
