@@ -69,7 +69,8 @@ def child(url: str, token: str, project: int, n: int, batch: int, phase: str) ->
         elapsed = time.perf_counter() - start
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec. RssAnon is the
     # memory the process holds itself, without the pages of files it maps (a Dataset's Arrow files).
-    status = {line.split(":")[0]: line.split()[1] for line in Path("/proc/self/status").read_text().splitlines() if ":" in line}
+    status = {line.split(":")[0]: line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+              if line.startswith(("VmHWM:", "RssAnon:"))}
     print(json.dumps({"n": done, "seconds": elapsed, "peak_mb": int(status["VmHWM"]) / 1024, "anon_mb": int(status["RssAnon"]) / 1024}))
 
 
