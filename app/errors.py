@@ -83,3 +83,9 @@ FULL_DISK_MESSAGES = {
     "server": "The server's disk is full: free space on the disk that holds its data directory and temporary files, then try again. Nothing was saved.",
     "database": "The database server's disk is full: free space on the disk that holds PostgreSQL's data, then try again. Nothing was saved.",
 }
+
+
+def ascii_digits(text: str) -> bool:
+    """Whether `text` is one or more ASCII digits: a whole number as `int` and the API's validation both
+    read it (`str.isdigit` also holds for '¹', which `int` refuses)."""
+    return text.isascii() and text.isdigit()

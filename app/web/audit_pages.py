@@ -41,6 +41,9 @@ def audit_filter(
     since: Annotated[str, Query(max_length=40, description="From this date or date-time (inclusive, UTC if no zone)")] = "",
     until: Annotated[str, Query(max_length=40, description="Up to this date (inclusive) or date-time (exclusive)")] = "",
 ) -> audit_log.AuditFilter:
+    for field, value in (("action", action), ("actor", actor), ("target", target)):
+        if "\x00" in value:  # the page's filter too (the API's query is refused before this)
+            raise Invalid(f"{field}: holds a NUL character, which no stored text holds.", field=field)
     return audit_log.AuditFilter(action=action.strip(), actor=actor.strip(), target=target.strip(),
                                  since=_moment(since, "since", end=False), until=_moment(until, "until", end=True))
 

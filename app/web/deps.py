@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.datastructures import FormData
 
 from app.db import INT4_MAX, INT8_MAX, transaction
-from app.errors import Invalid, NotFound
+from app.errors import Invalid, NotFound, ascii_digits
 from app.models import Role, User
 from app.security import new_csrf_token, same_token
 from app.services.projects import archive
@@ -146,7 +146,7 @@ def form_id(text: str, field: str) -> int | None:
     text = text.strip()
     if not text:
         return None
-    if not text.isdigit() or int(text) > INT4_MAX:
+    if not ascii_digits(text) or int(text) > INT4_MAX:
         raise Invalid(f"The field '{field}' takes an id (a whole number), not '{text[:40]}'.", field=field)
     return int(text)
 

@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.errors import DomainError, Invalid
+from app.errors import DomainError, Invalid, ascii_digits
 from app.models import Role
 from app.services.drafting import draft_eval, eval_report, prompts
 from app.services.projects import projects
@@ -136,7 +136,7 @@ def run_version(request: Request, stage_id: Id, session: Db, posted: Posted, use
 
 def _number(text: str, field: str, message: str) -> int:
     text = text.strip()
-    if not text.isdigit() or int(text) > 2**31 - 1:
+    if not ascii_digits(text) or int(text) > 2**31 - 1:
         raise Invalid(message, field=field)
     return int(text)
 

@@ -10,7 +10,7 @@ from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app.errors import DomainError, NotFound
+from app.errors import DomainError, NotFound, ascii_digits
 from app.models import Role
 from app.services.exports import export, splits, targets
 from app.services.leaks import leaks
@@ -92,7 +92,7 @@ def start_export(request: Request, project_id: Id, session: Db, posted: Posted, 
         with savepoint(session):
             row = export.create_export(
                 session, project_id, str(posted.get("format", "")), settings=settings,
-                version=int(version) if version.isdigit() else None, use_splits=version != "none",
+                version=int(version) if ascii_digits(version) else None, use_splits=version != "none",
                 target=targets.check_target(str(posted.get("target", ""))), actor_id=user.id,
                 gold=str(posted.get("gold", "")) in ("1", "on", "true"),
             )

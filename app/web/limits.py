@@ -1,5 +1,5 @@
 """JSON request bodies held to the size and depth limits (`max_json_bytes`, `max_json_depth`), and
-refused if they hold a NUL character, before FastAPI parses them, then parsed with the numbers JSON
+refused if they hold a NUL character (as are query parameters: `check_query`), before FastAPI parses them, then parsed with the numbers JSON
 allows (`jsontext.loads`): a route class, so the refusal goes through the app's error handlers; and the
 API's router class, which uses it."""
 
@@ -14,7 +14,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from app import jsontext
-from app.errors import Invalid, TooLarge
+from app.errors import Invalid, TooLarge, ascii_digits
 
 
 def _is_json(request: Request) -> bool:
@@ -26,7 +26,7 @@ def _is_json(request: Request) -> bool:
 async def _limited_body(request: Request, max_bytes: int) -> bytes:
     refusal = f"The request body is larger than {max_bytes:,} bytes (VLCURATE_MAX_JSON_BYTES)."
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
+    if ascii_digits(declared) and int(declared) > max_bytes:
         raise TooLarge(refusal)
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -64,6 +64,15 @@ async def check_json_body(request: Request) -> None:
             pass  # not JSON (or not text): FastAPI parses it again and answers as it always has
 
 
+def check_query(request: Request) -> None:
+    """Refuse a query parameter that holds a NUL character: no text PostgreSQL stores or searches can
+    match it (a search would fail, a 500)."""
+    for name, value in request.query_params.multi_items():
+        if "\x00" in name or "\x00" in value:
+            raise Invalid(f"The query parameter '{name.replace(chr(0), '')}' holds a NUL character (%00), which no stored text holds.",
+                          field=name.replace("\x00", ""))
+
+
 class LimitedJsonRoute(APIRoute):
     """An API route whose JSON body is checked by `check_json_body` first."""
 
@@ -71,6 +80,8 @@ class LimitedJsonRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def limited(request: Request):
+            if b"%00" in request.scope["query_string"]:
+                check_query(request)
             if _is_json(request):
                 await check_json_body(request)
             return await handler(request)

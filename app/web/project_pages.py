@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app import jsontext
 from app.datasets import all_workflows, follow_on, get_workflow
-from app.errors import DomainError, Invalid
+from app.errors import DomainError, Invalid, ascii_digits
 from app.lifecycle import ItemStatus
 from app.models import Role
 from app.services.imports import items
@@ -108,7 +108,7 @@ def _sample_size(text: str) -> int | None:
 
 
 def _overlap(text: str) -> int:
-    if not text.strip().isdigit() or not 1 <= int(text) <= 50:
+    if not ascii_digits(text.strip()) or not 1 <= int(text) <= 50:
         raise Invalid("Annotators per item is a whole number from 1 to 50.", field="overlap")
     return int(text)
 

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app import jsontext
 from app.datasets import get_workflow
-from app.errors import DomainError, Invalid
+from app.errors import DomainError, Invalid, ascii_digits
 from app.models import Role
 from app.services.annotation import suggestions
 from app.services.projects import projects
@@ -157,7 +157,7 @@ def review_edit_submit(request: Request, stage_id: Id, item_id: BigId, session: 
             payload = get_workflow(projects.get_stage(session, stage_id).workflow).form_to_payload(answer.values)
             review.resolve(session, stage_id, item_id, user.id, payload=payload, comment=comment)
     except DomainError as exc:
-        start = int(answer.meta["start"]) if (answer.meta.get("start") or "").isdigit() else None
+        start = int(answer.meta["start"]) if ascii_digits(answer.meta.get("start") or "") else None
         ctx = _editor_context(session, stage_id, item_id, start, answer.values)
         return render_error(request, "review/edit.html", ctx, exc, comment=comment)
     return RedirectResponse(f"/stages/{stage_id}/review/next", status_code=303)

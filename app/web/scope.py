@@ -13,7 +13,7 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from app.db import INT4_MAX, INT8_MAX
-from app.errors import NotFound
+from app.errors import NotFound, ascii_digits
 from app.models import Role
 from app.queue import NO_SUCH_ASSIGNMENT
 from app.services.users import workspaces
@@ -36,7 +36,7 @@ def _named(request: Request) -> dict[str, int]:
     named = {}
     for name in workspaces.NAMED:
         raw = request.path_params.get(name)
-        if isinstance(raw, str) and raw.isdigit() and int(raw) <= _WIDE.get(name, INT4_MAX):
+        if isinstance(raw, str) and ascii_digits(raw) and int(raw) <= _WIDE.get(name, INT4_MAX):
             named[name] = int(raw)
     return named
 

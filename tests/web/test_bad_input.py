@@ -128,6 +128,11 @@ CASES = [
          files={"file": ("items.jsonl", b'{"id": "a", "image": "a.png", "question": "q"}\n{"id": "b\\u0000", "image": "a.png", "question": "q"}')}),
     Case("CSV cell with a NUL", "POST", IMPORT, 422, ["line 2", "NUL character"],
          files={"file": ("items.csv", b"id,image,question\na,a.png,q\x00\n")}),
+    Case("API query with a NUL", "GET", "/api/v1/audit?target=a%00b&actor=x", 422, ["query parameter 'target'", "NUL character"]),
+    Case("audit page filter with a NUL", "GET", "/admin/audit?actor=a%00b", 422, ["actor", "NUL character"], role="page"),
+    # '¹' is a digit to str.isdigit, and no number to int or to the API's validation.
+    Case("stage id as a superscript digit", "GET", "/api/v1/stages/%C2%B9/prompts", 422, ["stage_id"]),
+    Case("project page id as a superscript digit", "GET", "/projects/%C2%B9", 422, ["project_id"], role="page"),
     Case("page form with a NUL", "POST", "/projects", 422, ["field &#39;name&#39;", "NUL character"], role="page",
          data={"name": "a\x00b", "workflow": "generic.choice"}),
     # API bodies.

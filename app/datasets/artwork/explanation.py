@@ -18,6 +18,7 @@ from app.agreement.entities import generated_entities, scores, tokens, unique
 from app.datasets.artwork.schema import DRAFTED_KIND, EXPLANATION, SECTIONS, DraftedSuggestion, section_path, section_view, segments
 from app.datasets.workflow import Consolidation, Workflow, image_urls
 from app.datasets.wikido.tokenedits import tokenize
+from app.errors import ascii_digits
 
 # The rubric shown on screen, by score.
 RUBRIC = (
@@ -182,7 +183,7 @@ class ArtworkExplanation(Workflow):
         for seg_start, seg in _positions(segments(explanation, gen_ents, gen_kind)):
             if seg["kind"]:
                 marks[(seg_start, seg_start + len(seg["text"]))] = seg["kind"]
-        struck = {int(i) for i in _as_list(values.get("struck")) if str(i).isdigit()}
+        struck = {int(i) for i in _as_list(values.get("struck")) if ascii_digits(str(i))}
         toks = tokenize(explanation)
         return {
             "image": image_urls(ctx.item.get("image"), ctx.assets.get("/image")),

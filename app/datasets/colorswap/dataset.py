@@ -20,10 +20,11 @@ from app.datasets.colorswap.schema import (
 )
 from app.datasets.dataset import Dataset, JsonStyle
 from app.datasets.registry import register
+from app.errors import ascii_digits
 
 
 def _published_id(value: str) -> int | str:
-    return int(value) if value.isdigit() else value
+    return int(value) if ascii_digits(value) else value
 
 
 def _chosen(results: Mapping[str, Any], n: int) -> int | None:

@@ -25,7 +25,7 @@ from app.agreement import categorical
 from app.agreement.bootstrap import Interval, bootstrap, mean_from, mean_stats, resample_weights
 from app.datasets import draft_kinds, get_workflow
 from app.datasets.suggest import ItemInput
-from app.errors import Invalid
+from app.errors import Invalid, ascii_digits
 from app.models import DraftFailure, GoldItem, Item, ItemResult, Prompt, Stage, Suggestion, SuggestionOutcome
 from app.services.drafting import prompts as prompt_service
 from app.services.projects.projects import get_stage
@@ -119,7 +119,7 @@ def parse_ids(text: str | list[int] | None) -> list[int]:
     parts = text if isinstance(text, list) else str(text).replace(",", " ").split()
     ids: list[int] = []
     for part in parts:
-        if not str(part).strip().isdigit() or int(part) > 2**62:
+        if not ascii_digits(str(part).strip()) or int(part) > 2**62:
             raise Invalid(f"Prompt ids are whole numbers separated by commas, e.g. 1,2 (not '{part}').", field="prompts")
         if int(part) not in ids:
             ids.append(int(part))

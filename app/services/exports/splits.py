@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator, model_validator
 from sqlalchemy.orm import Session
 
-from app.errors import Invalid, NotFound
+from app.errors import Invalid, NotFound, ascii_digits
 from app.lifecycle import ItemStatus
 from app.models import ItemSplit, SplitDefinition
 from app.services.projects.projects import get_project
@@ -135,7 +135,7 @@ def config_from_text(
 ) -> dict[str, Any]:
     """A split configuration from what a person typed, in the project's export form or as command-line
     options: sizes as "train=0.8,test=0.2", held-out items as "FIELD=V1,V2". `save_definition` checks the rest."""
-    if not str(seed).strip().isdigit():
+    if not ascii_digits(str(seed).strip()):
         raise Invalid("The seed is a whole number, 0 or more.")
     config: dict[str, Any] = {"seed": int(seed)}
     sizes = (("ratios", parse_sizes(ratios, float)), ("counts", parse_sizes(counts, int)),

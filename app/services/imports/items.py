@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from app.db import INT8_MAX
-from app.errors import Invalid
+from app.errors import Invalid, ascii_digits
 from app.lifecycle import ItemStatus
 from app.models import Assignment, Item, Stage, User
 
@@ -35,7 +35,7 @@ class ItemFilter:
         if status and status not in ItemStatus.__members__:
             raise Invalid(f"Unknown status {status!r}; use one of: {', '.join(ItemStatus)}.")
         for name, value in (("stage", stage), ("annotator", annotator)):
-            if value and not value.isdigit():
+            if value and not ascii_digits(value):
                 raise Invalid(f"The {name} filter is an id.")
         if "\x00" in text:  # PostgreSQL takes no NUL in a text parameter (it would answer a 500)
             raise Invalid("The text filter holds a NUL character (\\u0000), which no item can hold.")

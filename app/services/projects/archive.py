@@ -12,7 +12,7 @@ import sqlalchemy.orm
 from sqlalchemy.orm import Session
 
 from app.db import INT8_MAX
-from app.errors import Conflict, Invalid, NotFound
+from app.errors import Conflict, Invalid, NotFound, ascii_digits
 from app.models import Item, Project
 from app.services.users.audit import record
 
@@ -37,7 +37,7 @@ def archived_ids(ids: dict[str, object]) -> dict[str, int]:
     found = {}
     for name, value in ids.items():
         text = str(value)
-        if name in OWNERS and text.isdigit() and int(text) <= INT8_MAX:
+        if name in OWNERS and ascii_digits(text) and int(text) <= INT8_MAX:
             found[name] = int(text)
     return found
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy.orm import Session
 
-from app.errors import Invalid, NotFound, format_validation_error
+from app.errors import Invalid, NotFound, ascii_digits, format_validation_error
 from app.lifecycle import ItemStatus
 from app.models import Annotation, GoldItem, ItemCount, ItemResult, Project, Stage, StageCount, Workspace
 from app.services.projects import archive
@@ -167,7 +167,7 @@ def get_project(session: Session, project_id: int) -> Project:
 
 def find_project(session: Session, ref: str) -> Project:
     """A project by id or by name (the CLI accepts either)."""
-    if ref.isdigit():
+    if ascii_digits(ref):
         return get_project(session, int(ref))
     project = session.scalar(sa.select(Project).where(Project.name == ref, Project.archived_at.is_(None)))
     if project is None:
