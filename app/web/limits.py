@@ -69,8 +69,8 @@ def check_query(request: Request) -> None:
     match it (a search would fail, a 500)."""
     for name, value in request.query_params.multi_items():
         if "\x00" in name or "\x00" in value:
-            raise Invalid(f"The query parameter '{name.replace(chr(0), '')}' holds a NUL character (%00), which no stored text holds.",
-                          field=name.replace("\x00", ""))
+            shown = name.replace("\x00", "")
+            raise Invalid(f"The query parameter '{shown}' holds a NUL character (%00), which no stored text holds.", field=shown)
 
 
 class LimitedJsonRoute(APIRoute):

@@ -160,8 +160,7 @@ PENDING_BYTES = 32 << 20  # image bytes held before asking which of them are sto
 
 
 _PACKS_NAMED = sa.text(
-    "SELECT DISTINCT split_part(storage_key, '/', 1) || '/' || split_part(storage_key, '/', 2) || '/' || split_part(storage_key, '/', 3)"
-    " FROM assets WHERE storage_key LIKE :packs"
+    "SELECT DISTINCT substring(storage_key from '^images/packs/[0-9a-f]{32}\\.pack') FROM assets WHERE storage_key LIKE :packs"
 )
 
 
